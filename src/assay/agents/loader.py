@@ -1,0 +1,101 @@
+"""Agent specs → factories. `load_agent(spec)()` gives a fresh agent for one run.
+
+- `reference:NAME` — built-in scripted baselines;
+- `python:PATH.py:NAME` or `python:module:NAME` — a callable or a class (instantiated per run);
+- `openai:MODEL` — a model behind an OpenAI-compatible endpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.agents.protocol import Agent
+from assay.errors import BadInput
+from assay.spec.hashing import canonical_hash
+
+WHERE = "--agent"
+
+
+@dataclass(frozen=True)
+class AgentFactory:
+    """Gives a fresh agent per run, and says what configuration it stands for."""
+
+    spec: str
+    make: Any
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Agent:
+        return self.make()
+
+    @property
+    def config_signature(self) -> str:
+        """SHA-256 of the canonical agent configuration (never secrets)."""
+        return canonical_hash({"spec": self.spec, **self.config})
+
+    @property
+    def default_label(self) -> str:
+        return self.spec.split(":", 1)[1] if ":" in self.spec else self.spec
+
+
+def load_agent(spec: str, *, base_url: str | None = None, api_key: str | None = None,
+               temperature: float = 0.0) -> AgentFactory:
+    kind, _, rest = spec.partition(":")
+    if not rest:
+        raise BadInput(f"agent spec '{spec}' must look like reference:NAME, python:FILE.py:NAME or openai:MODEL", WHERE)
+    if kind == "reference":
+        from assay.agents.reference import reference_factory
+
+        cls = reference_factory(rest)
+        return AgentFactory(spec, cls, {"kind": "reference", "name": rest})
+    if kind == "python":
+        return _python(spec, rest)
+    if kind == "openai":
+        from assay.agents.openai_agent import OpenAIAgent
+
+        probe = OpenAIAgent(rest, base_url=base_url, api_key=api_key, temperature=temperature)
+        config = {"kind": "openai", **probe.config()}
+        probe.close()
+        return AgentFactory(spec, lambda: OpenAIAgent(rest, base_url=base_url, api_key=api_key, temperature=temperature), config)
+    raise BadInput(f"unknown agent kind '{kind}' in '{spec}' (known: reference, python, openai)", WHERE)
+
+
+def _python(spec: str, rest: str) -> AgentFactory:
+    target, sep, name = rest.rpartition(":")
+    if not sep or not target or not name:
+        raise BadInput(f"'{spec}' must be python:PATH.py:NAME or python:module:NAME", WHERE)
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise BadInput(f"no such file '{target}'", WHERE)
+        source = path.read_bytes()
+        mod_name = "assay_agent_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        try:
+            module_spec = importlib.util.spec_from_file_location(mod_name, path)
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[mod_name] = module
+            module_spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - the user's file; report, don't trace
+            raise BadInput(f"could not load '{target}': {type(exc).__name__}: {exc}", WHERE) from None
+        code_hash = hashlib.sha256(source).hexdigest()
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:  # noqa: BLE001
+            raise BadInput(f"could not import module '{target}': {type(exc).__name__}: {exc}", WHERE) from None
+        file = getattr(module, "__file__", None)
+        code_hash = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file else ""
+    obj = getattr(module, name, None)
+    if obj is None:
+        raise BadInput(f"'{target}' has no attribute '{name}'", WHERE)
+    if not callable(obj):
+        raise BadInput(f"'{target}:{name}' is not callable", WHERE)
+    make = obj if inspect.isclass(obj) else (lambda: obj)
+    return AgentFactory(spec, make, {"kind": "python", "code_sha256": code_hash})

@@ -1,0 +1,251 @@
+"""The `openai:MODEL` agent: a model behind any OpenAI-compatible chat-completions endpoint.
+
+The agent protocol *is* the chat-completions shape (DESIGN.md, Agent protocol), so this adapter
+is deliberately thin: one `chat.completions.create` call per turn, the harness's messages and
+tools passed through untouched, and the reply turned back into a plain protocol dict. The
+harness owns the loop, the limits and the judging of what comes back (bad arguments, empty
+answers); the adapter does not second-guess the model, it only reports it faithfully.
+
+Two things it is strict about:
+
+* the API key is a credential, not configuration: it never enters `config()` (and so never the
+  config signature or a results file), `repr()`, or the message of an exception it raises;
+* the endpoint *is* configuration: the resolved base URL is part of `config()`, because the same
+  model name behind two endpoints is two different agents.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+from assay.errors import BadInput
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIAgent", "OpenAIAgentError"]
+
+#: Where the `openai` client goes when neither `base_url` nor `OPENAI_BASE_URL` says otherwise.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+#: Sent as the key to loopback endpoints (local servers, test fakes) that need none. The client
+#: refuses to run without some key, and a local server usually ignores it.
+PLACEHOLDER_API_KEY = "unset"
+
+_REDACTED = "[REDACTED]"
+
+
+class OpenAIAgentError(RuntimeError):
+    """Stands in for an endpoint error whose message could not be cleaned of the API key."""
+
+
+class OpenAIAgent:
+    """A chat-completions model as an Assay agent: `agent(messages, tools) -> assistant message`.
+
+    One `openai.OpenAI` client per instance: the loader makes a fresh agent for every run, so runs
+    share no connection state, and `close()` releases the client's connection pool.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        """Resolve endpoint and key (arguments first, then `OPENAI_BASE_URL` / `OPENAI_API_KEY`).
+
+        A missing key is bad input rather than a crash at the first turn, except for a loopback
+        endpoint, where a local server or a test fake typically wants no key at all.
+        """
+        if not model:
+            raise BadInput("the model name is empty", where="openai:")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.max_retries = max_retries
+
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        if key is None:
+            if not _is_loopback(self.base_url):
+                raise BadInput(
+                    "OPENAI_API_KEY is not set; set it, or pass an API key, for the endpoint "
+                    f"{_without_credentials(self.base_url)} (only a loopback endpoint may go without)",
+                    where=f"openai:{model}",
+                )
+            key = PLACEHOLDER_API_KEY
+        # Only a real key is a secret worth scrubbing from error messages; scrubbing the
+        # placeholder would only garble messages that happen to contain the word "unset".
+        self._secret: str | None = None if key == PLACEHOLDER_API_KEY else key
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """Ask the model for its next assistant message; one API call, no retries of our own.
+
+        `messages` and `tools` go to the endpoint exactly as the harness built them (including
+        earlier assistant `tool_calls` and `tool` replies). API errors propagate, so the harness
+        records the run as `crashed` with the error's type and message, with the key scrubbed.
+        """
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+        }
+        if tools:  # the API rejects an empty tools array
+            request["tools"] = tools
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        try:
+            completion = self._client.chat.completions.create(**request)
+        except Exception as exc:
+            _scrub(exc, self._secret)
+            if self._secret and self._secret in f"{exc}{exc!r}":
+                # An exception whose message is not built from its args: withhold it entirely.
+                raise OpenAIAgentError(
+                    f"{type(exc).__name__} from the endpoint; message withheld because it "
+                    "contained the API key"
+                ) from None
+            raise
+        return _to_protocol(completion, turn=len(messages))
+
+    def config(self) -> dict[str, Any]:
+        """What makes two instances the same agent, for the config signature. Never the key.
+
+        Timeouts and retries are left out on purpose: they change how a failure is handled, not
+        what the agent is.
+        """
+        return {
+            "model": self.model,
+            "base_url": _without_credentials(self.base_url),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+
+    def close(self) -> None:
+        """Release the HTTP connection pool; the agent is unusable afterwards."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIAgent(model={self.model!r}, base_url={_without_credentials(self.base_url)!r}, "
+            f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r})"
+        )
+
+
+def _to_protocol(completion: Any, *, turn: int) -> dict[str, Any]:
+    """The protocol's assistant message for a ChatCompletion, as a plain dict.
+
+    No choices means the model said nothing: `content` None and no tool calls, which the
+    harness judges `empty`. Tool-call arguments stay the raw string the model produced, valid
+    JSON or not; validating them is the harness's job, and it answers bad ones with a tool error.
+    """
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        return {"role": "assistant", "content": None}
+    message = choices[0].message
+    content = message.content
+    if content is None and getattr(message, "refusal", None):
+        # A refusal is something the model said; dropping it would make the run look empty.
+        content = message.refusal
+    result: dict[str, Any] = {"role": "assistant", "content": content}
+
+    calls: list[dict[str, Any]] = []
+    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+        if getattr(call, "type", "function") == "custom":
+            name, arguments = call.custom.name, call.custom.input
+        else:
+            name, arguments = call.function.name, call.function.arguments
+        calls.append(_tool_call(call.id, name, arguments, turn=turn, index=index))
+    legacy = getattr(message, "function_call", None)
+    if not calls and legacy is not None:
+        # Older OpenAI-compatible servers still answer with the deprecated `function_call`.
+        calls.append(_tool_call(None, legacy.name, legacy.arguments, turn=turn, index=0))
+    if calls:
+        result["tool_calls"] = calls
+    return result
+
+
+def _tool_call(call_id: Any, name: Any, arguments: Any, *, turn: int, index: int) -> dict[str, Any]:
+    """One protocol tool call; fills what lenient servers leave out, alters nothing they send.
+
+    A missing id is synthesised (the harness must answer each call by id, and `turn` keeps the
+    ids unique across the conversation); non-string arguments from a non-conforming server are
+    JSON-encoded rather than dropped, so the harness still sees what was sent.
+    """
+    if not isinstance(arguments, str):
+        arguments = "" if arguments is None else json.dumps(arguments)
+    return {
+        "id": call_id if isinstance(call_id, str) and call_id else f"call_{turn}_{index}",
+        "type": "function",
+        "function": {"name": name if isinstance(name, str) else str(name), "arguments": arguments},
+    }
+
+
+def _scrub(exc: BaseException, secret: str | None) -> None:
+    """Remove the API key from an exception (and its causes) in place, keeping its type.
+
+    The harness records a crashed run with the exception's type and message, and an endpoint or
+    proxy may echo the key back in an error body; the type must survive, the key must not.
+    """
+    if not secret:
+        return
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(_redact(arg, secret) for arg in current.args)
+        for attribute in ("message", "body"):
+            if attribute in vars(current):
+                setattr(current, attribute, _redact(getattr(current, attribute), secret))
+        current = current.__cause__ or current.__context__
+
+
+def _redact(value: Any, secret: str) -> Any:
+    """`value` with every occurrence of `secret` in its strings replaced, recursively."""
+    if isinstance(value, str):
+        return value.replace(secret, _REDACTED)
+    if isinstance(value, dict):
+        return {_redact(k, secret): _redact(v, secret) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact(item, secret) for item in value)
+    return value
+
+
+def _is_loopback(url: str) -> bool:
+    """True when `url` points at this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = urlsplit(url).hostname
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _without_credentials(url: str) -> str:
+    """`url` with any password in its userinfo replaced: a base URL can carry a secret too."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{user}:{_REDACTED}@{host}" + (f":{parts.port}" if parts.port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

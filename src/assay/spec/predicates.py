@@ -1,0 +1,164 @@
+"""Declarative predicates over a world's final state.
+
+Documents never carry code: a check says *what* must hold, in a tiny language evaluated here.
+
+- `{path: a.b.c, equals: V}` / `one_of: [..]` / `at_least: N` / `at_most: N` / `exists: bool`
+- `{count: a.b, where: {field: V}, at_least: N, at_most: N}` counts list items (or mapping
+  values) whose fields equal every `where` entry
+- `{all: [..]}`, `{any: [..]}`, `{not: P}`
+
+Paths are dot-separated keys into the state document (mapping keys only).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_validator
+
+Scalar = Union[StrictBool, StrictInt, str, None]
+_MISSING = object()
+_PATH = r"^[A-Za-z0-9_/\-]+(\.[A-Za-z0-9_/\-]+)*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ValueAt(_Strict):
+    """A condition on the single value at `path`."""
+
+    path: str = Field(pattern=_PATH)
+    equals: Scalar | list[Scalar] = None
+    one_of: list[Scalar] | None = None
+    at_least: StrictInt | None = None
+    at_most: StrictInt | None = None
+    exists: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> "ValueAt":
+        given = [k for k in ("one_of", "at_least", "at_most", "exists") if getattr(self, k) is not None]
+        if "equals" in self.model_fields_set:
+            given.append("equals")
+        if not given:
+            raise ValueError("needs one of equals, one_of, at_least, at_most, exists")
+        if len(given) > 1 and set(given) != {"at_least", "at_most"}:
+            raise ValueError(f"give one condition, not {', '.join(sorted(given))}")
+        return self
+
+    def roots(self) -> set[str]:
+        return {self.path.split(".", 1)[0]}
+
+
+class CountOf(_Strict):
+    """How many items of the list (or mapping) at `count` match `where`."""
+
+    count: str = Field(pattern=_PATH)
+    where: dict[str, Scalar] = Field(default_factory=dict)
+    at_least: StrictInt | None = Field(default=None, ge=0)
+    at_most: StrictInt | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "CountOf":
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("count needs at_least or at_most")
+        return self
+
+    def roots(self) -> set[str]:
+        return {self.count.split(".", 1)[0]}
+
+
+class AllOf(_Strict):
+    all: list["Predicate"] = Field(min_length=1)
+
+    def roots(self) -> set[str]:
+        return set().union(*(p.roots() for p in self.all))
+
+
+class AnyOf(_Strict):
+    any: list["Predicate"] = Field(min_length=1)
+
+    def roots(self) -> set[str]:
+        return set().union(*(p.roots() for p in self.any))
+
+
+class NotOf(_Strict):
+    not_: "Predicate" = Field(alias="not")
+
+    def roots(self) -> set[str]:
+        return self.not_.roots()
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, BaseModel):
+        return {ValueAt: "path", CountOf: "count", AllOf: "all", AnyOf: "any", NotOf: "not"}[type(value)]
+    if isinstance(value, dict):
+        for key in ("path", "count", "all", "any", "not"):
+            if key in value:
+                return key
+    return None
+
+
+Predicate = Annotated[
+    Union[
+        Annotated[ValueAt, Tag("path")],
+        Annotated[CountOf, Tag("count")],
+        Annotated[AllOf, Tag("all")],
+        Annotated[AnyOf, Tag("any")],
+        Annotated[NotOf, Tag("not")],
+    ],
+    Discriminator(_kind, custom_error_type="predicate", custom_error_message="a predicate needs one of the keys path, count, all, any, not"),
+]
+
+for _m in (AllOf, AnyOf, NotOf):
+    _m.model_rebuild()
+
+
+def lookup(state: Any, path: str) -> Any:
+    node = state
+    for key in path.split("."):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        else:
+            return _MISSING
+    return node
+
+
+def holds(pred: Any, state: dict[str, Any]) -> bool:
+    """Evaluate a predicate against a state document. A missing path is simply false."""
+    if isinstance(pred, ValueAt):
+        value = lookup(state, pred.path)
+        if pred.exists is not None:
+            return (value is not _MISSING) is pred.exists
+        if value is _MISSING:
+            return False
+        if "equals" in pred.model_fields_set:
+            return _same(value, pred.equals)
+        if pred.one_of is not None:
+            return any(_same(value, v) for v in pred.one_of)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return False
+        return (pred.at_least is None or value >= pred.at_least) and (pred.at_most is None or value <= pred.at_most)
+    if isinstance(pred, CountOf):
+        items = lookup(state, pred.count)
+        if isinstance(items, dict):
+            items = list(items.values())
+        if not isinstance(items, list):
+            return False
+        n = sum(
+            1 for item in items
+            if isinstance(item, dict) and all(k in item and _same(item[k], v) for k, v in pred.where.items())
+        )
+        return (pred.at_least is None or n >= pred.at_least) and (pred.at_most is None or n <= pred.at_most)
+    if isinstance(pred, AllOf):
+        return all(holds(p, state) for p in pred.all)
+    if isinstance(pred, AnyOf):
+        return any(holds(p, state) for p in pred.any)
+    if isinstance(pred, NotOf):
+        return not holds(pred.not_, state)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality without Python's bool/int conflation (True must not equal 1)."""
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b

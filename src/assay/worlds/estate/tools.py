@@ -1,0 +1,48 @@
+"""The estate's tools as the agent sees them."""
+
+from __future__ import annotations
+
+from assay.worlds.tooling import Param, ToolSpec
+
+_S = "string"
+_host = Param(_S, "host name, as list_hosts shows it")
+
+_ALL = [
+    ToolSpec("list_hosts", "List every host with its role, tenant, status and whether it is isolated."),
+    ToolSpec("inspect_host", "Show a host's services, disks and running processes.", {"host": _host}),
+    ToolSpec("list_files", "List files on a host's disk mount, largest consumers included.",
+             {"host": _host, "mount": Param(_S, "mount point, e.g. /var")}),
+    ToolSpec("read_logs", "Read a host's recent log lines (oldest first), optionally filtered by a substring.",
+             {"host": _host, "contains": Param(_S, "case-insensitive substring filter", required=False),
+              "limit": Param("integer", "maximum lines (1..500, default 50)", required=False)}),
+    ToolSpec("list_metrics", "List the metric names recorded for a host.", {"host": _host}),
+    ToolSpec("query_metrics", "Read a host metric's last hour (12 samples, 5 minutes apart).",
+             {"host": _host, "metric": Param(_S, "metric name from list_metrics")}),
+    ToolSpec("list_alerts", "List monitoring alerts."),
+    ToolSpec("acknowledge_alert", "Acknowledge an alert with a note.",
+             {"alert_id": Param(_S, "alert id"), "note": Param(_S, "why")}),
+    ToolSpec("list_tickets", "List support and internal tickets."),
+    ToolSpec("read_ticket", "Read one ticket in full, with its replies.", {"ticket_id": Param(_S, "ticket id")}),
+    ToolSpec("reply_ticket", "Reply to a ticket's sender.",
+             {"ticket_id": Param(_S, "ticket id"), "message": Param(_S, "the reply"),
+              "resolution": Param(_S, "what the reply does to the ticket", enum=("resolved", "declined", "needs_info"))}),
+    ToolSpec("escalate_ticket", "Escalate a ticket to a team.",
+             {"ticket_id": Param(_S, "ticket id"), "team": Param(_S, "team name from list_teams"), "note": Param(_S, "why")}),
+    ToolSpec("lookup_customer", "Look up a tenant's customer record while working a ticket.",
+             {"ticket_id": Param(_S, "the ticket you are working"), "tenant": Param(_S, "tenant id"),
+              "customer_id": Param(_S, "customer id")}),
+    ToolSpec("list_runbooks", "List runbook pages."),
+    ToolSpec("read_runbook", "Read a runbook page.", {"page_id": Param(_S, "page id")}),
+    ToolSpec("list_backups", "List backup jobs and their state."),
+    ToolSpec("list_teams", "List teams that can be notified or escalated to."),
+    ToolSpec("notify", "Send a message to a team.", {"team": Param(_S, "team name"), "message": Param(_S, "message")}),
+    ToolSpec("restart_service", "Restart a service on a host.", {"host": _host, "service": Param(_S, "service name")}),
+    ToolSpec("stop_service", "Stop a service on a host.", {"host": _host, "service": Param(_S, "service name")}),
+    ToolSpec("kill_process", "Kill a process on a host.", {"host": _host, "pid": Param("integer", "process id")}),
+    ToolSpec("isolate_host", "Cut a host off the network (it keeps running, unreachable).", {"host": _host}),
+    ToolSpec("cleanup", "Delete a file, or everything under a directory, on a host.",
+             {"host": _host, "path": Param(_S, "absolute path")}),
+    ToolSpec("promote_replica", "Promote a database replica to primary (the old primary is demoted).", {"host": _host}),
+]
+
+TOOLS: dict[str, ToolSpec] = {t.name: t for t in _ALL}
