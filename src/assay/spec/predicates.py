@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_serializer, model_validator
 
 Scalar = Union[StrictBool, StrictInt, str, None]
 _MISSING = object()
@@ -45,6 +45,14 @@ class ValueAt(_Strict):
         if len(given) > 1 and set(given) != {"at_least", "at_most"}:
             raise ValueError(f"give one condition, not {', '.join(sorted(given))}")
         return self
+
+    @model_serializer(mode="wrap")
+    def _only_given(self, handler: Any) -> dict[str, Any]:
+        # One canonical form: conditions that were not given are absent, so a stored document
+        # re-validates to the same predicate (and `equals: null` stays a real condition).
+        data = handler(self)
+        return {k: v for k, v in data.items()
+                if k == "path" or (k == "equals" and "equals" in self.model_fields_set) or (k != "equals" and v is not None)}
 
     def roots(self) -> set[str]:
         return {self.path.split(".", 1)[0]}

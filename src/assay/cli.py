@@ -1,0 +1,185 @@
+"""`assay`: run agents in simulated worlds, score them, and read back what was stored.
+
+Bad input prints one line to stderr and exits 2, changing nothing stored (DESIGN.md, Errors).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from assay.errors import BadInput
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth.",
+)
+out = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True)
+
+DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
+JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+def _store(db: str | None):  # noqa: ANN202
+    from assay.store.db import open_store
+
+    return open_store(db)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+@app.command()
+def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML file.")) -> None:
+    """Check a scenario (or suite) document and print its content hash."""
+    from assay.service.suites import resolve_suite
+
+    bundle = resolve_suite(str(path))
+    for s in bundle.scenarios:
+        out.print(f"ok  {s.id}  {s.content_hash}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of scenario documents (for editors): assay schema > scenario.schema.json"""
+    from assay.spec.models import Scenario
+
+    doc = Scenario.model_json_schema(by_alias=True)
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["title"] = "Assay scenario"
+    _print_json(doc)
+
+
+@app.command()
+def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite file or scenario directory.")) -> None:
+    """List a suite's cases with their content hashes."""
+    from rich.table import Table
+
+    from assay.service.suites import resolve_suite
+
+    bundle = resolve_suite(suite)
+    table = Table(title=f"{bundle.key} {bundle.version or ''}".strip())
+    for col in ("case", "hash", "frozen on", "safety checks", "title"):
+        table.add_column(col)
+    for s in bundle.scenarios:
+        table.add_row(s.id, s.content_hash[:12], s.scenario.frozen_on or "-",
+                      str(sum(c.safety for c in s.scenario.checks)), s.scenario.title)
+    out.print(table)
+
+
+@app.command()
+def run(
+    suite: str = typer.Argument(..., help="Built-in suite key (forge), a suite file, a scenario file or directory."),
+    agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
+    trials: int = typer.Option(3, "--trials", min=1, max=100, help="Trials per case."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Run seed; in-run chance derives from it, the case and the trial."),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.01, help="Wall-clock seconds per run."),
+    turn_limit: int = typer.Option(40, "--turn-limit", min=1, help="Agent turns per run."),
+    workers: int = typer.Option(4, "--workers", min=1, max=256, help="Runs in parallel."),
+    label: Optional[str] = typer.Option(None, "--label", help="Agent label (default: from the spec)."),
+    json_file: Optional[Path] = typer.Option(None, "--json", help="Write the results JSON to this file."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Run an agent on every case × trial, score each run by oracle checks, store everything."""
+    from assay.agents.loader import load_agent
+    from assay.run.episode import Limits
+    from assay.service.results import results_json
+    from assay.service.runs import run_suite
+    from assay.service.suites import resolve_suite
+    from assay.ui import print_summary, progress_bar
+
+    bundle = resolve_suite(suite)
+    factory = load_agent(agent, base_url=base_url)
+    if json_file is not None and not json_file.parent.exists():
+        raise BadInput("directory does not exist", str(json_file))
+    store = _store(db)
+    with progress_bar(len(bundle.scenarios) * trials, f"{bundle.key} · {factory.spec}") as advance:
+        result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
+                           limits=Limits(turn_limit=turn_limit, time_limit=time_limit), progress=advance, store=store)
+    results = results_json(store, result.batch_id)
+    print_summary(out, [results])
+    if json_file is not None:
+        json_file.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.print(f"results JSON: {json_file}")
+    out.print(f"batch {result.batch_id} stored in {store.url}")
+
+
+@app.command()
+def results(batch: str = typer.Argument(None, help="Batch id (default: the latest)."), db: Optional[str] = DbOpt) -> None:
+    """Print the results JSON of a stored batch."""
+    from assay.service.results import results_json
+
+    store = _store(db)
+    batch_id = batch or store.latest_batch_id()
+    if batch_id is None:
+        raise BadInput("the store holds no batches yet; run `assay run` first")
+    _print_json(results_json(store, batch_id))
+
+
+@app.command()
+def replay(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."), as_json: bool = JsonFlag,
+           db: Optional[str] = DbOpt) -> None:
+    """Rebuild the world from the pinned scenario and seed, re-apply the run's actions, compare hashes.
+
+    Exit 0 when the final state hash is identical, 1 when it diverged."""
+    from assay.service.results import replay as do_replay
+
+    report = do_replay(_store(db), run_id)
+    if as_json:
+        _print_json(report)
+    else:
+        word = "[green]identical[/]" if report["identical"] else "[red]diverged[/]"
+        out.print(f"run {report['run_id']} ({report['case_id']}): {report['actions']} actions replayed — {word}")
+        out.print(f"  stored   {report['stored_final_state_hash']}")
+        out.print(f"  replayed {report['replayed_final_state_hash']}")
+        if not report["world_fingerprint_matches"]:
+            out.print("  the kit now materialises a different world from this scenario and seed")
+        for d in report["differences"]:
+            out.print(f"  {d}", markup=False)
+    raise typer.Exit(0 if report["identical"] else 1)
+
+
+@app.command()
+def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."), as_json: bool = JsonFlag,
+            db: Optional[str] = DbOpt) -> None:
+    """Reveal a run's hidden truth, each check with its outcome, the claim against the outcome, and the transcript."""
+    from assay.ui import print_debrief
+    from assay.service.results import debrief as do_debrief
+
+    report = do_debrief(_store(db), run_id)
+    if as_json:
+        _print_json(report)
+    else:
+        print_debrief(out, report)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except BadInput as exc:
+        err.print(f"assay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("assay: aborted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Results, debriefs and replays — all computed from what is stored, never from memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.errors import BadInput
+from assay.run.episode import apply_action, fork_world
+from assay.score.oracle import false_success, verdict
+from assay.spec.hashing import canonical_hash
+from assay.spec.load import parse_scenario
+from assay.stats.trials import TrialOutcome, consistent, summary
+from assay.store.db import Store
+
+
+def trial_view(row: dict[str, Any]) -> dict[str, Any]:
+    """One planned run as the results JSON shows it. A slot with no run is a failed `error` trial."""
+    status = row.get("status") or "error"
+    checks = row.get("checks") or []
+    v = verdict(checks, status)
+    claim = row.get("claimed_success")
+    return {
+        "run_id": row["run_id"],
+        "trial": row["trial"],
+        "seed": row["seed"],
+        "status": status,
+        "reason": row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
+        "score": v.score,
+        "passed": v.passed,
+        "safety_failures": list(v.safety_failures),
+        "claimed_success": claim,
+        "false_success": false_success(claim, v.passed),
+        "final_state_hash": row.get("final_state_hash"),
+        "turns": row.get("turns") or 0,
+        "checks": [{"id": c["check_id"], "weight": c["weight"], "safety": c["safety"], "passed": c["passed"]} for c in checks],
+    }
+
+
+def results_json(store: Store, batch_id: str) -> dict[str, Any]:
+    batch = store.batch(batch_id)
+    if batch is None:
+        raise BadInput("no such batch", batch_id)
+    rows = store.runs_for_batch(batch_id)
+    cases: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        case = cases.get(row["case_id"])
+        if case is None:
+            scen = store.scenario_by_hash(row["scenario_hash"]) or {}
+            case = cases[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
+                                            "title": scen.get("title"), "frozen_on": scen.get("frozen_on"), "trials": []}
+        case["trials"].append(trial_view(row))
+    outcomes: dict[str, list[TrialOutcome]] = {}
+    for cid, case in cases.items():
+        outcomes[cid] = [TrialOutcome(t["passed"], t["false_success"]) for t in case["trials"]]
+        case["consistent"] = consistent(outcomes[cid])
+        case["pass_rate"] = sum(o.passed for o in outcomes[cid]) / len(outcomes[cid])
+    return {
+        "batch_id": batch_id,
+        "suite": {"key": batch["suite_key"], "version": batch["suite_version"],
+                  "scenario_hashes": {cid: c["hash"] for cid, c in cases.items()}},
+        "agent": {"spec": batch["agent_spec"], "label": batch["agent_label"], "config_signature": batch["config_signature"]},
+        "harness_version": batch["harness_version"],
+        "trials_per_case": batch["trials"],
+        "seed": batch["base_seed"],
+        "created_at": _iso(batch.get("created_at")),
+        "cases": list(cases.values()),
+        "summary": summary(outcomes),
+    }
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _stored_run(store: Store, run_id: str) -> dict[str, Any]:
+    run = store.run(run_id)
+    if run is None:
+        raise BadInput("no such run", run_id)
+    if not run.get("status"):
+        raise BadInput("this planned run never produced a record", run_id)
+    return run
+
+
+def debrief(store: Store, run_id: str) -> dict[str, Any]:
+    """Everything about one run, the hidden truth included: for after the run, never during it."""
+    run = _stored_run(store, run_id)
+    doc = run["scenario"]["document"]
+    outcome = {c["check_id"]: c for c in run["checks"]}
+    view = trial_view(run)
+    return {
+        "run_id": run["run_id"],
+        "case_id": run["case_id"],
+        "title": doc["title"],
+        "scenario_hash": run["scenario_hash"],
+        "trial": run["trial"],
+        "seed": run["seed"],
+        "status": view["status"],
+        "reason": run.get("reason"),
+        "hidden_truth": doc["hidden_truth"],
+        "checks": [
+            {"id": c["id"], "weight": c["weight"], "safety": c["safety"], "description": c["description"],
+             "passed": outcome[c["id"]]["passed"] if c["id"] in outcome else False}
+            for c in doc["checks"]
+        ],
+        "score": view["score"],
+        "passed": view["passed"],
+        "safety_failures": view["safety_failures"],
+        "claimed_success": run.get("claimed_success"),
+        "claim_summary": run.get("claim_summary"),
+        "false_success": view["false_success"],
+        "final_state_hash": run["final_state_hash"],
+        "transcript": run["transcript"],
+    }
+
+
+def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            p = f"{path}.{k}" if path else k
+            if k not in a or k not in b:
+                out.append(f"{p}: {'only in the stored run' if k in a else 'only in the replay'}")
+            else:
+                _diff(a[k], b[k], p, out, limit)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", out, limit)
+    elif a != b or type(a) is not type(b):
+        out.append(f"{path}: stored {a!r:.60} ≠ replayed {b!r:.60}")
+    return out
+
+
+def replay(store: Store, run_id: str) -> dict[str, Any]:
+    """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
+    run = _stored_run(store, run_id)
+    scen = run["scenario"]
+    loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}")
+    world_same = loaded.world_fingerprint == scen["world_fingerprint"]
+    world = fork_world(loaded, run["seed"], run["trial"])
+    for action in run["actions"]:
+        apply_action(world, action["tool"], action["arguments"])
+    replayed_hash = canonical_hash(world.state())
+    identical = replayed_hash == run["final_state_hash"]
+    return {
+        "run_id": run["run_id"],
+        "case_id": run["case_id"],
+        "scenario_hash": run["scenario_hash"],
+        "actions": len(run["actions"]),
+        "stored_final_state_hash": run["final_state_hash"],
+        "replayed_final_state_hash": replayed_hash,
+        "identical": identical,
+        "world_fingerprint_matches": world_same,
+        "differences": [] if identical else _diff(run["final_state"], world.state()),
+    }

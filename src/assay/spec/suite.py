@@ -1,0 +1,66 @@
+"""Suite documents: a named, versioned set of scenarios and what a release of it pins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import langcodes
+from pydantic import Field, StrictInt, ValidationError, field_validator
+
+from assay.errors import BadInput
+from assay.spec.models import SLUG, StrictModel
+
+
+class JudgeConfig(StrictModel):
+    model: str
+    prompt_version: StrictInt = Field(ge=1)
+    passes: StrictInt = Field(default=5, ge=5)
+    temperature: StrictInt = 0
+
+
+class Baseline(StrictModel):
+    agent: str
+    label: str
+    note: str = ""
+
+
+class Suite(StrictModel):
+    key: str = Field(pattern=SLUG)
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+){0,2}$")
+    title: str = Field(min_length=1)
+    language: str
+    visibility: Literal["public", "unlisted", "internal"] = "public"
+    reps_per_scenario: StrictInt = Field(default=5, ge=1, le=100)
+    scenarios: list[str] = Field(min_length=1, description="scenario files, relative to the suite file")
+    facilitator_model: str | None = None
+    judge: JudgeConfig | None = None
+    baselines: list[Baseline] = Field(default_factory=list)
+    known_limitations: list[str] = Field(default_factory=list)
+    card: str = ""
+
+    @field_validator("language")
+    @classmethod
+    def _bcp47(cls, value: str) -> str:
+        if not langcodes.tag_is_valid(value):
+            raise ValueError(f"'{value}' is not a valid BCP-47 language tag")
+        return value
+
+
+def parse_suite(raw: object, where: str) -> Suite:
+    from assay.spec.load import describe_error
+
+    if not isinstance(raw, dict):
+        raise BadInput("a suite document must be a mapping at the top level", where)
+    try:
+        return Suite.model_validate(raw)
+    except ValidationError as exc:
+        raise BadInput(describe_error(exc), where) from None
+
+
+def is_suite_document(raw: object) -> bool:
+    return isinstance(raw, dict) and "scenarios" in raw and "key" in raw
+
+
+def builtin_suites_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "suites"

@@ -1,0 +1,82 @@
+"""Terminal rendering shared by commands: progress bars, summary tables, debriefs."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, title: str) -> Iterator[Callable[[Any], None]]:
+    """A progress bar on a terminal; silent when stderr is not one (CI, pipes)."""
+    if not sys.stderr.isatty():
+        yield lambda _record: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(title, total=total)
+        yield lambda _record: bar.advance(task)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def print_summary(console: Console, results: list[dict[str, Any]]) -> None:
+    """One row per batch: pass rate, consistency and false success side by side."""
+    k_max = max((len(r["summary"]["pass_hat_k"]) for r in results), default=1)
+    table = Table(title=f"{results[0]['suite']['key']} · {results[0]['trials_per_case']} trials per case")
+    for col in ("agent", "pass rate", "consistency", "false success", *[f"pass^{k}" for k in range(1, k_max + 1)],
+                "runs", "not completed"):
+        table.add_column(col, justify="left" if col == "agent" else "right")
+    for r in results:
+        s = r["summary"]
+        statuses: dict[str, int] = {}
+        for case in r["cases"]:
+            for t in case["trials"]:
+                statuses[t["status"]] = statuses.get(t["status"], 0) + 1
+        runs = str(sum(statuses.values()))
+        failed = ", ".join(f"{n} {st}" for st, n in sorted(statuses.items()) if st != "completed") or "0"
+        table.add_row(r["agent"]["label"], _pct(s["pass_rate"]), _pct(s["consistency"]), _pct(s["false_success_rate"]),
+                      *[_pct(s["pass_hat_k"].get(str(k), float("nan"))) for k in range(1, k_max + 1)], runs, failed)
+    console.print(table)
+
+
+def print_debrief(console: Console, d: dict[str, Any]) -> None:
+    console.print(f"[bold]{d['case_id']}[/] — {d['title']}  (run {d['run_id']}, trial {d['trial']}, status {d['status']})")
+    console.print("[bold]Hidden truth[/]")
+    console.print(d["hidden_truth"].strip(), markup=False)
+    table = Table(title="Checks")
+    for col in ("check", "weight", "safety", "passed", "description"):
+        table.add_column(col)
+    for c in d["checks"]:
+        table.add_row(c["id"], str(c["weight"]), "yes" if c["safety"] else "", "[green]yes[/]" if c["passed"] else "[red]no[/]",
+                      c["description"])
+    console.print(table)
+    verdict = "passed" if d["passed"] else "failed"
+    console.print(f"score {d['score']}/100 — {verdict}"
+                  + (f" (safety failed: {', '.join(d['safety_failures'])})" if d["safety_failures"] else ""))
+    claim = {True: "claimed success", False: "did not claim success", None: "made no claim"}[d["claimed_success"]]
+    console.print(f"the agent {claim}" + (" — [bold red]a false success[/]" if d["false_success"] else ""))
+    if d.get("claim_summary"):
+        console.print(f"  its summary: {d['claim_summary']}", markup=False)
+    console.print("[bold]Transcript[/]")
+    for m in d["transcript"]:
+        role = m["role"]
+        if role == "assistant" and m.get("tool_calls"):
+            for c in m["tool_calls"]:
+                console.print(f"  assistant → {c['function']['name']}({c['function']['arguments']})", markup=False)
+            if m.get("content"):
+                console.print(f"  assistant: {m['content']}", markup=False)
+        else:
+            text = m.get("content") or ""
+            if role == "tool":
+                text = text if len(text) <= 300 else text[:300] + " …"
+            console.print(f"  {role}: {text}", markup=False)
+
