@@ -161,6 +161,20 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
         print_debrief(out, report)
 
 
+def _register_board_commands() -> None:
+    """Suites, releases, accounts, submissions and the board live in their own module."""
+    try:
+        from assay.cli_board import register
+    except ModuleNotFoundError as exc:
+        if exc.name != "assay.cli_board":
+            raise
+        return
+    register(app)
+
+
+_register_board_commands()
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

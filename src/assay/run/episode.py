@@ -16,7 +16,7 @@ from typing import Any
 
 from assay.agents.protocol import NotAReply, Reply, parse_reply
 from assay.run.record import PlannedRun, RunRecord
-from assay.spec.hashing import canonical_hash
+from assay.spec.hashing import canonical_bytes, sha256_hex
 from assay.spec.load import LoadedScenario
 from assay.worlds.base import ToolError, World
 from assay.worlds.kits import get_kit
@@ -89,13 +89,14 @@ class Episode:
     # -- ending -------------------------------------------------------------------------------
     def _end(self, status: str, reason: str | None, claim: bool | None = None, summary: str | None = None) -> RunRecord:
         if self._done is None:
-            state = self.world.state()
+            encoded = canonical_bytes(self.world.state())
             self._done = RunRecord(
                 run_id=self.planned.run_id, case_id=self.loaded.id, scenario_hash=self.loaded.content_hash,
                 trial=self.planned.trial, seed=self.planned.seed, status=status, reason=reason,  # type: ignore[arg-type]
                 claimed_success=claim, claim_summary=summary, turns=self.turns,
                 transcript=list(self.messages), actions=list(self.actions),
-                final_state=json.loads(json.dumps(state)), final_state_hash=canonical_hash(state),
+                # the world is private to this run and no longer changes once _done is set: no copy
+                final_state=self.world.state(), final_state_hash=sha256_hex(encoded),
                 duration_ms=int((time.monotonic() - self._started) * 1000),
             )
         return self._done

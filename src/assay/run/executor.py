@@ -49,7 +49,11 @@ def _error_record(task: Task, reason: str) -> RunRecord:
 
 
 class LocalExecutor:
-    """Up to `workers` episodes at once, each in its own daemon thread, watched for deadlines."""
+    """Up to `workers` episodes at once on long-lived daemon threads, watched for deadlines.
+
+    A worker whose agent overstays its time limit is abandoned (its episode is ended as a
+    timeout by the watchdog, so nothing it does later reaches the record) and replaced.
+    """
 
     def __init__(self, workers: int = 1) -> None:
         if workers < 1:
@@ -59,50 +63,62 @@ class LocalExecutor:
     def execute(self, tasks: Sequence[Task], agent_factory: Any, limits: Limits,
                 on_done: Callable[[RunRecord, int], None] | None = None) -> list[RunRecord]:
         results: list[RunRecord | None] = [None] * len(tasks)
-        finished: queue.SimpleQueue[tuple[int, RunRecord]] = queue.SimpleQueue()
+        todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        finished: queue.SimpleQueue[tuple[int, RunRecord, int]] = queue.SimpleQueue()
         active: dict[int, tuple[Episode, float]] = {}
-        pending = iter(range(len(tasks)))
-        exhausted = False
+        guard = threading.Lock()
+        for i in range(len(tasks)):
+            todo.put(i)
 
-        def work(i: int, episode: Episode) -> None:
-            try:
-                record = episode.run()
-            except BaseException as exc:  # noqa: BLE001 - never lose a planned run
-                record = _error_record(tasks[i], f"harness fault: {type(exc).__name__}: {exc}")
-            finished.put((i, record))
-
-        def settle(i: int, record: RunRecord) -> None:
-            if results[i] is not None:
-                return
-            results[i] = record
-            episode = active.pop(i, (None, 0.0))[0]
-            if on_done is not None:
-                on_done(record, episode.steps if episode is not None else 0)
-
-        while True:
-            while not exhausted and len(active) < self.workers:
-                i = next(pending, None)
+        def worker() -> None:
+            while True:
+                i = todo.get()
                 if i is None:
-                    exhausted = True
-                    break
+                    return
+                episode: Episode | None = None
                 try:
                     episode = Episode(tasks[i].loaded, agent_factory, tasks[i].planned, limits)
-                except Exception as exc:  # noqa: BLE001
-                    settle(i, _error_record(tasks[i], f"harness fault: {type(exc).__name__}: {exc}"))
-                    continue
-                active[i] = (episode, time.monotonic() + limits.time_limit + GRACE_S)
-                threading.Thread(target=work, args=(i, episode), daemon=True, name=f"assay-run-{i}").start()
-            if not active:
-                if exhausted:
-                    break
-                continue
-            next_deadline = min(d for _, d in active.values())
+                    with guard:
+                        active[i] = (episode, time.monotonic() + limits.time_limit + GRACE_S)
+                    record = episode.run()
+                except BaseException as exc:  # noqa: BLE001 - never lose a planned run
+                    record = _error_record(tasks[i], f"harness fault: {type(exc).__name__}: {exc}")
+                with guard:
+                    abandoned = i not in active and episode is not None
+                    active.pop(i, None)
+                finished.put((i, record, episode.steps if episode is not None else 0))
+                if abandoned:
+                    return  # the watchdog replaced this thread; its result was already settled
+
+        def spawn() -> None:
+            threading.Thread(target=worker, daemon=True, name="assay-worker").start()
+
+        n_threads = min(self.workers, len(tasks))
+        for _ in range(n_threads):
+            spawn()
+        remaining = len(tasks)
+        while remaining:
+            with guard:
+                deadlines = [d for _, d in active.values()]
+            timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 0.05
             try:
-                i, record = finished.get(timeout=max(0.0, next_deadline - time.monotonic()))
-                settle(i, record)
+                i, record, steps = finished.get(timeout=timeout)
             except queue.Empty:
                 now = time.monotonic()
-                for i, (episode, deadline) in list(active.items()):
-                    if deadline <= now:
-                        settle(i, episode.snapshot_timeout())
+                with guard:
+                    overdue = [(i, ep) for i, (ep, d) in active.items() if d <= now]
+                    for i, _ in overdue:
+                        del active[i]
+                for i, ep in overdue:
+                    finished.put((i, ep.snapshot_timeout(), ep.steps))
+                    spawn()
+                continue
+            if results[i] is not None:
+                continue  # a late answer from an abandoned worker
+            results[i] = record
+            remaining -= 1
+            if on_done is not None:
+                on_done(record, steps)
+        for _ in range(n_threads + len(tasks)):
+            todo.put(None)
         return [r for r in results if r is not None]

@@ -2,18 +2,58 @@
 
 One function for every hash in Assay, so a document, a world fingerprint and a final state are
 hashed the same way on every machine and in every Python version.
+
+For the common case — no floats, integers within ±(2^53−1), mapping keys free of characters
+outside the Basic Multilingual Plane — the standard library's sorted, compact JSON is byte for
+byte the RFC 8785 form (same escapes, same code-unit key order), and about twenty times faster
+than the pure-Python reference encoder; anything else goes through `rfc8785` itself. A property
+test holds the two paths equal.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import rfc8785
 
+_MAX_SAFE_INT = 2**53 - 1
+
+
+def _plain(value: Any) -> bool:
+    """True when stdlib JSON encoding is already canonical for `value`."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if -_MAX_SAFE_INT <= v <= _MAX_SAFE_INT:
+                continue
+            return False
+        if t is dict:
+            for k in v:
+                if type(k) is not str or not (k.isascii() or (max(k) <= "\uffff" and not any("\ud800" <= c <= "\udfff" for c in k))):
+                    return False
+            push(v.values())
+            continue
+        if t is list:
+            push(v)
+            continue
+        return False
+    return True
+
 
 def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 canonical JSON encoding of `value`."""
+    if _plain(value):
+        try:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in a string value: let the reference decide
+            pass
     return rfc8785.dumps(value)
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from assay.worlds.base import ToolError
 from assay.worlds.estate.noise import templates_for
 from assay.worlds.estate.spec import EstateSpec
-from assay.worlds.estate.tools import TOOLS
+from assay.worlds.estate.tools import SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
 
 LOG_WINDOW_S = 3 * 3600
@@ -132,7 +132,7 @@ class EstateWorld:
         self._clock = VirtualClock(state["clock"]["now"])
 
     def tools(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in TOOLS.values()]
+        return list(SCHEMAS)
 
     def state(self) -> dict[str, Any]:
         return self._s

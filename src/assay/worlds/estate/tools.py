@@ -46,3 +46,6 @@ _ALL = [
 ]
 
 TOOLS: dict[str, ToolSpec] = {t.name: t for t in _ALL}
+
+#: Built once: every run is handed the same schemas (the harness copies nothing it will not change).
+SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in _ALL)
