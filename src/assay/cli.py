@@ -50,8 +50,13 @@ def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML fil
 def schema() -> None:
     """Print the JSON Schema of scenario documents (for editors): assay schema > scenario.schema.json"""
     from assay.spec.models import Scenario
+    from assay.worlds.estate.spec import EstateSpec
 
     doc = Scenario.model_json_schema(by_alias=True)
+    world = EstateSpec.model_json_schema(ref_template="#/$defs/{model}")
+    doc.setdefault("$defs", {}).update(world.pop("$defs", {}))
+    doc["$defs"]["EstateWorld"] = world
+    doc["properties"]["world"] = {"$ref": "#/$defs/EstateWorld", "description": "the estate kit's world block"}
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "Assay scenario"
     _print_json(doc)
@@ -187,7 +192,7 @@ def main() -> None:
         err.print("assay: aborted")
         sys.exit(130)
     except Exception as exc:  # click usage errors
-        import click
+        from typer._click import exceptions as click  # typer 0.2x vendors click; no `click` package is installed
 
         if isinstance(exc, click.ClickException):
             err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)

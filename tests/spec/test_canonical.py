@@ -1,0 +1,53 @@
+"""The fast canonical-JSON path must be byte-for-byte RFC 8785, or defer to the reference."""
+
+from __future__ import annotations
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.spec.hashing import _plain, canonical_bytes
+
+# Keys and strings drawn from the whole of Unicode (astral characters and escapes included),
+# integers beyond 2^53, floats: every place where stdlib JSON and RFC 8785 could part ways.
+text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+scalars = st.none() | st.booleans() | st.integers(min_value=-(2**60), max_value=2**60) | text | st.floats(allow_nan=False, allow_infinity=False)
+json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(text, inner, max_size=5), max_leaves=30)
+
+
+def _reference(value: object) -> bytes | type[Exception]:
+    try:
+        return rfc8785.dumps(value)
+    except Exception as exc:  # noqa: BLE001 - the reference refuses some values (e.g. huge ints)
+        return type(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_fast_path_equals_rfc8785(value: object) -> None:
+    expected = _reference(value)
+    if isinstance(expected, bytes):
+        assert canonical_bytes(value) == expected
+    else:
+        try:
+            canonical_bytes(value)
+        except Exception as exc:  # noqa: BLE001
+            assert type(exc) is expected
+        else:
+            raise AssertionError("the fast path accepted a value RFC 8785 refuses")
+
+
+def test_fast_path_is_taken_for_world_states() -> None:
+    from assay.service.suites import resolve_suite
+
+    for case in resolve_suite("forge").scenarios:
+        assert _plain(case.initial_state), case.id
+
+
+def test_values_that_need_the_reference() -> None:
+    assert not _plain({"x": 1.5})
+    assert not _plain({"\U0001f600": 1})       # astral key: UTF-16 order differs from code points
+    assert not _plain([2**53])
+    assert _plain({"é": ["ü", True, None, -3]})
+    # the orderings really differ, so the guard matters
+    assert canonical_bytes({"\U0001f600": 1, "\uffee": 2}) == rfc8785.dumps({"\U0001f600": 1, "\uffee": 2})
