@@ -42,6 +42,26 @@ class NotAReply(Exception):
     """The agent returned nothing usable: the run ends as `empty`."""
 
 
+def storable(value: Any) -> Any:
+    """The value with every string made storable text: NUL and lone surrogates become U+FFFD.
+
+    Agents may send anything; the transcript must still store on SQLite and PostgreSQL alike.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
+
+
 def _get(obj: Any, key: str) -> Any:
     if isinstance(obj, dict):
         return obj.get(key)
@@ -69,7 +89,8 @@ def parse_reply(raw: Any, turn: int) -> Reply:
             import json
 
             args = json.dumps(args)
-        calls.append(ToolCall(str(_get(call, "id") or f"call_{turn}_{i}"), name, args if isinstance(args, str) else ""))
+        calls.append(ToolCall(storable(str(_get(call, "id") or f"call_{turn}_{i}")), storable(name),
+                              storable(args) if isinstance(args, str) else ""))
     if not calls and not (content and content.strip()):
         raise NotAReply("assistant message has no content and no tool calls")
-    return Reply(content, tuple(calls))
+    return Reply(storable(content), tuple(calls))

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from assay.agents.protocol import NotAReply, Reply, parse_reply
+from assay.agents.protocol import NotAReply, Reply, parse_reply, storable
 from assay.run.record import PlannedRun, RunRecord
 from assay.spec.hashing import canonical_bytes, sha256_hex
 from assay.spec.load import LoadedScenario
@@ -158,7 +158,7 @@ class Episode:
         for call in reply.tool_calls:
             self.steps += 1
             try:
-                args: Any = json.loads(call.arguments) if call.arguments else {}
+                args: Any = storable(json.loads(call.arguments)) if call.arguments else {}
             except json.JSONDecodeError:
                 args = call.arguments
             if call.name == FINISH.name:

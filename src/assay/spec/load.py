@@ -72,7 +72,10 @@ def parse_scenario(raw: Any, where: str) -> LoadedScenario:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
         raise BadInput(describe_error(exc), where) from None
-    kit = get_kit(scenario.kit)
+    try:
+        kit = get_kit(scenario.kit)
+    except BadInput as exc:
+        raise BadInput(f"kit: {exc.message}", where) from None
     try:
         world_spec = kit.parse_world(scenario.world)
     except ValidationError as exc:

@@ -1,0 +1,13 @@
+"""Storage: SQLAlchemy Core schema, Alembic migrations, append-only triggers; SQLite and PostgreSQL.
+
+`open_store()` is the way in: it finds the database (`--db`, `ASSAY_DB`, or the user data dir),
+migrates it to head when needed, and returns a `Store` whose methods are the only reads and
+appends the rest of Assay makes.
+"""
+
+from __future__ import annotations
+
+from assay.store.db import default_url, mask_url, open_store
+from assay.store.repo import Store
+
+__all__ = ["Store", "default_url", "mask_url", "open_store"]

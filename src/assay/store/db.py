@@ -1,0 +1,197 @@
+"""Opening a store: where it lives, how the engine is set up, and bringing its schema to head.
+
+Opening happens on every CLI command, so it must be cheap: when the database already sits at
+the migrations' head, `open_store` only reads `alembic_version` and returns. Anything that
+stops the database from opening (a malformed URL, a driver that is not installed, a server that
+is not there, a schema newer than this code) is the user's to fix, so it surfaces as one
+`BadInput` line that names the URL with its password masked (DESIGN.md, Errors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from assay.errors import BadInput
+from assay.store.jsonvalue import dumps
+from assay.store.repo import Store
+
+MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
+
+#: Key of the PostgreSQL advisory lock that serialises concurrent first-time migrations.
+_MIGRATION_LOCK = int.from_bytes(hashlib.sha256(b"assay:migrate").digest()[:8], "big", signed=True)
+
+#: SQLite waits this long for another writer instead of failing at once with "database is locked".
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+#: A PostgreSQL server that does not answer should be reported, not waited on forever.
+PG_CONNECT_TIMEOUT_S = 10
+
+
+def default_url() -> str:
+    """`ASSAY_DB` if set, else a SQLite file in the user's data directory (created if missing)."""
+    env = os.environ.get("ASSAY_DB")
+    if env:
+        return env
+    data_dir = Path(platformdirs.user_data_dir("assay"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{data_dir / 'assay.db'}"
+
+
+def mask_url(url: str) -> str:
+    """The URL as it may be shown to a person: any password replaced by `***`."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparseable URL still must not leak its password
+        return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
+
+
+def _password(url: str) -> str | None:
+    try:
+        return sa.make_url(url).password
+    except Exception:  # noqa: BLE001
+        match = re.search(r"//[^/@:]*:([^@/]*)@", url)
+        return match.group(1) if match else None
+
+
+def _one_line(exc: BaseException, secret: str | None) -> str:
+    """The first line of what went wrong, with the password scrubbed should a driver echo it."""
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()
+    line = text[0].strip() if text else type(inner).__name__
+    if secret:
+        line = line.replace(secret, "***")
+    return line
+
+
+def _normalise(url: sa.URL) -> sa.URL:
+    """Bare `postgresql://` (and Heroku-style `postgres://`) mean psycopg 3, the driver we ship."""
+    if url.drivername in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def create_store_engine(url: str) -> sa.Engine:
+    """An engine configured the way the store relies on, without connecting yet.
+
+    SQLite: foreign keys on (off by default!), WAL so readers never block the writer, a busy
+    timeout, and real transactions: the stdlib driver's own BEGIN handling skips DDL and never
+    locks early, so we emit BEGIN ourselves, and BEGIN IMMEDIATE for writes (see `Store`), which
+    takes the write lock up front instead of failing half-way through a read-then-write.
+    """
+    parsed = _normalise(sa.make_url(url))
+    kwargs: dict[str, Any] = {"json_serializer": dumps, "json_deserializer": json.loads}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    engine = sa.create_engine(parsed, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: sa.Engine) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves, below
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        immediate = conn.get_execution_options().get(Store.WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _alembic_config(connection: sa.Connection | None = None) -> Config:
+    config = Config()
+    # configparser interpolation: a literal % in the path must be doubled.
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revisions() -> set[str]:
+    """The revisions this code's migrations end at."""
+    return set(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads())
+
+
+def current_revisions(connection: sa.Connection) -> set[str]:
+    """The revisions the database says it is at (empty for a fresh database)."""
+    return set(MigrationContext.configure(connection).get_current_heads())
+
+
+def migrate(engine: sa.Engine) -> bool:
+    """Bring the schema to head in one transaction; return whether anything had to run.
+
+    The fast path reads `alembic_version` only. A database at a revision these migrations do not
+    know was upgraded by a newer assay: we refuse rather than guess.
+    """
+    heads = head_revisions()
+    with engine.connect() as conn:
+        current = current_revisions(conn)
+    if current == heads:
+        return False
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    unknown = sorted(rev for rev in current if _is_unknown(script, rev))
+    if unknown:
+        raise BadInput(
+            f"database {engine.url.render_as_string(hide_password=True)} is at schema revision "
+            f"{', '.join(unknown)}, newer than this assay knows; upgrade assay"
+        )
+    with engine.connect().execution_options(**{Store.WRITE_OPTION: True}) as conn:
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
+            if current_revisions(conn) == heads:  # another process migrated while we waited
+                return False
+            command.upgrade(_alembic_config(conn), "head")
+    return True
+
+
+def _is_unknown(script: ScriptDirectory, rev: str) -> bool:
+    try:
+        return script.get_revision(rev) is None
+    except Exception:  # noqa: BLE001 - alembic raises for revisions it has never heard of
+        return True
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (creating and migrating if needed) the store at `url`, default `default_url()`."""
+    url = url or default_url()
+    shown = mask_url(url)
+    secret = _password(url)
+    try:
+        engine = create_store_engine(url)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
+        raise BadInput(f"cannot open database {shown}: {_one_line(exc, secret)}") from None
+    try:
+        migrate(engine)
+    except BadInput:
+        engine.dispose()
+        raise
+    except (sa.exc.DatabaseError, sa.exc.InterfaceError) as exc:
+        # connection refused, unknown database, bad password, a file that is not SQLite, ...
+        engine.dispose()
+        raise BadInput(f"cannot open database {shown}: {_one_line(exc, secret)}") from None
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine, shown)
+

@@ -1,0 +1,37 @@
+"""The one JSON encoding the store writes, identical in what it accepts on every backend.
+
+Kept in its own module so the engine (which serialises every JSON column with `dumps`) and the
+Store (which, when a write is refused, names the run and field at fault) agree exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON that both backends store alike, or a ValueError before anything is sent.
+
+    PostgreSQL's JSONB refuses NaN/Infinity (not JSON), the NUL character and lone surrogates;
+    SQLite would take all three. Refusing them everywhere keeps a run from storing on one
+    backend and failing on the other.
+    """
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if "\\u0000" in text and _has_nul(value):
+        raise ValueError("JSON value contains the NUL character (\\u0000), which cannot be stored")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("JSON value contains a lone surrogate, which is not valid text") from None
+    return text
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False

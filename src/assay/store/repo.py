@@ -1,0 +1,490 @@
+"""The Store: every read and append the rest of Assay makes, as parameterised Core SQL.
+
+Writes only ever INSERT: the database refuses UPDATE and DELETE (see `triggers.py`), so a
+correction is a new row, never an edit. Each write method is one transaction, so a refused
+operation (a frozen case whose checks changed, a run that was never planned) stores nothing.
+Reads hand back plain dicts, lists and values, the same on SQLite and PostgreSQL, so the pure
+scoring and statistics code never sees a database type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from types import TracebackType
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.errors import BadInput
+from assay.run.record import CheckOutcome, PlannedRun, RunRecord
+from assay.store.jsonvalue import dumps
+from assay.store.schema import (
+    batches,
+    check_outcomes,
+    planned_runs,
+    runs,
+    scenario_versions,
+    utcnow,
+)
+
+#: Shortest run-id prefix `Store.run` accepts: long enough to be unambiguous in practice.
+MIN_PREFIX = 6
+
+_BATCH_FIELDS = frozenset(c.name for c in batches.c if c.name != "created_at")
+_RUN_FIELDS = tuple(c.name for c in runs.c if c.name != "created_at")
+_PLAN_FIELDS = ("case_id", "scenario_hash", "trial", "seed")
+#: The heavy JSON columns, left out by `runs_for_batch(..., bodies=False)`.
+BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: Keep IN (...) lists well under SQLite's bound-parameter limit.
+_CHUNK = 500
+
+
+def _lock_key(namespace: str, name: str) -> int:
+    digest = hashlib.sha256(f"assay:{namespace}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _refused(exc: sa.exc.IntegrityError, what: str) -> BadInput:
+    """A constraint the database enforced, told as one line: it is a refused operation."""
+    lines = str(exc.orig).strip().splitlines()
+    return BadInput(f"{what} refused by the database: {lines[0] if lines else exc}")
+
+
+def _json_fault(exc: BaseException) -> bool:
+    """Whether `exc` is a JSON column value the encoder refused (raw on psycopg, wrapped on SQLite)."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        return False
+    if isinstance(exc, sa.exc.StatementError):
+        return isinstance(exc.orig, ValueError | TypeError)
+    return isinstance(exc, ValueError | TypeError)
+
+
+def _first_unstorable(values: dict[str, Any]) -> str | None:
+    """`"field: reason"` for the first value `dumps` refuses; only run after a refusal."""
+    for name, value in values.items():
+        try:
+            dumps(value)
+        except (ValueError, TypeError) as exc:
+            return f"{name} is not storable JSON ({exc})"
+    return None
+
+
+def _check_dict(row: sa.Row[Any]) -> dict[str, Any]:
+    return {"check_id": row.check_id, "weight": row.weight, "safety": row.safety, "passed": row.passed}
+
+
+class Store:
+    """Append-only access to one database. Holds its engine; no module-level state anywhere.
+
+    Use as a context manager, or call `close()`, to release pooled connections.
+    """
+
+    #: Execution option that makes SQLite begin with BEGIN IMMEDIATE (see `db.create_store_engine`).
+    WRITE_OPTION = "assay_write"
+
+    def __init__(self, engine: sa.Engine, display_url: str | None = None) -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{self.WRITE_OPTION: True})
+        self.url = display_url or engine.url.render_as_string(hide_password=True)
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> sa.Engine:
+        """The underlying engine, for views and tests that need raw SQL."""
+        return self._engine
+
+    @property
+    def dialect(self) -> str:
+        return str(self._engine.dialect.name)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        with self._writer.begin() as conn:
+            yield conn
+
+    def _lock(self, conn: sa.Connection, namespace: str, name: str) -> None:
+        """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
+
+    # -- scenarios ----------------------------------------------------------------------------
+
+    def add_scenario_version(
+        self,
+        *,
+        case_id: str,
+        content_hash: str,
+        checks_hash: str,
+        frozen_on: str | None,
+        kit: str,
+        title: str,
+        language: str,
+        document: dict[str, Any],
+        world_fingerprint: str,
+    ) -> int:
+        """Record a scenario document; return its version number within `case_id`.
+
+        Idempotent: a content hash already stored returns its version. A new hash becomes the
+        next version. A frozen case keeps its checks forever (DESIGN.md, "frozen"): a new
+        version whose checks differ from a frozen one is refused, because its numbers would
+        silently join a trend line they do not belong to.
+        """
+        if frozen_on is not None and not _DATE.match(frozen_on):
+            raise BadInput(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", where=case_id)
+        try:
+            return self._add_scenario_version(
+                case_id=case_id,
+                content_hash=content_hash,
+                checks_hash=checks_hash,
+                frozen_on=frozen_on,
+                kit=kit,
+                title=title,
+                language=language,
+                document=document,
+                world_fingerprint=world_fingerprint,
+            )
+        except (ValueError, TypeError, sa.exc.StatementError) as exc:
+            fault = _first_unstorable({"document": document}) if _json_fault(exc) else None
+            if fault is None:
+                raise
+            raise BadInput(fault, where=case_id) from None
+
+    def _add_scenario_version(
+        self,
+        *,
+        case_id: str,
+        content_hash: str,
+        checks_hash: str,
+        frozen_on: str | None,
+        kit: str,
+        title: str,
+        language: str,
+        document: dict[str, Any],
+        world_fingerprint: str,
+    ) -> int:
+        with self._write() as conn:
+            self._lock(conn, "case", case_id)
+            sv = scenario_versions
+            existing = conn.execute(
+                sa.select(sv.c.case_id, sv.c.version).where(sv.c.content_hash == content_hash)
+            ).first()
+            if existing is not None:
+                if existing.case_id != case_id:
+                    raise BadInput(
+                        f"content hash {content_hash} is already stored as case "
+                        f"'{existing.case_id}'",
+                        where=case_id,
+                    )
+                return int(existing.version)
+            frozen = conn.execute(
+                sa.select(sv.c.frozen_on, sv.c.checks_hash)
+                .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None))
+                .order_by(sv.c.version)
+            ).all()
+            for row in frozen:
+                if row.checks_hash != checks_hash:
+                    raise BadInput(
+                        f"case '{case_id}' is frozen (since {row.frozen_on}) and its checks "
+                        "changed; a changed check needs a new case id",
+                        where=case_id,
+                    )
+            latest = conn.execute(
+                sa.select(sa.func.max(sv.c.version)).where(sv.c.case_id == case_id)
+            ).scalar_one()
+            version = int(latest or 0) + 1
+            conn.execute(
+                sa.insert(sv).values(
+                    case_id=case_id,
+                    version=version,
+                    content_hash=content_hash,
+                    checks_hash=checks_hash,
+                    frozen_on=frozen_on,
+                    kit=kit,
+                    title=title,
+                    language=language,
+                    document=document,
+                    world_fingerprint=world_fingerprint,
+                    created_at=utcnow(),
+                )
+            )
+            return version
+
+    def scenario_by_hash(self, content_hash: str) -> dict[str, Any] | None:
+        with self._engine.connect() as conn:
+            row = conn.execute(
+                sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash)
+            ).first()
+        return dict(row._mapping) if row is not None else None
+
+    def scenario_versions(self, case_id: str) -> list[dict[str, Any]]:
+        """Every stored version of one case, oldest first."""
+        sv = scenario_versions
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    def latest_scenarios(self) -> list[dict[str, Any]]:
+        """The newest version of every case, ordered by case id."""
+        sv = scenario_versions
+        newest = (
+            sa.select(sv.c.case_id, sa.func.max(sv.c.version).label("version"))
+            .group_by(sv.c.case_id)
+            .subquery()
+        )
+        query = (
+            sa.select(sv)
+            .join(newest, sa.and_(sv.c.case_id == newest.c.case_id, sv.c.version == newest.c.version))
+            .order_by(sv.c.case_id)
+        )
+        with self._engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    # -- batches and the plan -----------------------------------------------------------------
+
+    def add_batch(self, batch: dict[str, Any], planned: list[PlannedRun]) -> None:
+        """Record a batch and its whole plan at once: the plan is the denominator.
+
+        `batch` holds every `batches` column except `created_at`. Each planned slot must point
+        at a stored scenario version of the same case id.
+        """
+        keys = set(batch)
+        if keys != _BATCH_FIELDS:
+            missing, extra = sorted(_BATCH_FIELDS - keys), sorted(keys - _BATCH_FIELDS)
+            raise ValueError(f"batch fields: missing {missing}, unexpected {extra}")
+        rows = [{"batch_id": batch["id"], **asdict(p)} for p in planned]
+        try:
+            with self._write() as conn:
+                self._check_plan(conn, planned)
+                conn.execute(sa.insert(batches), [{**batch, "created_at": utcnow()}])
+                if rows:
+                    conn.execute(sa.insert(planned_runs), rows)
+        except sa.exc.IntegrityError as exc:
+            raise _refused(exc, f"batch {batch['id']}") from None
+
+    def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
+        sv = scenario_versions
+        hashes = sorted({p.scenario_hash for p in planned})
+        known: dict[str, str] = {}
+        for chunk in _chunks(hashes):
+            for row in conn.execute(
+                sa.select(sv.c.content_hash, sv.c.case_id).where(sv.c.content_hash.in_(chunk))
+            ):
+                known[row.content_hash] = row.case_id
+        for p in planned:
+            stored = known.get(p.scenario_hash)
+            if stored is None:
+                raise BadInput(f"scenario {p.scenario_hash} is not stored", where=p.case_id)
+            if stored != p.case_id:
+                raise BadInput(
+                    f"slot {p.slot} plans scenario {p.scenario_hash}, which is case '{stored}'",
+                    where=p.case_id,
+                )
+
+    def batch(self, batch_id: str) -> dict[str, Any] | None:
+        with self._engine.connect() as conn:
+            row = conn.execute(sa.select(batches).where(batches.c.id == batch_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def latest_batch_id(self, kind: str | None = None) -> str | None:
+        """The most recently created batch, optionally of one kind ('run', 'submission')."""
+        query = sa.select(batches.c.id).order_by(batches.c.created_at.desc(), batches.c.id.desc())
+        if kind is not None:
+            query = query.where(batches.c.kind == kind)
+        with self._engine.connect() as conn:
+            return conn.execute(query.limit(1)).scalar_one_or_none()
+
+    def planned_runs(self, batch_id: str) -> list[dict[str, Any]]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(planned_runs)
+                .where(planned_runs.c.batch_id == batch_id)
+                .order_by(planned_runs.c.slot)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def add_runs(self, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> None:
+        """Append many runs and their check outcomes in one transaction.
+
+        Throughput matters (a benchmark stores thousands of runs a second), so rows go in with
+        one executemany per table. Each record must match its planned slot's case, scenario,
+        trial and seed: a run that disagrees with its plan would carry the wrong pins.
+        """
+        if not items:
+            return
+        run_rows: list[dict[str, Any]] = []
+        check_rows: list[dict[str, Any]] = []
+        now = utcnow()
+        for record, checks in items:
+            row = {name: getattr(record, name) for name in _RUN_FIELDS}
+            row["created_at"] = now
+            run_rows.append(row)
+            check_rows.extend(
+                {
+                    "run_id": record.run_id,
+                    "check_id": c.check_id,
+                    "ordinal": i,
+                    "weight": c.weight,
+                    "safety": c.safety,
+                    "passed": c.passed,
+                }
+                for i, c in enumerate(checks)
+            )
+        records = [record for record, _ in items]
+        try:
+            with self._write() as conn:
+                self._check_against_plan(conn, records)
+                conn.execute(sa.insert(runs), run_rows)
+                if check_rows:
+                    conn.execute(sa.insert(check_outcomes), check_rows)
+        except sa.exc.IntegrityError as exc:
+            raise _refused(exc, f"storing {len(items)} run(s)") from None
+        except (ValueError, TypeError, sa.exc.StatementError) as exc:
+            if not _json_fault(exc):
+                raise
+            for record in records:
+                fault = _first_unstorable(
+                    {f: getattr(record, f) for f in ("final_state", "transcript", "actions")}
+                )
+                if fault:
+                    raise BadInput(f"run {record.run_id}: {fault}", where=record.case_id) from None
+            raise
+
+    def _check_against_plan(self, conn: sa.Connection, records: list[RunRecord]) -> None:
+        pr = planned_runs
+        plan: dict[str, sa.Row[Any]] = {}
+        ids = [r.run_id for r in records]
+        for chunk in _chunks(ids):
+            for row in conn.execute(
+                sa.select(pr.c.run_id, *(pr.c[f] for f in _PLAN_FIELDS)).where(pr.c.run_id.in_(chunk))
+            ):
+                plan[row.run_id] = row
+        for record in records:
+            slot = plan.get(record.run_id)
+            if slot is None:
+                raise BadInput(f"run {record.run_id} is not in any plan", where=record.case_id)
+            for field in _PLAN_FIELDS:
+                if getattr(slot, field) != getattr(record, field):
+                    raise BadInput(
+                        f"run {record.run_id} has {field}={getattr(record, field)!r} but its "
+                        f"plan says {getattr(slot, field)!r}",
+                        where=record.case_id,
+                    )
+
+    def _slots(self, *, bodies: bool) -> sa.Select[Any]:
+        run_columns = [
+            c for c in runs.c if c.name != "run_id" and (bodies or c.name not in BODY_FIELDS)
+        ]
+        return sa.select(*planned_runs.c, *run_columns).select_from(
+            planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id)
+        )
+
+    def runs_for_batch(self, batch_id: str, *, bodies: bool = True) -> list[dict[str, Any]]:
+        """Every planned slot of a batch, in slot order, with its run if it has one.
+
+        A slot whose run never arrived comes back with `status` None and no checks: it is
+        still a planned run and still counts (DESIGN.md, "Failures count"). `bodies=False`
+        leaves out final_state, transcript and actions for callers that only tally outcomes.
+        """
+        co = check_outcomes
+        with self._engine.connect() as conn:
+            slots = conn.execute(
+                self._slots(bodies=bodies)
+                .where(planned_runs.c.batch_id == batch_id)
+                .order_by(planned_runs.c.slot)
+            ).all()
+            checks = conn.execute(
+                sa.select(co)
+                .join(planned_runs, planned_runs.c.run_id == co.c.run_id)
+                .where(planned_runs.c.batch_id == batch_id)
+                .order_by(co.c.run_id, co.c.ordinal)
+            ).all()
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for row in checks:
+            by_run.setdefault(row.run_id, []).append(_check_dict(row))
+        return [{**row._mapping, "checks": by_run.get(row.run_id, [])} for row in slots]
+
+    def resolve_run_id(self, run_id: str) -> str | None:
+        """The full run id for `run_id` or a unique prefix of it (at least 6 characters)."""
+        pr = planned_runs
+        with self._engine.connect() as conn:
+            exact = conn.execute(sa.select(pr.c.run_id).where(pr.c.run_id == run_id)).first()
+            if exact is not None:
+                return str(exact.run_id)
+            if len(run_id) < MIN_PREFIX:
+                raise BadInput(
+                    f"a run id prefix needs at least {MIN_PREFIX} characters", where=run_id
+                )
+            candidates = conn.execute(
+                sa.select(pr.c.run_id)
+                .where(pr.c.run_id.startswith(run_id, autoescape=True))
+                .order_by(pr.c.run_id)
+            ).scalars()
+            # SQLite's LIKE ignores ASCII case and PostgreSQL's does not: decide in Python so
+            # both backends agree.
+            matches = [str(m) for m in candidates if str(m).startswith(run_id)]
+        if len(matches) > 1:
+            raise BadInput(
+                f"run id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)",
+                where=run_id,
+            )
+        return matches[0] if matches else None
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One planned run with its run fields, checks and scenario row; None if unknown.
+
+        Accepts a unique prefix. A planned run that has no run row yet comes back like its
+        slot in `runs_for_batch`: planned fields, run fields None, no checks.
+        """
+        full = self.resolve_run_id(run_id)
+        if full is None:
+            return None
+        co = check_outcomes
+        with self._engine.connect() as conn:
+            slot = conn.execute(
+                self._slots(bodies=True).where(planned_runs.c.run_id == full)
+            ).one()
+            checks = conn.execute(
+                sa.select(co).where(co.c.run_id == full).order_by(co.c.ordinal)
+            ).all()
+            scenario = conn.execute(
+                sa.select(scenario_versions).where(
+                    scenario_versions.c.content_hash == slot.scenario_hash
+                )
+            ).one()
+        return {
+            **slot._mapping,
+            "checks": [_check_dict(r) for r in checks],
+            "scenario": dict(scenario._mapping),
+        }

@@ -1,0 +1,165 @@
+"""The store's tables, as SQLAlchemy Core metadata.
+
+This module is what queries are written against; the database itself is built by the Alembic
+migrations in `migrations/versions/`, which spell every table out explicitly so that later
+migrations can chain after them. `tests/store/test_migrations.py` checks the two agree.
+
+There is deliberately no score, pass or composite column anywhere (DESIGN.md, invariant 2,
+"Derived, never written"): every number on a board is computed from these append-only rows.
+The plan (`planned_runs`) is kept apart from what happened (`runs`) so that a slot whose run
+never arrived still counts in every denominator (invariant 5, "Failures count").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from assay.run.record import STATUSES
+
+metadata = sa.MetaData()
+
+
+def json_type() -> sa.types.TypeEngine[Any]:
+    """JSON everywhere, JSONB on PostgreSQL (indexable, and validated on the way in).
+
+    JSONB keeps numbers as `numeric`, which prints a float of magnitude >= 1e16 with no decimal
+    point, so such a float reads back as an int (equal only when the float is an exact
+    integer, e.g. 1e16 but not 1e23). Smaller floats, all ints, strings, bools and null
+    round-trip exactly on both backends. `jsonvalue.dumps` refuses what JSONB cannot hold.
+    """
+    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timezone-aware timestamp that always comes back in UTC.
+
+    SQLite has no timestamp-with-time-zone, so SQLAlchemy stores its text without the offset and
+    hands back a naive datetime; PostgreSQL hands back the session's time zone. Normalising both
+    to aware UTC keeps the two backends indistinguishable to callers. Naive datetimes are refused
+    on the way in: a timestamp whose zone is a guess is not a pinned timestamp.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("assay stores timezone-aware timestamps only")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    """The one clock the store uses for `created_at`: Python's, in UTC (never the server's)."""
+    return datetime.now(timezone.utc)
+
+
+STATUS_CHECK = "status IN (" + ", ".join(f"'{s}'" for s in STATUSES) + ")"
+"""Every run ends in exactly one of the contract's statuses (DESIGN.md, Run outcomes)."""
+
+scenario_versions = sa.Table(
+    "scenario_versions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("case_id", sa.String, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("checks_hash", sa.String(64), nullable=False),
+    sa.Column("frozen_on", sa.String(10), nullable=True),
+    sa.Column("kit", sa.String, nullable=False),
+    sa.Column("title", sa.String, nullable=False),
+    sa.Column("language", sa.String, nullable=False),
+    sa.Column("document", json_type(), nullable=False),
+    sa.Column("world_fingerprint", sa.String(64), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_scenario_versions_case_id", "case_id"),
+    sa.UniqueConstraint("content_hash", name="uq_scenario_versions_content_hash"),
+    sa.UniqueConstraint("case_id", "version", name="uq_scenario_versions_case_version"),
+)
+
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("kind", sa.String, nullable=False),
+    sa.Column("suite_key", sa.String, nullable=False),
+    sa.Column("suite_version", sa.String, nullable=True),
+    sa.Column("agent_spec", sa.String, nullable=False),
+    sa.Column("agent_label", sa.String, nullable=False),
+    sa.Column("config_signature", sa.String(64), nullable=False),
+    sa.Column("harness_version", sa.String, nullable=False),
+    sa.Column("trials", sa.Integer, nullable=False),
+    sa.Column("base_seed", sa.BigInteger, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_batches_created_at", "created_at"),
+)
+
+planned_runs = sa.Table(
+    "planned_runs",
+    metadata,
+    sa.Column("batch_id", sa.String(32), sa.ForeignKey("batches.id"), primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("case_id", sa.String, nullable=False),
+    sa.Column(
+        "scenario_hash",
+        sa.String(64),
+        sa.ForeignKey("scenario_versions.content_hash"),
+        nullable=False,
+    ),
+    sa.Column("trial", sa.Integer, nullable=False),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("run_id", name="uq_planned_runs_run_id"),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("planned_runs.run_id"), primary_key=True),
+    sa.Column("status", sa.String, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("claimed_success", sa.Boolean, nullable=True),
+    sa.Column("claim_summary", sa.Text, nullable=True),
+    sa.Column("turns", sa.Integer, nullable=False),
+    sa.Column("final_state_hash", sa.String(64), nullable=False),
+    sa.Column("final_state", json_type(), nullable=False),
+    sa.Column("transcript", json_type(), nullable=False),
+    sa.Column("actions", json_type(), nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.CheckConstraint(STATUS_CHECK, name="ck_runs_status"),
+)
+
+check_outcomes = sa.Table(
+    "check_outcomes",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("check_id", sa.String, primary_key=True),
+    # Position in the list the scorer produced: neither backend promises row order without one,
+    # and "checks in stored order" is part of the read contract.
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("weight", sa.Integer, nullable=False),
+    sa.Column("safety", sa.Boolean, nullable=False),
+    sa.Column("passed", sa.Boolean, nullable=False),
+)
+
+APPEND_ONLY_TABLES: tuple[str, ...] = (
+    "scenario_versions",
+    "batches",
+    "planned_runs",
+    "runs",
+    "check_outcomes",
+)
+"""Tables 0001_core makes append-only in the database itself (see `triggers.py`)."""

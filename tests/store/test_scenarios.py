@@ -1,0 +1,113 @@
+"""Scenario versions: numbered per case, idempotent by content hash, and frozen checks stay put."""
+
+from __future__ import annotations
+
+from datetime import timezone
+
+import pytest
+import sqlalchemy as sa
+
+from assay.errors import BadInput
+from assay.store import Store
+
+from ._factories import scenario
+
+
+def _count(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(sa.text("SELECT count(*) FROM scenario_versions")).scalar_one())
+
+
+def test_first_version_is_one_and_reads_back(store: Store) -> None:
+    kwargs = scenario(document={"id": "estate-001", "checks": [{"id": "web_up", "weight": 3}]})
+    assert store.add_scenario_version(**kwargs) == 1
+    row = store.scenario_by_hash(kwargs["content_hash"])
+    assert row is not None
+    assert {k: row[k] for k in kwargs} == kwargs
+    assert row["version"] == 1
+    assert row["created_at"].tzinfo is not None
+    assert row["created_at"].utcoffset() == timezone.utc.utcoffset(None)
+
+
+def test_same_hash_is_idempotent(store: Store) -> None:
+    kwargs = scenario()
+    assert store.add_scenario_version(**kwargs) == 1
+    assert store.add_scenario_version(**kwargs) == 1
+    assert _count(store) == 1
+
+
+def test_unfrozen_case_with_changed_checks_gets_version_two(store: Store) -> None:
+    assert store.add_scenario_version(**scenario(body="v1", checks="a")) == 1
+    assert store.add_scenario_version(**scenario(body="v2", checks="b")) == 2
+    assert [r["version"] for r in store.scenario_versions("estate-001")] == [1, 2]
+
+
+def test_frozen_case_with_changed_checks_is_refused_and_nothing_is_stored(store: Store) -> None:
+    store.add_scenario_version(**scenario(body="v1", checks="a", frozen_on="2026-01-15"))
+    changed = scenario(body="v2", checks="b", frozen_on="2026-01-15")
+    with pytest.raises(BadInput) as caught:
+        store.add_scenario_version(**changed)
+    assert caught.value.where == "estate-001"
+    assert caught.value.message == (
+        "case 'estate-001' is frozen (since 2026-01-15) and its checks changed; "
+        "a changed check needs a new case id"
+    )
+    assert _count(store) == 1
+    assert store.scenario_by_hash(changed["content_hash"]) is None
+
+
+def test_frozen_rule_holds_even_if_the_new_document_drops_frozen_on(store: Store) -> None:
+    store.add_scenario_version(**scenario(body="v1", checks="a", frozen_on="2026-01-15"))
+    with pytest.raises(BadInput, match="frozen"):
+        store.add_scenario_version(**scenario(body="v2", checks="b", frozen_on=None))
+    assert _count(store) == 1
+
+
+def test_frozen_case_may_change_anything_but_its_checks(store: Store) -> None:
+    store.add_scenario_version(**scenario(body="v1", checks="a", frozen_on="2026-01-15"))
+    assert store.add_scenario_version(**scenario(body="v2", checks="a", frozen_on="2026-01-15")) == 2
+
+
+def test_freezing_a_case_for_the_first_time_is_allowed(store: Store) -> None:
+    store.add_scenario_version(**scenario(body="v1", checks="a"))
+    assert store.add_scenario_version(**scenario(body="v2", checks="b", frozen_on="2026-02-01")) == 2
+
+
+def test_a_new_case_id_is_the_way_to_change_frozen_checks(store: Store) -> None:
+    store.add_scenario_version(**scenario("estate-001", checks="a", frozen_on="2026-01-15"))
+    assert store.add_scenario_version(**scenario("estate-001b", checks="b")) == 1
+
+
+def test_versions_are_counted_per_case(store: Store) -> None:
+    store.add_scenario_version(**scenario("a-case", body="1"))
+    store.add_scenario_version(**scenario("a-case", body="2"))
+    assert store.add_scenario_version(**scenario("b-case", body="1")) == 1
+
+
+def test_latest_scenarios_gives_the_newest_version_of_each_case(store: Store) -> None:
+    store.add_scenario_version(**scenario("b-case", body="1"))
+    store.add_scenario_version(**scenario("a-case", body="1"))
+    store.add_scenario_version(**scenario("a-case", body="2"))
+    store.add_scenario_version(**scenario("a-case", body="3"))
+    latest = store.latest_scenarios()
+    assert [(r["case_id"], r["version"]) for r in latest] == [("a-case", 3), ("b-case", 1)]
+    assert latest[0]["document"] == {"id": "a-case", "body": "3"}
+
+
+def test_reads_of_unknown_things_are_empty(store: Store) -> None:
+    assert store.scenario_by_hash("0" * 64) is None
+    assert store.scenario_versions("nope") == []
+    assert store.latest_scenarios() == []
+
+
+def test_a_content_hash_cannot_change_case(store: Store) -> None:
+    kwargs = scenario("estate-001")
+    store.add_scenario_version(**kwargs)
+    with pytest.raises(BadInput, match="already stored as case 'estate-001'"):
+        store.add_scenario_version(**{**kwargs, "case_id": "estate-002"})
+
+
+def test_frozen_on_must_be_a_date(store: Store) -> None:
+    with pytest.raises(BadInput, match="YYYY-MM-DD"):
+        store.add_scenario_version(**scenario(frozen_on="15/01/2026"))
+    assert _count(store) == 0
