@@ -14,6 +14,9 @@ class BadInput(Exception):
     """
 
     def __init__(self, message: str, where: str | None = None) -> None:
+        # One line, always: user text with newlines in it must not break the error contract.
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
+        where = where.replace("\r", "\\r").replace("\n", "\\n") if where else where
         self.where = where
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)

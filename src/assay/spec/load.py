@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import rfc8785
 from pydantic import ValidationError
 
 from assay.errors import BadInput
@@ -39,7 +40,8 @@ class LoadedScenario:
 def describe_error(exc: ValidationError, prefix: str = "") -> str:
     """The first validation error as `field.path: message`, plus how many more there are."""
     errors = exc.errors(include_url=False)
-    first = errors[0]
+    # a typo'd field shows up as "unknown" *and* "missing": name the typo first
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = prefix
     for part in first["loc"]:
         loc += f"[{part}]" if isinstance(part, int) else ("." if loc else "") + str(part)
@@ -90,8 +92,11 @@ def parse_scenario(raw: Any, where: str) -> LoadedScenario:
                     f"(it has {', '.join(sorted(initial))})", where)
     document = scenario.model_dump(mode="json", by_alias=True)
     document["world"] = world_spec.model_dump(mode="json", by_alias=True)
-    fingerprint = canonical_hash(initial)
-    content_hash = canonical_hash({"document": document, "world": fingerprint})
+    try:
+        fingerprint = canonical_hash(initial)
+        content_hash = canonical_hash({"document": document, "world": fingerprint})
+    except rfc8785.CanonicalizationError as exc:
+        raise BadInput(f"not canonical JSON: {exc} (integers must lie within ±(2^53−1))", where) from None
     checks_hash = canonical_hash(document["checks"])
     return LoadedScenario(scenario, document, world_spec, initial, fingerprint, content_hash, checks_hash)
 

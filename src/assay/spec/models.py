@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 import langcodes
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from assay.spec.predicates import Predicate
 
@@ -46,7 +46,7 @@ class Scenario(StrictModel):
     id: str = Field(pattern=SLUG)
     title: str = Field(min_length=1, max_length=200)
     kit: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    seed: StrictInt = Field(ge=0, lt=2**63)
+    seed: StrictInt = Field(ge=0, le=2**53 - 1, description="world seed (a JSON-safe integer)")
     language: str
     frozen_on: str | None = None
     briefing: str = Field(min_length=1)
@@ -75,16 +75,22 @@ class Scenario(StrictModel):
             raise ValueError(f"'{value}' is not a date of the form YYYY-MM-DD")
         return value
 
-    @model_validator(mode="after")
-    def _checks_consistent(self) -> "Scenario":
-        ids = [c.id for c in self.checks]
+    @field_validator("checks")
+    @classmethod
+    def _checks_consistent(cls, checks: list[Check]) -> list[Check]:
+        ids = [c.id for c in checks]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate check id(s): {', '.join(dupes)}")
-        total = sum(c.weight for c in self.checks)
+        total = sum(c.weight for c in checks)
         if total != 100:
             raise ValueError(f"check weights sum to {total}, not 100")
-        wids = [w.id for w in self.win_conditions]
-        if len(set(wids)) != len(wids):
+        return checks
+
+    @field_validator("win_conditions")
+    @classmethod
+    def _wins_unique(cls, wins: list[WinCondition]) -> list[WinCondition]:
+        ids = [w.id for w in wins]
+        if len(set(ids)) != len(ids):
             raise ValueError("duplicate win condition ids")
-        return self
+        return wins

@@ -38,6 +38,7 @@ class Suite(StrictModel):
     baselines: list[Baseline] = Field(default_factory=list)
     known_limitations: list[str] = Field(default_factory=list)
     card: str = ""
+    owner: str | None = Field(default=None, pattern=SLUG, description="the account that owns the suite (may submit baselines)")
 
     @field_validator("language")
     @classmethod

@@ -47,8 +47,8 @@ class Rng:
 
     def below(self, n: int) -> int:
         """Uniform integer in [0, n) by rejection sampling (no modulo bias)."""
-        if n <= 0:
-            raise ValueError("n must be positive")
+        if n <= 0 or n > 1 << 64:
+            raise ValueError("n must be in 1..2**64")
         limit = (1 << 64) - ((1 << 64) % n)
         while True:
             v = self._u64()

@@ -65,7 +65,7 @@ class ToolSpec:
             value = arguments[pname]
             expected = _TYPES[p.type]
             if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise ToolError(f"{self.name}: argument '{pname}' must be a {p.type}")
+                raise ToolError(f"{self.name}: argument '{pname}' must be {'an' if p.type[0] in 'aeiou' else 'a'} {p.type}")
             if p.enum and value not in p.enum:
                 raise ToolError(f"{self.name}: argument '{pname}' must be one of {', '.join(p.enum)}")
             out[pname] = value

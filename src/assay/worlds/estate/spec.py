@@ -30,6 +30,14 @@ class DiskSpec(_Strict):
     files: list[FileSpec] = Field(default_factory=list)
 
 
+    @model_validator(mode="after")
+    def _fits(self) -> "DiskSpec":
+        used = self.base_used_gb + sum(f.size_gb for f in self.files)
+        if used > self.size_gb:
+            raise ValueError(f"disk {self.mount}: {used} GB used exceeds its size of {self.size_gb} GB")
+        return self
+
+
 class ProcessSpec(_Strict):
     name: str = Field(pattern=NAME)
     user: str = Field(pattern=NAME)
