@@ -103,8 +103,8 @@ def run(
 
     bundle = resolve_suite(suite)
     factory = load_agent(agent, base_url=base_url)
-    if json_file is not None and not json_file.parent.exists():
-        raise BadInput("directory does not exist", str(json_file))
+    if json_file is not None and (json_file.is_dir() or not json_file.parent.is_dir()):
+        raise BadInput("is a directory" if json_file.is_dir() else "its directory does not exist", str(json_file))
     store = _store(db)
     with progress_bar(len(bundle.scenarios) * trials, f"{bundle.key} · {factory.spec}") as advance:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
@@ -194,6 +194,8 @@ def main() -> None:
     except Exception as exc:  # click usage errors
         from typer._click import exceptions as click  # typer 0.2x vendors click; no `click` package is installed
 
+        if isinstance(exc, click.UsageError) and not exc.format_message().strip():
+            sys.exit(0)  # bare `assay`: the help was printed; nothing went wrong
         if isinstance(exc, click.ClickException):
             err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)

@@ -53,6 +53,25 @@ def fork_world(loaded: LoadedScenario, seed: int, trial: int) -> World:
     return kit.fork(loaded.initial_state, Rng.of(seed, loaded.id, trial))
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_arguments(text: str) -> Any:
+    """Tool-call arguments as JSON values, or the raw text when they are not JSON (NaN included)."""
+    if not text:
+        return {}
+    try:
+        return storable(json.loads(text, parse_constant=_no_constants))
+    except ValueError:  # JSONDecodeError is a ValueError
+        return text
+
+
+def _copy(message: dict[str, Any]) -> dict[str, Any]:
+    """An agent's own copy of a message: what it does to it never reaches the record."""
+    return json.loads(json.dumps(message))
+
+
 def _loop() -> asyncio.AbstractEventLoop:
     local = _thread_loops
     loop = getattr(local, "loop", None)
@@ -75,10 +94,10 @@ class Episode:
         self.agent_factory = agent_factory
         self.world = fork_world(loaded, planned.seed, planned.trial)
         self.tools = self.world.tools() + [FINISH.schema()]
-        self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": loaded.scenario.briefing},
-        ]
+        self.messages: list[dict[str, Any]] = []
+        self._agent_view: list[dict[str, Any]] = []
+        self._say({"role": "system", "content": SYSTEM_PROMPT})
+        self._say({"role": "user", "content": loaded.scenario.briefing})
         self.actions: list[dict[str, Any]] = []
         self.turns = 0
         self.steps = 0
@@ -86,13 +105,17 @@ class Episode:
         self._done: RunRecord | None = None
         self._started = time.monotonic()
 
+    def _say(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self._agent_view.append(_copy(message))
+
     # -- ending -------------------------------------------------------------------------------
     def _end(self, status: str, reason: str | None, claim: bool | None = None, summary: str | None = None) -> RunRecord:
         if self._done is None:
             encoded = canonical_bytes(self.world.state())
             self._done = RunRecord(
                 run_id=self.planned.run_id, case_id=self.loaded.id, scenario_hash=self.loaded.content_hash,
-                trial=self.planned.trial, seed=self.planned.seed, status=status, reason=reason,  # type: ignore[arg-type]
+                trial=self.planned.trial, seed=self.planned.seed, status=status, reason=storable(reason),  # type: ignore[arg-type]
                 claimed_success=claim, claim_summary=summary, turns=self.turns,
                 transcript=list(self.messages), actions=list(self.actions),
                 # the world is private to this run and no longer changes once _done is set: no copy
@@ -123,7 +146,7 @@ class Episode:
                 if time.monotonic() > deadline:
                     return self._end("timeout", f"exceeded the time limit of {self.limits.time_limit:g} s")
             try:
-                raw = agent(list(self.messages), self.tools)
+                raw = agent(list(self._agent_view), self.tools)
                 if inspect.isawaitable(raw):
                     remaining = max(0.001, deadline - time.monotonic())
                     raw = _loop().run_until_complete(asyncio.wait_for(raw, remaining))
@@ -151,25 +174,22 @@ class Episode:
                     return record
 
     def _apply(self, reply: Reply) -> RunRecord | None:
-        self.messages.append(reply.as_message())
+        self._say(reply.as_message())
         if not reply.tool_calls:
-            self.messages.append({"role": "user", "content": NUDGE})
+            self._say({"role": "user", "content": NUDGE})
             return None
         for call in reply.tool_calls:
             self.steps += 1
-            try:
-                args: Any = storable(json.loads(call.arguments)) if call.arguments else {}
-            except json.JSONDecodeError:
-                args = call.arguments
+            args = decode_arguments(call.arguments)
             if call.name == FINISH.name:
                 try:
                     fin = FINISH.check(args)
                 except ToolError as exc:
-                    self.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"error": str(exc)})})
+                    self._say({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"error": str(exc)})})
                     continue
-                self.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"finished": True})})
+                self._say({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"finished": True})})
                 return self._end("completed", None, fin["claimed_success"], fin["summary"])
             content = apply_action(self.world, call.name, args)
             self.actions.append({"tool": call.name, "arguments": args})
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            self._say({"role": "tool", "tool_call_id": call.id, "content": content})
         return None

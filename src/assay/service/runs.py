@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from assay import HARNESS_VERSION
@@ -40,6 +40,22 @@ def plan_batch(bundle: SuiteBundle, trials: int, seed: int) -> list[PlannedRun]:
     return planned
 
 
+def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> None:
+    """Append runs; a run the database cannot take is kept as an `error` run, never dropped."""
+    try:
+        store.add_runs(items)
+        return
+    except BadInput:
+        pass
+    for record, outcomes in items:
+        try:
+            store.add_runs([(record, outcomes)])
+        except BadInput as exc:
+            kept = replace(record, status="error", reason=f"run could not be stored: {exc.message}"[:500],
+                           transcript=[], actions=[], claimed_success=None, claim_summary=None)
+            store.add_runs([(kept, outcomes)])
+
+
 def execute_batch(
     store: Store, bundle: SuiteBundle, factory: AgentFactory, planned: list[PlannedRun], limits: Limits,
     executor: Executor, on_done: Callable[[RunRecord], None] | None = None,
@@ -55,7 +71,7 @@ def execute_batch(
         outcomes = evaluate_checks(by_id[record.case_id].scenario.checks, record.final_state)
         buffer.append((record, outcomes))
         if len(buffer) >= FLUSH_EVERY:
-            store.add_runs(buffer)
+            _append(store, buffer)
             buffer.clear()
         if on_done is not None:
             on_done(record)
@@ -65,7 +81,7 @@ def execute_batch(
         executor.execute(tasks, factory, limits, on_done=done)
     finally:
         if buffer:
-            store.add_runs(buffer)
+            _append(store, buffer)
     return steps
 
 

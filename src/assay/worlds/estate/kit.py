@@ -20,6 +20,7 @@ from assay.worlds.estate.tools import SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
 
 LOG_WINDOW_S = 3 * 3600
+_SCHEMAS_BLOB = pickle.dumps(list(SCHEMAS), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class EstateKit:
@@ -132,7 +133,7 @@ class EstateWorld:
         self._clock = VirtualClock(state["clock"]["now"])
 
     def tools(self) -> list[dict[str, Any]]:
-        return list(SCHEMAS)
+        return pickle.loads(_SCHEMAS_BLOB)  # each run its own copy: an agent may scribble on it
 
     def state(self) -> dict[str, Any]:
         return self._s

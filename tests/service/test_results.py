@@ -1,0 +1,65 @@
+"""Results are computed from what is stored, and the plan is the denominator (invariant 5).
+
+A planned slot whose run never arrived (a worker died, a machine was lost) is still a planned run:
+`results_json` shows it as a failed `error` trial, and every rate counts it. On both backends.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from assay import HARNESS_VERSION
+from assay.agents.loader import load_agent
+from assay.errors import BadInput
+from assay.run.episode import Limits
+from assay.run.executor import LocalExecutor
+from assay.service.results import debrief, replay, results_json
+from assay.service.runs import execute_batch, plan_batch
+from assay.service.suites import record_scenarios, resolve_suite
+from assay.store.repo import Store
+
+
+def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: Store) -> None:
+    bundle = resolve_suite("forge")
+    factory = load_agent("reference:diligent")
+    record_scenarios(store, bundle.scenarios)
+    planned = plan_batch(bundle, trials=2, seed=0)
+    batch_id = uuid.uuid4().hex
+    store.add_batch(
+        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
+         "agent_spec": factory.spec, "agent_label": "diligent", "config_signature": factory.config_signature,
+         "harness_version": HARNESS_VERSION, "trials": 2, "base_seed": 0},
+        planned,
+    )
+    arrived = [p for p in planned if p.trial == 1]  # every trial 2 is lost
+    execute_batch(store, bundle, factory, arrived, Limits(), LocalExecutor(2))
+
+    results = results_json(store, batch_id)
+    trials = [t for c in results["cases"] for t in c["trials"]]
+    assert len(trials) == len(planned) == 10
+    for t in trials:
+        if t["trial"] == 1:
+            assert t["status"] == "completed" and t["passed"] is True
+        else:
+            assert t["status"] == "error"
+            assert t["reason"] == "no run was recorded for this planned slot"
+            assert t["passed"] is False and t["score"] == 0 and t["claimed_success"] is None
+            assert t["false_success"] is False
+    assert all(c["consistent"] is False for c in results["cases"])
+    s = results["summary"]
+    assert s["trials"] == 10
+    assert s["pass_rate"] == pytest.approx(0.5)
+    assert s["consistency"] == 0.0
+    assert s["pass_hat_k"] == {"1": pytest.approx(0.5), "2": 0.0}
+
+    lost = next(t for t in trials if t["trial"] == 2)["run_id"]
+    for look in (debrief, replay):
+        with pytest.raises(BadInput, match="never produced a record"):
+            look(store, lost)
+
+
+def test_results_of_an_unknown_batch_is_bad_input(store: Store) -> None:
+    with pytest.raises(BadInput, match="no such batch"):
+        results_json(store, "0" * 32)
