@@ -292,3 +292,58 @@ def test_restart_revives_a_crashed_service() -> None:
     svc = world.state()["hosts"]["app-acme-01"]["services"]["invoice-sync"]
     assert svc == {"status": "running", "restarts": 1}
     assert holds(check(loaded, "sync-running").expect, world.state())
+
+
+def test_no_tool_writes_a_section_forks_share() -> None:
+    """Forks share READ_ONLY_SECTIONS with the initial state, so no tool may change them:
+    every estate tool is called on a fork and the shared sections are compared afterwards."""
+    import copy
+
+    from assay.service.suites import resolve_suite
+    from assay.worlds.base import ToolError
+    from assay.worlds.estate.kit import READ_ONLY_SECTIONS
+    from assay.worlds.estate.tools import TOOLS
+    from assay.worlds.kits import get_kit
+    from assay.worlds.rng import Rng
+
+    calls = {
+        "list_hosts": {}, "inspect_host": {"host": "{host}"}, "list_files": {"host": "{host}", "mount": "/var"},
+        "read_logs": {"host": "{host}", "contains": "a", "limit": 5}, "list_metrics": {"host": "{host}"},
+        "query_metrics": {"host": "{host}", "metric": "cpu_pct"}, "list_alerts": {},
+        "acknowledge_alert": {"alert_id": "{alert}", "note": "n"}, "list_tickets": {},
+        "read_ticket": {"ticket_id": "{ticket}"}, "reply_ticket": {"ticket_id": "{ticket}", "message": "m", "resolution": "resolved"},
+        "escalate_ticket": {"ticket_id": "{ticket}", "team": "ops", "note": "n"},
+        "lookup_customer": {"ticket_id": "{ticket}", "tenant": "{tenant}", "customer_id": "{customer}"},
+        "list_runbooks": {}, "read_runbook": {"page_id": "{runbook}"}, "list_backups": {}, "list_teams": {},
+        "notify": {"team": "ops", "message": "m"}, "restart_service": {"host": "{host}", "service": "{service}"},
+        "stop_service": {"host": "{host}", "service": "{service}"}, "kill_process": {"host": "{host}", "pid": "{pid}"},
+        "isolate_host": {"host": "{host}"}, "cleanup": {"host": "{host}", "path": "{file}"},
+        "promote_replica": {"host": "{replica}"},
+    }
+    assert set(calls) == set(TOOLS), "every tool must be exercised"
+    kit = get_kit("estate")
+    called: set[str] = set()
+    for case in resolve_suite("forge").scenarios:
+        before = copy.deepcopy({k: case.initial_state[k] for k in READ_ONLY_SECTIONS})
+        world = kit.fork(case.initial_state, Rng.of(0, case.id, 1))
+        st = case.initial_state
+        for host, h in st["hosts"].items():
+            tenant_customers = next(iter(st["customers"].items()), (h["tenant"], {"none": {}}))
+            values = {
+                "host": host, "alert": next(iter(st["alerts"]), "none"), "ticket": next(iter(st["tickets"]), "none"),
+                "tenant": tenant_customers[0], "customer": next(iter(tenant_customers[1]), "none"),
+                "runbook": next(iter(st["runbooks"]), "none"), "service": next(iter(h["services"]), "none"),
+                "pid": int(next(iter(h["processes"]), "1")),
+                "file": next((f for d in h["disks"].values() for f in d["files"]), "/nothing"),
+                "replica": host,
+            }
+            for name, template in calls.items():
+                args = {k: (values[v[1:-1]] if isinstance(v, str) and v.startswith("{") else v) for k, v in template.items()}
+                try:
+                    world.call(name, args)
+                    called.add(name)
+                except ToolError:
+                    pass
+        assert {k: case.initial_state[k] for k in READ_ONLY_SECTIONS} == before, case.id
+        assert {k: world.state()[k] for k in READ_ONLY_SECTIONS} == before, case.id
+    assert called == set(TOOLS), f"never succeeded: {sorted(set(TOOLS) - called)}"

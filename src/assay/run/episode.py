@@ -68,8 +68,15 @@ def decode_arguments(text: str) -> Any:
 
 
 def _copy(message: dict[str, Any]) -> dict[str, Any]:
-    """An agent's own copy of a message: what it does to it never reaches the record."""
-    return json.loads(json.dumps(message))
+    """An agent's own copy of a message: what it does to it never reaches the record.
+
+    Messages are built by the harness (strings, and tool calls of a known shape), so copying the
+    containers is a deep copy."""
+    copy = dict(message)
+    calls = copy.get("tool_calls")
+    if calls is not None:
+        copy["tool_calls"] = [{**c, "function": dict(c["function"])} for c in calls]
+    return copy
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -120,6 +127,7 @@ class Episode:
                 transcript=list(self.messages), actions=list(self.actions),
                 # the world is private to this run and no longer changes once _done is set: no copy
                 final_state=self.world.state(), final_state_hash=sha256_hex(encoded),
+                final_state_text=encoded.decode("utf-8"),
                 duration_ms=int((time.monotonic() - self._started) * 1000),
             )
         return self._done

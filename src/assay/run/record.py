@@ -53,3 +53,6 @@ class RunRecord:
     final_state: dict[str, Any] = field(default_factory=dict)
     final_state_hash: str = ""
     duration_ms: int = 0
+    #: the canonical JSON text `final_state_hash` was computed from, when the harness has it
+    #: (the store writes it as is instead of encoding the state a second time)
+    final_state_text: str | None = field(default=None, repr=False, compare=False)

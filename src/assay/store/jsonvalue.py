@@ -10,6 +10,11 @@ import json
 from typing import Any
 
 
+class Encoded(str):
+    """JSON text the caller already encoded (a final state's canonical form): stored as is,
+    after the same refusals, instead of being encoded a second time."""
+
+
 def dumps(value: Any) -> str:
     """Compact JSON that both backends store alike, or a ValueError before anything is sent.
 
@@ -17,6 +22,11 @@ def dumps(value: Any) -> str:
     SQLite would take all three. Refusing them everywhere keeps a run from storing on one
     backend and failing on the other.
     """
+    if type(value) is Encoded:
+        text = str(value)
+        if "\\u0000" in text:  # conservative: the text may spell an escaped NUL
+            raise ValueError("JSON value contains the NUL character (\\u0000), which cannot be stored")
+        return text
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     if "\\u0000" in text and _has_nul(value):
         raise ValueError("JSON value contains the NUL character (\\u0000), which cannot be stored")

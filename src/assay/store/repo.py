@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from assay.errors import BadInput
 from assay.run.record import CheckOutcome, PlannedRun, RunRecord
+from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (
     batches,
@@ -348,6 +349,8 @@ class Store:
         now = utcnow()
         for record, checks in items:
             row = {name: getattr(record, name) for name in _RUN_FIELDS}
+            if record.final_state_text is not None:
+                row["final_state"] = Encoded(record.final_state_text)
             row["created_at"] = now
             run_rows.append(row)
             check_rows.extend(

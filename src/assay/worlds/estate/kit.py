@@ -20,6 +20,8 @@ from assay.worlds.estate.tools import SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
 
 LOG_WINDOW_S = 3 * 3600
+#: State sections the estate's tools only read. Forks share them; a test holds every tool to it.
+READ_ONLY_SECTIONS = frozenset({"logs", "metrics", "runbooks", "customers", "tenants", "teams"})
 _SCHEMAS_BLOB = pickle.dumps(list(SCHEMAS), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -97,7 +99,12 @@ class EstateKit:
         }
 
     def fork(self, initial_state: dict[str, Any], rng: Rng) -> "EstateWorld":
-        return EstateWorld(pickle.loads(pickle.dumps(initial_state, protocol=pickle.HIGHEST_PROTOCOL)), rng)
+        """A private world. Sections no tool ever writes (logs, metrics, runbooks, customers,
+        tenants, teams) are shared with the initial state; every other section is deep-copied."""
+        state = dict(initial_state)
+        mutable = {k: initial_state[k] for k in initial_state if k not in READ_ONLY_SECTIONS}
+        state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
+        return EstateWorld(state, rng)
 
 
 def _logs_for(h: Any, n_noise: int, start: int, rng: Rng) -> list[dict[str, Any]]:
