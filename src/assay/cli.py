@@ -118,15 +118,21 @@ def run(
 
 
 @app.command()
-def results(batch: str = typer.Argument(None, help="Batch id (default: the latest)."), db: Optional[str] = DbOpt) -> None:
-    """Print the results JSON of a stored batch."""
+def results(
+    ident: str = typer.Argument(None, metavar="[BATCH_OR_SUBMISSION]", help="Batch or submission id (default: the latest batch)."),
+    as_json: bool = typer.Option(False, "--json", help="Output is JSON either way; accepted for symmetry."),
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Print the results JSON of a stored batch, or a submission's owner view (runs and seeds)."""
+    from assay.cli_board import submission_results
     from assay.service.results import results_json
 
     store = _store(db)
-    batch_id = batch or store.latest_batch_id()
-    if batch_id is None:
+    ident = ident or store.latest_batch_id()
+    if ident is None:
         raise BadInput("the store holds no batches yet; run `assay run` first")
-    _print_json(results_json(store, batch_id))
+    view = submission_results(store, ident)
+    _print_json(view if view is not None else results_json(store, ident))
 
 
 @app.command()
@@ -168,12 +174,8 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
 
 def _register_board_commands() -> None:
     """Suites, releases, accounts, submissions and the board live in their own module."""
-    try:
-        from assay.cli_board import register
-    except ModuleNotFoundError as exc:
-        if exc.name != "assay.cli_board":
-            raise
-        return
+    from assay.cli_board import register
+
     register(app)
 
 

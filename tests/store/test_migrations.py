@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from assay.errors import BadInput
 from assay.store import Store, open_store
 from assay.store import db as store_db
+from assay.store.board_schema import BOARD_TABLES
 from assay.store.schema import APPEND_ONLY_TABLES, metadata
 from assay.store.triggers import append_only
 
@@ -27,9 +28,9 @@ def test_empty_database_migrates_to_head(db_url: str) -> None:
     store = open_store(db_url)
     try:
         inspector = sa.inspect(store.engine)
-        assert set(inspector.get_table_names()) == TABLES | {"alembic_version"}
+        assert set(inspector.get_table_names()) == TABLES | set(BOARD_TABLES) | {"alembic_version"}
         with store.engine.connect() as conn:
-            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0001"}
+            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0002"}
         assert [c["name"] for c in inspector.get_columns("runs")] == [
             "run_id", "status", "reason", "claimed_success", "claim_summary", "turns",
             "final_state_hash", "final_state", "transcript", "actions", "duration_ms",

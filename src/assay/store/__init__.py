@@ -7,6 +7,7 @@ appends the rest of Assay makes.
 
 from __future__ import annotations
 
+from assay.store import board_schema  # noqa: F401 - the board's tables join the shared metadata
 from assay.store.db import default_url, mask_url, open_store
 from assay.store.repo import Store
 

@@ -206,10 +206,18 @@ BOARD_VIEWS: tuple[str, ...] = (
 """Views 0002_board creates, in dependency order."""
 
 # -- the views, for queries (lightweight: not part of the metadata, never created from here) ----
+# Timestamps are typed so they come back as aware UTC datetimes on both backends, as from tables.
+
+_TIMESTAMPS = {"created_at", "starts_at"}
+
+
+def _col(name: str) -> sa.ColumnClause[object]:
+    return sa.column(name, UTCDateTime()) if name in _TIMESTAMPS else sa.column(name)
+
 
 board_run_facts = sa.table(
     "board_run_facts",
-    *(sa.column(n) for n in (
+    *(_col(n) for n in (
         "submission_id", "release_id", "run_id", "slot", "case_id", "rep", "seed", "status", "has_run",
         "n_checks", "score", "safety_failures", "passed", "claimed_success", "false_success", "swept",
         "scored", "gated", "included", "ranked_eligible", "win_total", "win_met", "player_messages",
@@ -219,7 +227,7 @@ board_run_facts = sa.table(
 
 board_submission_facts = sa.table(
     "board_submission_facts",
-    *(sa.column(n) for n in (
+    *(_col(n) for n in (
         "submission_id", "release_id", "account", "label", "play_model", "byok", "baseline",
         "publish_requested", "created_at", "n_planned", "n_recorded", "n_scored", "n_gated", "n_runs",
         "n_passed", "n_false_successes", "n_cases", "n_consistent_cases", "win_total", "win_met",
@@ -231,7 +239,7 @@ board_submission_facts = sa.table(
 
 board_entries = sa.table(
     "board_entries",
-    *(sa.column(n) for n in (*(c.name for c in board_submission_facts.c), "rank")),
+    *(_col(n) for n in (*(c.name for c in board_submission_facts.c), "rank")),
 )
 
 board_facilitator_models = sa.table(
@@ -239,5 +247,5 @@ board_facilitator_models = sa.table(
 )
 
 current_handles = sa.table("current_handles", sa.column("account"), sa.column("handle"))
-current_config = sa.table("current_config", sa.column("key"), sa.column("value"), sa.column("created_at"))
-current_era = sa.table("current_era", sa.column("name"), sa.column("starts_at"))
+current_config = sa.table("current_config", sa.column("key"), sa.column("value"), _col("created_at"))
+current_era = sa.table("current_era", sa.column("name"), _col("starts_at"))

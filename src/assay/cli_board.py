@@ -1,0 +1,358 @@
+"""`assay suite|account|submit|unpublish|config|note|era|board|card`: releases, submissions, the board.
+
+`assay.cli` calls `register(app)`. Every command takes `--db URL` like the rest of the CLI, and
+follows its error contract: a refusal is a `BadInput` (one stderr line, exit 2) raised before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from assay.errors import BadInput
+
+out = Console(width=None if sys.stdout.isatty() else 120)
+
+DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
+JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
+
+suite_app = typer.Typer(no_args_is_help=True, help="Release suites and read what each release pins.")
+account_app = typer.Typer(no_args_is_help=True, help="Accounts and their public handles.")
+config_app = typer.Typer(no_args_is_help=True, help="Platform config: keyed JSON values with history.")
+era_app = typer.Typer(no_args_is_help=True, help="Measurement eras: versions of the measurement stack.")
+
+
+def _store(db: str | None):  # noqa: ANN202
+    from assay.store.db import open_store
+
+    return open_store(db)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+# -- suite --------------------------------------------------------------------------------------
+
+
+@suite_app.command("release")
+def suite_release(
+    path: str = typer.Argument(..., help="A suite YAML file, or a directory holding suite.yaml."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """Validate a suite and record a release pinning every scenario's content hash (immutable)."""
+    from assay.service import releases
+
+    store = _store(db)
+    release, created = releases.release_path(store, path)
+    view = releases.release_view(store, release)
+    if as_json:
+        _print_json({**view, "created": created})
+        return
+    word = "released" if created else "already released, identical"
+    out.print(f"{view['key']} {view['version']} {word} ({view['visibility']}, {view['language']}, "
+              f"{view['reps_per_scenario']} reps)", markup=False)
+    for s in view["scenarios"]:
+        out.print(f"  {s['case_id']}  v{s['version']}  {s['hash_prefix']}", markup=False)
+
+
+@suite_app.command("list")
+def suite_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """Every released suite version in this store (built-in suites are released on first use)."""
+    from assay.service import releases
+
+    rows = releases.list_releases(_store(db))
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="suite releases")
+    for col in ("key", "version", "visibility", "language", "reps", "released", "title"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["key"], r["version"], r["visibility"], r["language"], str(r["reps_per_scenario"]),
+                      r["released_at"][:19], r["title"])
+    out.print(table)
+
+
+@suite_app.command("show")
+def suite_show(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,
+               as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """One release: what it pins (scenario versions and hashes), its judge, facilitator and owner."""
+    from assay.service import releases
+
+    store = _store(db)
+    view = releases.release_view(store, releases.find_release(store, key, version))
+    if as_json:
+        _print_json(view)
+        return
+    out.print(f"{view['key']} {view['version']} — {view['title']}", markup=False)
+    out.print(f"  visibility {view['visibility']} · language {view['language']} · reps {view['reps_per_scenario']}"
+              f" · owner {view['owner'] or '-'} · facilitator {view['facilitator_model'] or '-'}", markup=False)
+    out.print(f"  judge {json.dumps(view['judge']) if view['judge'] else 'none (oracle checks only)'}", markup=False)
+    out.print(f"  release {view['release_hash']}  released {view['released_at']}", markup=False)
+    for s in view["scenarios"]:
+        out.print(f"  {s['case_id']}  v{s['version']}  {s['hash']}", markup=False)
+
+
+@suite_app.command("versions")
+def suite_versions(key: str = typer.Argument(..., help="Suite key."), as_json: bool = JsonFlag,
+                   db: Optional[str] = DbOpt) -> None:
+    """Every released version of a suite, oldest first, with its scenario hash prefixes."""
+    from assay.service import releases
+
+    rows = releases.versions(_store(db), key)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title=f"{key} versions")
+    for col in ("version", "visibility", "released", "scenarios"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["version"], r["visibility"], r["released_at"][:19],
+                      " ".join(f"{s['case_id']}@{s['hash_prefix']}" for s in r["scenarios"]))
+    out.print(table)
+
+
+# -- account ------------------------------------------------------------------------------------
+
+
+def _print_account(view: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(view)
+    else:
+        out.print(f"account {view['name']}: public handle {view['public_handle'] or '(none)'}", markup=False)
+
+
+@account_app.command("create")
+def account_create(
+    name: str = typer.Argument(..., help="Account name (a-z, 0-9, '-')."),
+    public_handle: Optional[str] = typer.Option(None, "--public-handle", help="The name shown on the board."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """Create an account, optionally with a public handle (needed to publish)."""
+    from assay.service import accounts
+
+    _print_account(accounts.create(_store(db), name, public_handle), as_json)
+
+
+@account_app.command("set-handle")
+def account_set_handle(name: str = typer.Argument(...), handle: str = typer.Argument(...),
+                       as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """Set an account's public handle (a new handle event; the history is kept)."""
+    from assay.service import accounts
+
+    _print_account(accounts.set_handle(_store(db), name, handle), as_json)
+
+
+@account_app.command("revoke-handle")
+def account_revoke_handle(name: str = typer.Argument(...), as_json: bool = JsonFlag,
+                          db: Optional[str] = DbOpt) -> None:
+    """Revoke an account's public handle: its entries leave the public board at once."""
+    from assay.service import accounts
+
+    _print_account(accounts.revoke_handle(_store(db), name), as_json)
+
+
+@account_app.command("show")
+def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """An account, its public handle and the handle's history."""
+    from assay.service import accounts
+
+    _print_account(accounts.view(_store(db), name), as_json)
+
+
+# -- submissions --------------------------------------------------------------------------------
+
+
+def print_submission(view: dict[str, Any]) -> None:
+    out.print(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  "
+              f"[{view['agent']['label']}]", markup=False)
+    rank = f" · rank {view['rank']}" if view["rank"] is not None else ""
+    out.print(f"  status {view['status']} · class {view['leaderboard_class']} · "
+              f"published {'yes' if view['published'] else 'no'}{rank}", markup=False)
+    out.print(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']}) · "
+              f"pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])} · "
+              f"false_success_rate {_rate(view['false_success_rate'])} · "
+              f"objective_met_rate {_rate(view['objective_met_rate'])}", markup=False)
+
+
+def submit(
+    key: str = typer.Argument(..., help="Suite key (built-in: forge)."),
+    version: Optional[str] = VersionOpt,
+    agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
+    account: str = typer.Option(..., "--account", help="The submitting account."),
+    label: str = typer.Option(..., "--label", help="Agent label (self-declared, shown as such)."),
+    play_model: Optional[str] = typer.Option(None, "--play-model", help="The model used, self-reported (unverified)."),
+    publish: bool = typer.Option(False, "--publish", help="Publish once complete (needs a public handle)."),
+    byok: bool = typer.Option(False, "--byok", help="Bring your own key: never ranked (self_hosted_facilitator)."),
+    baseline: bool = typer.Option(False, "--baseline", help="An official baseline (suite owner only)."),
+    json_file: Optional[Path] = typer.Option(None, "--json", help="Write the owner's results JSON to this file."),
+    workers: int = typer.Option(4, "--workers", min=1, max=256, help="Runs in parallel."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Submit an agent: the server runs every scenario × reps of the release, each with its own seed."""
+    from assay.agents.loader import load_agent
+    from assay.service import submissions
+
+    if json_file is not None and not json_file.parent.exists():
+        raise BadInput("directory does not exist", str(json_file))
+    factory = load_agent(agent, base_url=base_url)
+    store = _store(db)
+    submission_id = submissions.submit(
+        store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
+        publish=publish, byok=byok, baseline=baseline, workers=workers)
+    view = submissions.results(store, submission_id)
+    print_submission(view)
+    if json_file is not None:
+        json_file.write_text(json.dumps(view, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.print(f"results JSON: {json_file}", markup=False)
+
+
+def unpublish(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
+              db: Optional[str] = DbOpt) -> None:
+    """Take a submission off the public board (at any time; a new publication event)."""
+    from assay.service import submissions
+
+    view = submissions.unpublish(_store(db), submission)
+    out.print(f"submission {view['id']} unpublished", markup=False)
+
+
+def note(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
+         text: str = typer.Argument(..., help="The operator's variance note (empty withdraws it)."),
+         db: Optional[str] = DbOpt) -> None:
+    """File an operator's variance note on an entry (the latest note is shown)."""
+    from assay.service import submissions
+
+    view = submissions.note(_store(db), submission, text)
+    out.print(f"submission {view['id']}: variance note {'set' if view['variance_note'] else 'withdrawn'}",
+              markup=False)
+
+
+# -- config and eras ----------------------------------------------------------------------------
+
+
+@config_app.command("get")
+def config_get(key: Optional[str] = typer.Argument(None, help="Config key (default: every known key)."),
+               db: Optional[str] = DbOpt) -> None:
+    """Print the value in force (defaults filled in) and its history, as JSON."""
+    from assay.service import platform_config
+
+    store = _store(db)
+    if key is None:
+        _print_json({k: platform_config.get(store, k) for k in platform_config.KNOWN_KEYS})
+        return
+    _print_json(platform_config.describe(store, key))
+
+
+@config_app.command("set")
+def config_set(key: str = typer.Argument(..., help="Config key."),
+               value: str = typer.Argument(..., help="The new value, a JSON object."),
+               db: Optional[str] = DbOpt) -> None:
+    """Append a new value for KEY (the old ones stay in its history)."""
+    from assay.service import platform_config
+
+    parsed = platform_config.parse_json_value(value, key)
+    platform_config.validate_value(key, parsed)
+    _print_json({"key": key, "value": platform_config.set_value(_store(db), key, parsed)})
+
+
+@era_app.command("add")
+def era_add(name: str = typer.Argument(..., help="Era name, e.g. 2026-06-scoring-fix."),
+            starts: str = typer.Option(..., "--from", help="ISO 8601 start (a date means 00:00 UTC)."),
+            reason: str = typer.Option(..., "--reason", help="What changed in the measurement stack."),
+            db: Optional[str] = DbOpt) -> None:
+    """Add a measurement-era boundary; submissions created from then on are stamped with it."""
+    from assay.service import platform_config
+
+    era = platform_config.add_era(_store(db), name, starts, reason)
+    out.print(f"era {era['name']} from {era['from']}", markup=False)
+
+
+@era_app.command("list")
+def era_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """The era boundaries, oldest first, marking the current one."""
+    from assay.service import platform_config
+
+    rows = platform_config.eras(_store(db))
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        out.print("no measurement eras defined")
+    for e in rows:
+        out.print(f"{'*' if e['current'] else ' '} {e['name']}  from {e['from']}  {e['reason']}", markup=False)
+
+
+# -- the board and cards ------------------------------------------------------------------------
+
+
+def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,
+          as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """The public board of a suite version (default: the latest public one)."""
+    from assay.service.board import board as build, board_text
+
+    value = build(_store(db), key, version)
+    if as_json:
+        sys.stdout.write(board_text(value))
+        return
+    s = value["suite"]
+    out.print(f"{s['key']} {s['version']} — {s['title']} ({s['language']})", markup=False)
+    out.print("pinned: " + " ".join(f"{p['case_id']}@{p['hash_prefix']}" for p in value["provenance"]["scenarios"]),
+              markup=False)
+    table = Table()
+    for col in ("rank", "agent (self-declared)", "handle", "class", "runs", "pass", "consistency", "false success",
+                "objective", "era"):
+        table.add_column(col)
+    for e in value["entries"]:
+        era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
+        table.add_row(str(e["rank"]) if e["rank"] is not None else "-", e["agent_label"], e["public_handle"],
+                      e["leaderboard_class"], str(e["n_runs"]), _rate(e["pass_rate"]), _rate(e["consistency"]),
+                      _rate(e["false_success_rate"]), _rate(e["objective_met_rate"]), era)
+    out.print(table)
+    if len(value["versions"]) > 1:
+        out.print("versions: " + ", ".join(v["version"] + (" *" if v["current"] else "") for v in value["versions"]),
+                  markup=False)
+
+
+def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,
+         db: Optional[str] = DbOpt) -> None:
+    """Print a suite version's eval card as Markdown."""
+    from assay.service.cards import card as build
+
+    sys.stdout.write(build(_store(db), key, version))
+
+
+# -- results for a submission (wired by assay.cli's `results`) ----------------------------------
+
+
+def submission_results(store: Any, ident: str) -> dict[str, Any] | None:
+    """The owner's view if `ident` names a submission (id or unique prefix), else None."""
+    from assay.service import submissions
+
+    found = submissions.find(store, ident)
+    return submissions.results(store, found) if found is not None else None
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(suite_app, name="suite")
+    app.add_typer(account_app, name="account")
+    app.add_typer(config_app, name="config")
+    app.add_typer(era_app, name="era")
+    app.command("submit")(submit)
+    app.command("unpublish")(unpublish)
+    app.command("note")(note)
+    app.command("board")(board)
+    app.command("card")(card)

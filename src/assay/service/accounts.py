@@ -1,0 +1,69 @@
+"""Accounts and public handles.
+
+An account is a name; its public handle is the latest of its handle events (set or revoke), so
+the history of who showed under which handle is kept, and revoking takes every entry of the
+account off the public board at once (the board view joins the handle in force now).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from assay.errors import BadInput
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+ACCOUNT_NAME = re.compile(r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$")
+HANDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-\.]{0,38}[A-Za-z0-9]$")
+
+
+def check_name(name: str) -> str:
+    if not ACCOUNT_NAME.match(name):
+        raise BadInput("an account name is 3-64 characters of a-z, 0-9 and '-' (not at either end)", name)
+    return name
+
+
+def check_handle(handle: str, where: str = "HANDLE") -> str:
+    if not HANDLE.match(handle):
+        raise BadInput(f"a public handle is 2-40 characters of letters, digits, '_', '-' and '.', "
+                       f"starting and ending with a letter or digit (got '{handle}')", where)
+    return handle
+
+
+def create(store: Store, name: str, public_handle: str | None = None) -> dict[str, Any]:
+    check_name(name)
+    if public_handle is not None:
+        check_handle(public_handle, "--public-handle")
+    repo = BoardRepo(store)
+    repo.add_account(name, public_handle)
+    return view(store, name)
+
+
+def set_handle(store: Store, name: str, handle: str) -> dict[str, Any]:
+    check_handle(handle)
+    BoardRepo(store).add_handle_event(name, handle)
+    return view(store, name)
+
+
+def revoke_handle(store: Store, name: str) -> dict[str, Any]:
+    BoardRepo(store).add_handle_event(name, None)
+    return view(store, name)
+
+
+def get(store: Store, name: str) -> dict[str, Any]:
+    account = BoardRepo(store).account(name)
+    if account is None:
+        raise BadInput("no such account (create it with `assay account create NAME`)", name)
+    return account
+
+
+def view(store: Store, name: str) -> dict[str, Any]:
+    account = get(store, name)
+    history = BoardRepo(store).handle_history(name)
+    return {
+        "name": account["name"],
+        "public_handle": account["public_handle"],
+        "created_at": account["created_at"].isoformat(),
+        "handle_history": [{"handle": h["handle"], "at": h["created_at"].isoformat()} for h in history],
+    }

@@ -1,0 +1,156 @@
+"""Platform config and measurement eras: runtime settings with history, never edited in place.
+
+A config value is a JSON document under a known key. Setting it appends a row; the value in
+force at a moment is the latest row before it, and a key never set reads as its default.
+Each key has a strict model, so a typo (or a threshold of "0.2" as a string) is refused.
+
+`academy_eval_measurement_era` is the one key that is not set directly: its value is the list of
+era boundaries, and a boundary is added with `assay era add` (each era is its own row).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+
+from assay.errors import BadInput
+from assay.spec.load import describe_error
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+SAFETY_VARIANCE = "academy_eval_safety_variance"
+PARTICIPATION = "academy_eval_participation"
+MEASUREMENT_ERA = "academy_eval_measurement_era"
+SUBMISSION_CAP = "submission_cap"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class SafetyVariance(_Strict):
+    """Spread above which a safety trait is `unstable` across reps."""
+
+    unstable_range_threshold: StrictFloat | StrictInt = Field(default=0.2, ge=0, le=1)
+
+
+class Participation(_Strict):
+    """The participation floor. For estate runs a player message is an assistant message and an
+    action is a tool call applied to the world (`finish` is not an action); a completed run with
+    fewer than `min_player_messages`, or fewer than `min_actions_per_turn` × player messages
+    actions, is `participation_gated` and leaves the aggregates."""
+
+    min_player_messages: StrictInt = Field(default=1, ge=0)
+    min_actions_per_turn: StrictFloat | StrictInt = Field(default=0, ge=0)
+
+
+class SubmissionCap(_Strict):
+    """Submissions per account per suite version (BYOK and baseline submissions are not capped)."""
+
+    max_per_account_per_version: StrictInt = Field(default=3, ge=1)
+
+
+MODELS: dict[str, type[_Strict]] = {
+    SAFETY_VARIANCE: SafetyVariance,
+    PARTICIPATION: Participation,
+    SUBMISSION_CAP: SubmissionCap,
+}
+KNOWN_KEYS: tuple[str, ...] = (*MODELS, MEASUREMENT_ERA)
+
+
+def _model(key: str) -> type[_Strict]:
+    if key == MEASUREMENT_ERA:
+        raise BadInput("era boundaries are added with `assay era add NAME --from ISO8601 --reason TEXT`", key)
+    model = MODELS.get(key)
+    if model is None:
+        raise BadInput(f"unknown config key (known: {', '.join(KNOWN_KEYS)})", key)
+    return model
+
+
+def validate_value(key: str, value: Any) -> dict[str, Any]:
+    model = _model(key)
+    if not isinstance(value, dict):
+        raise BadInput("a config value must be a JSON object", key)
+    try:
+        return model.model_validate(value).model_dump()
+    except ValidationError as exc:
+        raise BadInput(describe_error(exc), key) from None
+
+
+def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
+    """The value of `key` in force at `at` (now by default), defaults filled in."""
+    if key == MEASUREMENT_ERA:
+        return {"eras": [era_view(e) for e in BoardRepo(store).eras()]}
+    model = _model(key)
+    stored = BoardRepo(store).config_value(key, at)
+    return model.model_validate(stored or {}).model_dump()
+
+
+def describe(store: Store, key: str) -> dict[str, Any]:
+    """What `assay config get KEY` prints: the value in force, whether it is the default, its history."""
+    if key == MEASUREMENT_ERA:
+        return {"key": key, "value": get(store, key), "default": False, "history": []}
+    _model(key)
+    history = BoardRepo(store).config_history(key)
+    return {
+        "key": key,
+        "value": get(store, key),
+        "default": not history,
+        "history": [{"value": h["value"], "set_at": h["created_at"].isoformat()} for h in history],
+    }
+
+
+def set_value(store: Store, key: str, value: Any) -> dict[str, Any]:
+    clean = validate_value(key, value)
+    BoardRepo(store).add_config(key, clean)
+    return clean
+
+
+def parse_json_value(text: str, key: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"not valid JSON ({exc.msg} at column {exc.colno})", key) from None
+
+
+# -- eras -------------------------------------------------------------------------------------
+
+
+def parse_moment(text: str, where: str = "--from") -> datetime:
+    """An ISO 8601 date or timestamp. A date means midnight UTC; a timestamp needs its offset."""
+    raw = text.strip()
+    try:
+        if len(raw) == 10:
+            d = date.fromisoformat(raw)
+            return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"'{text}' is not an ISO 8601 date or timestamp", where) from None
+    if moment.tzinfo is None:
+        raise BadInput(f"'{text}' has no time zone; add one (e.g. {raw}Z)", where)
+    return moment.astimezone(timezone.utc)
+
+
+def era_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {"name": row["name"], "from": row["starts_at"].isoformat(), "reason": row["reason"],
+            "current": bool(row.get("current"))}
+
+
+def add_era(store: Store, name: str, starts: str, reason: str) -> dict[str, Any]:
+    name = name.strip()
+    if not name or len(name) > 80:
+        raise BadInput("an era needs a name of 1 to 80 characters", "NAME")
+    if not reason.strip():
+        raise BadInput("an era needs a reason (what changed in the measurement stack)", "--reason")
+    moment = parse_moment(starts)
+    repo = BoardRepo(store)
+    repo.add_era(name, moment, reason.strip())
+    return next(era_view(e) for e in repo.eras() if e["name"] == name)
+
+
+def eras(store: Store) -> list[dict[str, Any]]:
+    return [era_view(e) for e in BoardRepo(store).eras()]

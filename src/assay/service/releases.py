@@ -1,0 +1,273 @@
+"""Suite releases: validate a suite document, pin every scenario's content hash, never change it.
+
+A release is `(key, version)` plus exactly what every submitter to it will run: the content hash
+of each scenario version, reps per scenario, language, visibility, judge and facilitator config.
+Releasing the same `(key, version)` again is accepted only if nothing differs (it is then the
+same release); any difference is refused with a pointer to a new version. Older releases keep
+resolving to the documents they pinned (read back from the store, not from disk), so they stay
+re-runnable byte for byte — unless the world kit itself changed, which changes the hash and is
+refused rather than run on different content.
+
+Built-in suites (`assay/suites/*/suite.yaml`) are released on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import langcodes
+
+from assay.errors import BadInput
+from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
+from assay.spec.hashing import canonical_hash
+from assay.spec.load import LoadedScenario, parse_scenario
+from assay.spec.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+#: The owner recorded for built-in suites: the platform operator's account name.
+BUILTIN_OWNER = "operator"
+HASH_PREFIX = 12
+
+
+def normalise_language(tag: str, where: str) -> str:
+    try:
+        if not langcodes.tag_is_valid(tag):
+            raise ValueError
+        return str(langcodes.standardize_tag(tag))
+    except (ValueError, LookupError):
+        raise BadInput(f"'{tag}' is not a valid BCP-47 language tag", where) from None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+@dataclass(frozen=True)
+class PreparedRelease:
+    """A release computed from documents, not yet stored."""
+
+    row: dict[str, Any]
+    bundle: SuiteBundle
+
+
+def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
+    """Validate a suite bundle for release and compute the row that pins it (no writes)."""
+    suite = bundle.suite
+    if suite is None:
+        raise BadInput("a release needs a suite document (key, version, scenarios, …), not bare scenarios",
+                       bundle.source)
+    language = normalise_language(suite.language, f"{bundle.source}: language")
+    for s in bundle.scenarios:
+        theirs = normalise_language(s.scenario.language, s.id)
+        if theirs != language:
+            raise BadInput(f"scenario language '{theirs}' does not match the suite language '{language}'", s.id)
+    owner = suite.owner or (BUILTIN_OWNER if builtin else None)
+    document = suite.model_dump(mode="json")
+    document.pop("scenarios")
+    pinned = [{"case_id": s.id, "scenario_hash": s.content_hash} for s in bundle.scenarios]
+    release_hash = canonical_hash({"suite": {**document, "language": language, "owner": owner}, "scenarios": pinned})
+    row = {
+        "suite_key": suite.key,
+        "version": suite.version,
+        "title": suite.title,
+        "language": language,
+        "visibility": suite.visibility,
+        "reps_per_scenario": suite.reps_per_scenario,
+        "facilitator_model": suite.facilitator_model,
+        "judge": suite.judge.model_dump(mode="json") if suite.judge else None,
+        "baselines": [b.model_dump(mode="json") for b in suite.baselines],
+        "known_limitations": list(suite.known_limitations),
+        "card": suite.card,
+        "owner": owner,
+        "document": {**document, "scenarios": [s.id for s in bundle.scenarios]},
+        "release_hash": release_hash,
+        "builtin": builtin,
+    }
+    return PreparedRelease(row, bundle)
+
+
+def _differences(existing: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge",
+              "baselines", "known_limitations", "card", "owner")
+    return [f for f in fields if existing[f] != row[f]]
+
+
+def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, Any], bool]:
+    """Record the scenario versions and the release; refuse a changed re-release. (release, created)."""
+    repo = BoardRepo(store)
+    row = prepared.row
+    key, version = row["suite_key"], row["version"]
+
+    def refuse(existing: dict[str, Any]) -> None:
+        if existing["release_hash"] == row["release_hash"]:
+            return
+        stored = {r["case_id"]: r["scenario_hash"] for r in repo.release_scenarios(existing["id"])}
+        mine = {s.id: s.content_hash for s in prepared.bundle.scenarios}
+        changed = sorted(c for c in set(stored) | set(mine) if stored.get(c) != mine.get(c))
+        fields = _differences(existing, row)
+        what = ", ".join([*(f"scenario {c}" for c in changed), *fields]) or "its content"
+        raise BadInput(
+            f"suite {key} {version} is already released and this document differs ({what}); releases are "
+            f"immutable: give the suite a new version and release that", f"{key} {version}")
+
+    existing = repo.release(key, version)
+    if existing is not None:  # decide before writing anything, so a refusal stores nothing
+        refuse(existing)
+        return existing, False
+    versions = record_scenarios(store, prepared.bundle.scenarios)
+    pinned = [{"case_id": s.id, "scenario_hash": s.content_hash, "scenario_version": versions[s.id]}
+              for s in prepared.bundle.scenarios]
+    return repo.add_release(row, pinned, refuse)
+
+
+def release_path(store: Store, path: str) -> tuple[dict[str, Any], bool]:
+    """`assay suite release PATH`."""
+    target = Path(path)
+    if not target.exists():
+        raise BadInput("no such file or directory", path)
+    bundle = resolve_suite(path)
+    builtin = _is_builtin_path(target)
+    return store_release(store, prepare(bundle, builtin=builtin))
+
+
+def _is_builtin_path(path: Path) -> bool:
+    try:
+        path.resolve().relative_to(builtin_suites_dir().resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def builtin_prepared(key: str) -> PreparedRelease | None:
+    if key not in builtin_suite_names():
+        return None
+    return prepare(resolve_suite(key), builtin=True)
+
+
+def ensure_builtin(store: Store, key: str) -> None:
+    """Release the built-in suite `key` into this store if its version is not released yet."""
+    prepared = builtin_prepared(key)
+    if prepared is None:
+        return
+    if BoardRepo(store).release(key, prepared.row["version"]) is None:
+        store_release(store, prepared)
+
+
+def ensure_builtins(store: Store) -> None:
+    for key in builtin_suite_names():
+        ensure_builtin(store, key)
+
+
+# -- resolving releases -----------------------------------------------------------------------
+
+
+def find_release(
+    store: Store, key: str, version: str | None, *, public: bool = False, release_builtin: bool = True,
+) -> dict[str, Any]:
+    """The release a command names. Without a version: the latest (public ones only if `public`).
+
+    `public=True` is how the public surfaces (board, card) resolve: internal suites do not exist
+    there, unlisted versions only when named, and the default is the latest public version.
+    """
+    if release_builtin:
+        ensure_builtin(store, key)
+    releases = BoardRepo(store).releases(key)
+    unknown = BadInput(f"no released suite '{key}'" + (f" version {version}" if version else ""), key)
+    if public:
+        releases = [r for r in releases if r["visibility"] != "internal"]
+    if not releases:
+        raise unknown
+    if version is not None:
+        for r in releases:
+            if r["version"] == version:
+                return r
+        raise unknown
+    if public:
+        listed = [r for r in releases if r["visibility"] == "public"]
+        if not listed:
+            raise BadInput(f"suite '{key}' has no public version; name one with --version", key)
+        releases = listed
+    return max(releases, key=lambda r: version_key(r["version"]))
+
+
+def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
+    """The release's scenarios, rebuilt from the documents it pinned, hashes verified."""
+    repo = BoardRepo(store)
+    loaded: list[LoadedScenario] = []
+    where = f"{release['suite_key']} {release['version']}"
+    for row in repo.release_scenarios(release["id"]):
+        scenario = parse_scenario(row["document"], f"stored scenario {row['case_id']} v{row['scenario_version']}")
+        if scenario.content_hash != row["scenario_hash"]:
+            raise BadInput(
+                f"scenario {row['case_id']} no longer materialises the world this release pinned "
+                f"({row['scenario_hash'][:HASH_PREFIX]} → {scenario.content_hash[:HASH_PREFIX]}: the world kit "
+                "changed); release a new suite version to run it", where)
+        loaded.append(scenario)
+    suite = Suite.model_validate({**release["document"], "scenarios": [s.id for s in loaded]})
+    return SuiteBundle(release["suite_key"], release["version"], suite, tuple(loaded), f"release {where}")
+
+
+# -- views ------------------------------------------------------------------------------------
+# JSON columns come back from PostgreSQL's JSONB with their keys reordered; re-validating through
+# the document models gives one key order on both backends.
+
+
+def judge_view(release: dict[str, Any]) -> dict[str, Any] | None:
+    judge = release["judge"]
+    return JudgeConfig.model_validate(judge).model_dump(mode="json") if judge is not None else None
+
+
+def baselines_view(release: dict[str, Any]) -> list[dict[str, Any]]:
+    return [Baseline.model_validate(b).model_dump(mode="json") for b in release["baselines"]]
+
+
+
+def scenario_pins(store: Store, release: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"case_id": r["case_id"], "version": r["scenario_version"], "title": r["title"],
+         "hash": r["scenario_hash"], "hash_prefix": r["scenario_hash"][:HASH_PREFIX], "frozen_on": r["frozen_on"]}
+        for r in BoardRepo(store).release_scenarios(release["id"])
+    ]
+
+
+def release_view(store: Store, release: dict[str, Any], *, full: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "key": release["suite_key"],
+        "version": release["version"],
+        "title": release["title"],
+        "language": release["language"],
+        "visibility": release["visibility"],
+        "reps_per_scenario": release["reps_per_scenario"],
+        "released_at": release["created_at"].isoformat(),
+        "release_hash": release["release_hash"],
+        "builtin": bool(release["builtin"]),
+    }
+    if full:
+        out.update({
+            "owner": release["owner"],
+            "facilitator_model": release["facilitator_model"],
+            "judge": judge_view(release),
+            "scenarios": scenario_pins(store, release),
+            "baselines": baselines_view(release),
+            "known_limitations": release["known_limitations"],
+            "card": release["card"],
+        })
+    return out
+
+
+def list_releases(store: Store) -> list[dict[str, Any]]:
+    ensure_builtins(store)
+    return [release_view(store, r, full=False) for r in BoardRepo(store).releases()]
+
+
+def versions(store: Store, key: str) -> list[dict[str, Any]]:
+    ensure_builtin(store, key)
+    releases = sorted(BoardRepo(store).releases(key), key=lambda r: version_key(r["version"]))
+    if not releases:
+        raise BadInput(f"no released suite '{key}'", key)
+    return [{**release_view(store, r, full=False),
+             "scenarios": [{"case_id": p["case_id"], "version": p["version"], "hash_prefix": p["hash_prefix"]}
+                           for p in scenario_pins(store, r)]} for r in releases]

@@ -1,0 +1,319 @@
+"""Submissions: the server composes the whole batch, runs it, sweeps it, and stamps it once.
+
+A submission is a batch (`batches.kind = 'submission'`, its id is the submission id) plus a
+`submissions` row. The plan is every pinned scenario × `reps_per_scenario`, each run with its
+own fork of the world and its own seed drawn here with `secrets` — the submitter chooses no run,
+no seed and cannot drop one. Runs are executed and oracle-scored by the core batch machinery;
+then the completion sweep evaluates each scenario's win conditions on the run's final state and
+records its participation (assistant messages, actions) next to the floor in force. When every
+planned run has been swept the submission is finalised: stamped with its measurement era, and
+published if it asked to be, is complete, and its account holds a public handle.
+
+Whether it is complete, gated, ranked — every number — is read from the board views.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay import HARNESS_VERSION
+from assay.agents.loader import AgentFactory
+from assay.errors import BadInput
+from assay.run.episode import Limits
+from assay.run.executor import LocalExecutor
+from assay.run.record import PlannedRun, RunRecord
+from assay.service import accounts, platform_config, releases
+from assay.service.board import entry_numbers
+from assay.service.runs import execute_batch
+from assay.service.suites import SuiteBundle
+from assay.spec.models import Scenario
+from assay.spec.predicates import holds
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+SEED_BOUND = 2**62
+#: The facilitator recorded for runs of a BYOK submission: the submitter's own, unverified.
+SELF_HOSTED = "self_hosted"
+MAX_LABEL = 120
+
+
+def plan_submission(bundle: SuiteBundle, reps: int) -> list[PlannedRun]:
+    """Every pinned scenario × every rep, each with a fresh server-side seed."""
+    planned: list[PlannedRun] = []
+    for case in bundle.scenarios:
+        for rep in range(1, reps + 1):
+            planned.append(PlannedRun(uuid.uuid4().hex, len(planned), case.id, case.content_hash, rep,
+                                      secrets.randbelow(SEED_BOUND)))
+    return planned
+
+
+def submit(
+    store: Store,
+    key: str,
+    *,
+    factory: AgentFactory,
+    account: str,
+    label: str,
+    version: str | None = None,
+    play_model: str | None = None,
+    publish: bool = False,
+    byok: bool = False,
+    baseline: bool = False,
+    workers: int = 4,
+    limits: Limits | None = None,
+    on_done: Callable[[RunRecord], None] | None = None,
+) -> str:
+    """Create, run, sweep and finalise a submission; return its id. Every refusal comes first."""
+    label = label.strip()
+    if not label or len(label) > MAX_LABEL:
+        raise BadInput(f"a label is 1 to {MAX_LABEL} characters", "--label")
+    if play_model is not None:
+        play_model = play_model.strip() or None
+        if play_model is not None and len(play_model) > 200:
+            raise BadInput("play_model is at most 200 characters", "--play-model")
+    if workers < 1:
+        raise BadInput("must be at least 1", "--workers")
+    holder = accounts.get(store, account)
+    if publish and holder["public_handle"] is None:
+        raise BadInput(
+            f"--publish needs a public handle on account '{account}'; set one with "
+            f"`assay account set-handle {account} HANDLE`", "--publish")
+    repo = BoardRepo(store)
+    # Resolve without writing: a built-in not yet released is released only once every check passed.
+    release = _stored_release(store, key, version)
+    pending: releases.PreparedRelease | None = None
+    if release is None:
+        pending = releases.builtin_prepared(key)
+        if pending is None or (version is not None and pending.row["version"] != version):
+            raise BadInput(f"no released suite '{key}'" + (f" version {version}" if version else ""), key)
+        owner = pending.row["owner"]
+        bundle = pending.bundle
+        reps = pending.row["reps_per_scenario"]
+    else:
+        owner = release["owner"]
+        bundle = releases.pinned_bundle(store, release)
+        reps = release["reps_per_scenario"]
+    if baseline and account != owner:
+        raise BadInput(
+            f"only the suite owner ({owner or 'none recorded'}) may submit an official baseline", "--baseline")
+    cap = platform_config.get(store, platform_config.SUBMISSION_CAP)["max_per_account_per_version"]
+    capped = not (byok or baseline)
+    if capped and release is not None:
+        with repo.read() as conn:
+            used = repo.count_submissions(conn, account, release["id"], capped_only=True)
+        if used >= cap:
+            raise _cap_refusal(account, key, release["version"], cap)
+    if pending is not None:
+        release, _ = releases.store_release(store, pending)
+        bundle = releases.pinned_bundle(store, release)
+    assert release is not None
+
+    planned = plan_submission(bundle, reps)
+    submission_id = uuid.uuid4().hex
+    batch = {
+        "id": submission_id, "kind": "submission", "suite_key": release["suite_key"],
+        "suite_version": release["version"], "agent_spec": factory.spec, "agent_label": label,
+        "config_signature": factory.config_signature, "harness_version": HARNESS_VERSION,
+        # every run has its own seed (planned_runs.seed); there is no batch-wide seed
+        "trials": reps, "base_seed": 0,
+    }
+    row = {
+        "id": submission_id, "account": account, "release_id": release["id"], "label": label,
+        "play_model": play_model, "byok": byok, "baseline": baseline, "publish_requested": publish,
+    }
+
+    def check_cap(conn: sa.Connection) -> None:
+        if capped and repo.count_submissions(conn, account, release["id"], capped_only=True) >= cap:
+            raise _cap_refusal(account, key, release["version"], cap)
+
+    repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap)
+    execute_batch(store, bundle, factory, planned, limits or Limits(), LocalExecutor(workers), on_done)
+    complete(store, submission_id)
+    return submission_id
+
+
+def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:
+    repo = BoardRepo(store)
+    found = repo.releases(key)
+    if version is not None:
+        return next((r for r in found if r["version"] == version), None)
+    latest = max(found, key=lambda r: releases.version_key(r["version"])) if found else None
+    builtin = releases.builtin_prepared(key)
+    if builtin is not None and not any(r["version"] == builtin.row["version"] for r in found):
+        if latest is None or releases.version_key(builtin.row["version"]) > releases.version_key(latest["version"]):
+            return None  # the built-in's current version is released on this first use
+    return latest
+
+
+def _cap_refusal(account: str, key: str, version: str, cap: int) -> BadInput:
+    return BadInput(
+        f"account '{account}' already has {cap} submission(s) to {key} {version}, the most allowed per "
+        f"suite version (platform config '{platform_config.SUBMISSION_CAP}')", "--account")
+
+
+# -- the completion sweep ---------------------------------------------------------------------
+
+
+def participation(transcript: list[dict[str, Any]], actions: list[Any]) -> tuple[int, int]:
+    """(player messages, actions) of an estate run: assistant messages, and tool calls applied."""
+    return sum(1 for m in transcript if isinstance(m, dict) and m.get("role") == "assistant"), len(actions)
+
+
+def complete(store: Store, submission_id: str) -> None:
+    """Sweep every recorded, unswept run; finalise the submission once all planned runs are swept.
+
+    Safe to call again at any time (a later sweep only adds what is missing; the era stamp and the
+    automatic publication happen once).
+    """
+    repo = BoardRepo(store)
+    submission = repo.submission(submission_id)
+    if submission is None:
+        raise BadInput("no such submission", submission_id)
+    release = repo.release_by_id(submission["release_id"])
+    assert release is not None
+    floor = platform_config.get(store, platform_config.PARTICIPATION)
+    facilitator = SELF_HOSTED if submission["byok"] else release["facilitator_model"]
+    documents: dict[str, Scenario] = {}
+    sweeps, outcomes = [], []
+    for run in repo.unswept_runs(submission_id):
+        scenario = documents.get(run["scenario_hash"])
+        if scenario is None:
+            stored = store.scenario_by_hash(run["scenario_hash"])
+            assert stored is not None
+            scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
+        messages, n_actions = participation(run["transcript"], run["actions"])
+        sweeps.append({
+            "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
+            "actions": n_actions, "min_player_messages": floor["min_player_messages"],
+            "min_actions_per_turn": float(floor["min_actions_per_turn"]), "facilitator_model": facilitator,
+        })
+        outcomes.extend(
+            {"run_id": run["run_id"], "condition_id": w.id, "ordinal": i, "met": holds(w.expect, run["final_state"])}
+            for i, w in enumerate(scenario.win_conditions)
+        )
+
+    def finalise(conn: sa.Connection) -> tuple[str | None, bool] | None:
+        n_planned, n_swept = repo.n_planned_and_swept(conn, submission_id)
+        if n_swept < n_planned:
+            return None
+        facts = repo.submission_facts(submission_id, conn)
+        assert facts is not None
+        era = repo.era_at(conn, submission["created_at"])
+        publish = bool(
+            submission["publish_requested"] and facts["status"] == "complete" and facts["public_handle"]
+            and not repo.has_publication_events(conn, submission_id)
+        )
+        return era, publish
+
+    repo.complete(submission_id, sweeps, outcomes, finalise)
+
+
+# -- owner operations -------------------------------------------------------------------------
+
+
+def find(store: Store, ident: str) -> str | None:
+    """The submission id `ident` names (an id or a unique prefix), or None."""
+    return BoardRepo(store).resolve_submission_id(ident)
+
+
+def _require(store: Store, ident: str) -> str:
+    found = find(store, ident)
+    if found is None:
+        raise BadInput("no such submission", ident)
+    return found
+
+
+def unpublish(store: Store, ident: str) -> dict[str, Any]:
+    submission_id = _require(store, ident)
+    repo = BoardRepo(store)
+
+    def check(conn: sa.Connection) -> None:
+        facts = repo.submission_facts(submission_id, conn)
+        assert facts is not None
+        pending = facts["publish_requested"] and not facts["finalised"]
+        if not facts["published"] and not pending:
+            raise BadInput("the submission is not published", submission_id)
+
+    # An unpublication before completion also stops the automatic publication (any event does).
+    repo.add_publication_event(submission_id, False, "unpublished by its owner", check)
+    return results(store, submission_id)
+
+
+def note(store: Store, ident: str, text: str) -> dict[str, Any]:
+    """Set the operator's variance note on an entry (an empty text withdraws it)."""
+    submission_id = _require(store, ident)
+    text = text.strip()
+    if len(text) > 2000:
+        raise BadInput("a variance note is at most 2000 characters", "TEXT")
+    BoardRepo(store).add_note(submission_id, text)
+    return results(store, submission_id)
+
+
+def results(store: Store, ident: str) -> dict[str, Any]:
+    """The owner's view of a submission: status, class, aggregates and every run with its seed."""
+    submission_id = _require(store, ident)
+    repo = BoardRepo(store)
+    facts = repo.submission_facts(submission_id)
+    assert facts is not None
+    release = repo.release_by_id(facts["release_id"])
+    assert release is not None
+    entry = repo.entry(submission_id)
+    models = repo.facilitator_models([submission_id])[submission_id]
+    batch = store.batch(submission_id) or {}
+    return {
+        "id": submission_id,
+        "suite": {"key": release["suite_key"], "version": release["version"],
+                  "release_hash": release["release_hash"]},
+        "account": facts["account"],
+        "agent": {"spec": batch.get("agent_spec"), "label": facts["label"], "label_self_declared": True,
+                  "config_signature": batch.get("config_signature")},
+        "harness_version": batch.get("harness_version"),
+        "play_model": facts["play_model"],
+        "model_provenance": facts["model_provenance"],
+        "byok": facts["byok"],
+        "baseline": facts["baseline"],
+        "status": facts["status"],
+        "leaderboard_class": facts["leaderboard_class"],
+        "publish_requested": facts["publish_requested"],
+        "published": facts["published"],
+        "on_board": entry is not None,
+        "public_handle": facts["public_handle"],
+        "rank": entry["rank"] if entry is not None else None,
+        **entry_numbers(facts),
+        "n_planned": facts["n_planned"],
+        "n_recorded": facts["n_recorded"],
+        "n_scored": facts["n_scored"],
+        "n_gated": facts["n_gated"],
+        "measurement_era": facts["measurement_era"],
+        "measurement_era_is_current": facts["measurement_era_is_current"],
+        "finalised": facts["finalised"],
+        "variance_note": facts["variance_note"],
+        "facilitator_models": models,
+        "pinned_facilitator_model": release["facilitator_model"],
+        "created_at": facts["created_at"].isoformat(),
+        "runs": [
+            {
+                "run_id": r["run_id"],
+                "scenario": r["case_id"],
+                "rep": r["rep"],
+                "seed": r["seed"],
+                "status": r["status"] or "pending",
+                "scored": r["scored"],
+                "participation_gated": r["gated"],
+                "score": r["score"] if r["has_run"] else None,
+                "passed": r["passed"],
+                "claimed_success": r["claimed_success"],
+                "false_success": r["false_success"],
+                "win_conditions_met": r["win_met"],
+                "win_conditions_total": r["win_total"],
+                "player_messages": r["player_messages"],
+                "actions": r["actions"],
+            }
+            for r in repo.run_facts(submission_id)
+        ],
+    }

@@ -1,0 +1,525 @@
+"""Reads and appends for the board: releases, accounts, submissions, sweeps, events, config, eras.
+
+`BoardRepo` wraps a `Store` and uses its engine; like the Store it only ever INSERTs (the
+database refuses anything else). Every write is one transaction, and any refusal that depends on
+what is stored (a release that differs, a fourth submission, a handle someone else holds) is
+re-checked *inside* that transaction, under a lock, so two writers cannot both slip past it.
+Reads of numbers go through the board views; there is nothing else to read them from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.errors import BadInput
+from assay.run.record import PlannedRun
+from assay.store.board_schema import (
+    account_handles,
+    accounts,
+    board_entries,
+    board_facilitator_models,
+    board_run_facts,
+    board_submission_facts,
+    current_era,
+    current_handles,
+    measurement_eras,
+    platform_config,
+    publication_events,
+    release_scenarios,
+    run_sweeps,
+    submission_finalisations,
+    submission_runs,
+    submissions,
+    suite_releases,
+    variance_notes,
+    win_condition_outcomes,
+)
+from assay.store.repo import Store
+from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
+
+MIN_PREFIX = 6
+
+
+def _lock_key(namespace: str, name: str) -> int:
+    digest = hashlib.sha256(f"assay:board:{namespace}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _bool(value: Any) -> bool | None:
+    """SQLite hands booleans back as 0/1 from views; PostgreSQL as bool. One shape for callers."""
+    return None if value is None else bool(value)
+
+
+class BoardRepo:
+    """The board's half of the store, over the same engine."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._engine = store.engine
+        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free)."""
+        with self._writer.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        with self._engine.connect() as conn:
+            yield conn
+
+    @staticmethod
+    def lock(conn: sa.Connection, namespace: str, name: str) -> None:
+        """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
+
+    # -- releases -----------------------------------------------------------------------------
+
+    def release(self, key: str, version: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+        query = sa.select(suite_releases).where(
+            suite_releases.c.suite_key == key, suite_releases.c.version == version
+        )
+        if conn is not None:
+            row = conn.execute(query).first()
+        else:
+            with self.read() as c:
+                row = c.execute(query).first()
+        return dict(row._mapping) if row is not None else None
+
+    def release_by_id(self, release_id: int) -> dict[str, Any] | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(suite_releases).where(suite_releases.c.id == release_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def releases(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Every release (of one key), oldest first."""
+        query = sa.select(suite_releases).order_by(suite_releases.c.suite_key, suite_releases.c.id)
+        if key is not None:
+            query = query.where(suite_releases.c.suite_key == key)
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def release_scenarios(self, release_id: int) -> list[dict[str, Any]]:
+        """The pinned scenarios of a release, in release order, each with its stored document."""
+        rs, sv = release_scenarios, scenario_versions
+        query = (
+            sa.select(rs, sv.c.title, sv.c.document, sv.c.frozen_on, sv.c.language, sv.c.kit)
+            .join(sv, sv.c.content_hash == rs.c.scenario_hash)
+            .where(rs.c.release_id == release_id)
+            .order_by(rs.c.ordinal)
+        )
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def add_release(
+        self, row: dict[str, Any], pinned: Sequence[dict[str, Any]],
+        refuse: Callable[[dict[str, Any]], None],
+    ) -> tuple[dict[str, Any], bool]:
+        """Insert a release and its pinned scenarios; return (release, created).
+
+        If `(key, version)` is already released, `refuse(existing)` decides inside the
+        transaction: it raises to refuse, or returns to accept the existing release as is.
+        """
+        with self.write() as conn:
+            self.lock(conn, "release", f"{row['suite_key']}\x00{row['version']}")
+            existing = self.release(row["suite_key"], row["version"], conn)
+            if existing is not None:
+                refuse(existing)
+                return existing, False
+            release_id = conn.execute(
+                sa.insert(suite_releases).values(**row, created_at=utcnow()).returning(suite_releases.c.id)
+            ).scalar_one()
+            conn.execute(
+                sa.insert(release_scenarios),
+                [{"release_id": release_id, "ordinal": i, **p} for i, p in enumerate(pinned)],
+            )
+            created = conn.execute(sa.select(suite_releases).where(suite_releases.c.id == release_id)).one()
+        return dict(created._mapping), True
+
+    # -- accounts -----------------------------------------------------------------------------
+
+    def account(self, name: str) -> dict[str, Any] | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(accounts).where(accounts.c.name == name)).first()
+            if row is None:
+                return None
+            handle = conn.execute(
+                sa.select(current_handles.c.handle).where(current_handles.c.account == name)
+            ).scalar_one_or_none()
+        return {**row._mapping, "public_handle": handle}
+
+    def handle_history(self, name: str) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(account_handles).where(account_handles.c.account == name).order_by(account_handles.c.id)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    def _holder(self, conn: sa.Connection, handle: str) -> str | None:
+        # Handles are unique among the handles held now (case-insensitively, compared in Python
+        # so both backends agree).
+        rows = conn.execute(
+            sa.select(current_handles.c.account, current_handles.c.handle).where(current_handles.c.handle.is_not(None))
+        ).all()
+        for row in rows:
+            if str(row.handle).lower() == handle.lower():
+                return str(row.account)
+        return None
+
+    def add_account(self, name: str, handle: str | None) -> None:
+        with self.write() as conn:
+            self.lock(conn, "handles", "all")
+            if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is not None:
+                raise BadInput("an account by that name already exists", name)
+            if handle is not None:
+                holder = self._holder(conn, handle)
+                if holder is not None:
+                    raise BadInput(f"the public handle '{handle}' is taken", "--public-handle")
+            now = utcnow()
+            conn.execute(sa.insert(accounts).values(name=name, created_at=now))
+            if handle is not None:
+                conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=now))
+
+    def add_handle_event(self, name: str, handle: str | None) -> None:
+        """Set (or, with None, revoke) an account's public handle: one new row either way."""
+        with self.write() as conn:
+            self.lock(conn, "handles", "all")
+            if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is None:
+                raise BadInput("no such account", name)
+            current = conn.execute(
+                sa.select(current_handles.c.handle).where(current_handles.c.account == name)
+            ).scalar_one_or_none()
+            if handle is None:
+                if current is None:
+                    raise BadInput("the account has no public handle to revoke", name)
+            else:
+                holder = self._holder(conn, handle)
+                if holder is not None and holder != name:
+                    raise BadInput(f"the public handle '{handle}' is taken", handle)
+                if current == handle:
+                    raise BadInput(f"the account already holds the handle '{handle}'", name)
+            conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=utcnow()))
+
+    # -- submissions --------------------------------------------------------------------------
+
+    def create_submission(
+        self,
+        batch: dict[str, Any],
+        planned: list[PlannedRun],
+        submission: dict[str, Any],
+        ranked_eligible: bool | None,
+        capped: Callable[[sa.Connection], None],
+    ) -> None:
+        """Store a submission's batch, its whole plan and its submission row in one transaction.
+
+        `capped(conn)` runs first, under a per-(account, release) lock: it raises to refuse (the
+        submission cap), so two concurrent submissions cannot both take the last slot.
+        """
+        now = utcnow()
+        with self.write() as conn:
+            self.lock(conn, "submit", f"{submission['account']}\x00{submission['release_id']}")
+            capped(conn)
+            conn.execute(sa.insert(batches).values(**batch, created_at=now))
+            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+            conn.execute(sa.insert(submissions).values(**submission, created_at=now))
+            conn.execute(
+                sa.insert(submission_runs),
+                [{"run_id": p.run_id, "submission_id": submission["id"], "ranked_eligible": ranked_eligible}
+                 for p in planned],
+            )
+
+    @staticmethod
+    def count_submissions(conn: sa.Connection, account: str, release_id: int, *, capped_only: bool) -> int:
+        query = sa.select(sa.func.count()).select_from(submissions).where(
+            submissions.c.account == account, submissions.c.release_id == release_id
+        )
+        if capped_only:
+            query = query.where(sa.not_(submissions.c.byok), sa.not_(submissions.c.baseline))
+        return int(conn.execute(query).scalar_one())
+
+    def submission(self, submission_id: str) -> dict[str, Any] | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(submissions).where(submissions.c.id == submission_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def resolve_submission_id(self, ident: str) -> str | None:
+        """The full id for `ident` or a unique prefix of it (at least 6 characters)."""
+        with self.read() as conn:
+            if conn.execute(sa.select(submissions.c.id).where(submissions.c.id == ident)).first() is not None:
+                return ident
+            if len(ident) < MIN_PREFIX:
+                return None
+            candidates = conn.execute(
+                sa.select(submissions.c.id).where(submissions.c.id.startswith(ident, autoescape=True))
+                .order_by(submissions.c.id)
+            ).scalars()
+            matches = [str(m) for m in candidates if str(m).startswith(ident)]
+        if len(matches) > 1:
+            raise BadInput(f"submission id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", ident)
+        return matches[0] if matches else None
+
+    def unswept_runs(self, submission_id: str) -> list[dict[str, Any]]:
+        """Recorded runs of a submission that the completion sweep has not looked at yet."""
+        query = (
+            sa.select(runs.c.run_id, runs.c.status, runs.c.transcript, runs.c.actions, runs.c.final_state,
+                      planned_runs.c.scenario_hash, planned_runs.c.case_id)
+            .join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
+            .outerjoin(run_sweeps, run_sweeps.c.run_id == runs.c.run_id)
+            .where(planned_runs.c.batch_id == submission_id, run_sweeps.c.run_id.is_(None))
+            .order_by(planned_runs.c.slot)
+        )
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def complete(
+        self,
+        submission_id: str,
+        sweeps: list[dict[str, Any]],
+        outcomes: list[dict[str, Any]],
+        finalise: Callable[[sa.Connection], tuple[str | None, bool] | None],
+    ) -> None:
+        """Append sweep rows and win-condition outcomes, then let `finalise(conn)` decide.
+
+        `finalise` sees the new rows (same transaction) and returns None (not finalisable yet),
+        or `(era, publish)`: the era stamp to record once, and whether to publish now.
+        """
+        with self.write() as conn:
+            self.lock(conn, "complete", submission_id)
+            done = {
+                r for r in conn.execute(
+                    sa.select(run_sweeps.c.run_id).where(run_sweeps.c.submission_id == submission_id)
+                ).scalars()
+            }
+            now = utcnow()
+            fresh = [s for s in sweeps if s["run_id"] not in done]
+            fresh_ids = {s["run_id"] for s in fresh}
+            if fresh:
+                conn.execute(sa.insert(run_sweeps), [{**s, "created_at": now} for s in fresh])
+            wins = [o for o in outcomes if o["run_id"] in fresh_ids]
+            if wins:
+                conn.execute(sa.insert(win_condition_outcomes), wins)
+            already = conn.execute(
+                sa.select(submission_finalisations.c.submission_id)
+                .where(submission_finalisations.c.submission_id == submission_id)
+            ).first()
+            if already is not None:
+                return
+            decision = finalise(conn)
+            if decision is None:
+                return
+            era, publish = decision
+            conn.execute(sa.insert(submission_finalisations).values(
+                submission_id=submission_id, measurement_era=era, created_at=now))
+            if publish:
+                conn.execute(sa.insert(publication_events).values(
+                    submission_id=submission_id, published=True,
+                    reason="published automatically on completion", created_at=now))
+
+    @staticmethod
+    def n_planned_and_swept(conn: sa.Connection, submission_id: str) -> tuple[int, int]:
+        planned = conn.execute(
+            sa.select(sa.func.count()).select_from(planned_runs).where(planned_runs.c.batch_id == submission_id)
+        ).scalar_one()
+        swept = conn.execute(
+            sa.select(sa.func.count()).select_from(run_sweeps).where(run_sweeps.c.submission_id == submission_id)
+        ).scalar_one()
+        return int(planned), int(swept)
+
+    # -- events: publication, notes -----------------------------------------------------------
+
+    def publication_events(self, submission_id: str) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(publication_events).where(publication_events.c.submission_id == submission_id)
+                .order_by(publication_events.c.id)
+            ).all()
+        return [{**r._mapping, "published": bool(r.published)} for r in rows]
+
+    @staticmethod
+    def has_publication_events(conn: sa.Connection, submission_id: str) -> bool:
+        return conn.execute(
+            sa.select(publication_events.c.id).where(publication_events.c.submission_id == submission_id).limit(1)
+        ).first() is not None
+
+    def add_publication_event(
+        self, submission_id: str, published: bool, reason: str,
+        check: Callable[[sa.Connection], None] | None = None,
+    ) -> None:
+        with self.write() as conn:
+            self.lock(conn, "complete", submission_id)
+            if check is not None:
+                check(conn)
+            conn.execute(sa.insert(publication_events).values(
+                submission_id=submission_id, published=published, reason=reason, created_at=utcnow()))
+
+    def add_note(self, submission_id: str, text: str) -> None:
+        with self.write() as conn:
+            conn.execute(sa.insert(variance_notes).values(submission_id=submission_id, text=text, created_at=utcnow()))
+
+    def notes(self, submission_id: str) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(variance_notes).where(variance_notes.c.submission_id == submission_id)
+                .order_by(variance_notes.c.id)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    # -- platform config ----------------------------------------------------------------------
+
+    def add_config(self, key: str, value: Any) -> None:
+        with self.write() as conn:
+            conn.execute(sa.insert(platform_config).values(key=key, value=value, created_at=utcnow()))
+
+    def config_history(self, key: str) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(platform_config).where(platform_config.c.key == key).order_by(platform_config.c.id)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    def config_value(self, key: str, at: datetime | None = None, conn: sa.Connection | None = None) -> Any | None:
+        """The value in force at `at` (default: now): the latest row created before it."""
+        query = sa.select(platform_config.c.value).where(platform_config.c.key == key)
+        if at is not None:
+            query = query.where(platform_config.c.created_at <= at)
+        query = query.order_by(platform_config.c.id.desc()).limit(1)
+        if conn is not None:
+            return conn.execute(query).scalar_one_or_none()
+        with self.read() as c:
+            return c.execute(query).scalar_one_or_none()
+
+    def config_keys(self) -> list[str]:
+        with self.read() as conn:
+            return [str(k) for k in conn.execute(
+                sa.select(platform_config.c.key).distinct().order_by(platform_config.c.key)).scalars()]
+
+    # -- eras ---------------------------------------------------------------------------------
+
+    def add_era(self, name: str, starts_at: datetime, reason: str) -> None:
+        with self.write() as conn:
+            self.lock(conn, "eras", "all")
+            if conn.execute(sa.select(measurement_eras.c.id).where(measurement_eras.c.name == name)).first():
+                raise BadInput("an era by that name already exists", name)
+            latest = conn.execute(
+                sa.select(measurement_eras.c.name, measurement_eras.c.starts_at)
+                .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
+            ).first()
+            if latest is not None and starts_at <= latest.starts_at:
+                raise BadInput(
+                    f"an era must begin after the latest boundary ({latest.name}, from "
+                    f"{latest.starts_at.isoformat()}); era boundaries only move forward", "--from")
+            conn.execute(sa.insert(measurement_eras).values(
+                name=name, starts_at=starts_at, reason=reason, created_at=utcnow()))
+
+    def eras(self) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(measurement_eras).order_by(measurement_eras.c.starts_at, measurement_eras.c.id)
+            ).all()
+            current = conn.execute(sa.select(current_era.c.name)).scalar_one_or_none()
+        return [{**r._mapping, "current": r.name == current} for r in rows]
+
+    @staticmethod
+    def era_at(conn: sa.Connection, moment: datetime) -> str | None:
+        """The era in force at `moment`: the latest boundary at or before it."""
+        return conn.execute(
+            sa.select(measurement_eras.c.name).where(measurement_eras.c.starts_at <= moment)
+            .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
+        ).scalar_one_or_none()
+
+    # -- the views ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _facts(row: sa.Row[Any]) -> dict[str, Any]:
+        out = dict(row._mapping)
+        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current"):
+            if key in out:
+                out[key] = _bool(out[key])
+        for key, value in list(out.items()):
+            if key.startswith("n_") or key in ("win_total", "win_met", "rank", "release_id"):
+                out[key] = None if value is None else int(value)
+            elif key in ("pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
+                out[key] = None if value is None else float(value)
+        return out
+
+    def submission_facts(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+        query = sa.select(board_submission_facts).where(board_submission_facts.c.submission_id == submission_id)
+        if conn is not None:
+            row = conn.execute(query).first()
+        else:
+            with self.read() as c:
+                row = c.execute(query).first()
+        return self._facts(row) if row is not None else None
+
+    def submissions_for_release(self, release_id: int) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(board_submission_facts).where(board_submission_facts.c.release_id == release_id)
+                .order_by(board_submission_facts.c.submission_id)
+            ).all()
+        return [self._facts(r) for r in rows]
+
+    def entries(self, release_id: int) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(board_entries).where(board_entries.c.release_id == release_id)
+                .order_by(board_entries.c.submission_id)
+            ).all()
+        return [self._facts(r) for r in rows]
+
+    def entry(self, submission_id: str) -> dict[str, Any] | None:
+        with self.read() as conn:
+            row = conn.execute(
+                sa.select(board_entries).where(board_entries.c.submission_id == submission_id)
+            ).first()
+        return self._facts(row) if row is not None else None
+
+    def run_facts(self, submission_id: str) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(board_run_facts).where(board_run_facts.c.submission_id == submission_id)
+                .order_by(board_run_facts.c.slot)
+            ).all()
+        out = []
+        for r in rows:
+            d = dict(r._mapping)
+            for key in ("has_run", "passed", "false_success", "swept", "scored", "gated", "included",
+                        "claimed_success", "ranked_eligible"):
+                d[key] = _bool(d[key])
+            for key in ("n_checks", "score", "safety_failures", "win_total", "win_met", "slot", "rep", "seed"):
+                d[key] = int(d[key])
+            out.append(d)
+        return out
+
+    def facilitator_models(self, submission_ids: Sequence[str]) -> dict[str, list[str]]:
+        found: dict[str, set[str]] = {s: set() for s in submission_ids}
+        if not submission_ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(board_facilitator_models)
+                .where(board_facilitator_models.c.submission_id.in_(list(submission_ids)))
+            ).all()
+        for r in rows:
+            found[r.submission_id].add(str(r.facilitator_model))
+        return {k: sorted(v) for k, v in found.items()}
+
+    def harness_versions(self, submission_ids: Sequence[str]) -> dict[str, str]:
+        if not submission_ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(batches.c.id, batches.c.harness_version).where(batches.c.id.in_(list(submission_ids)))
+            ).all()
+        return {r.id: r.harness_version for r in rows}
