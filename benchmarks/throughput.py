@@ -1,6 +1,6 @@
 """Throughput benchmark: Assay's forge suite vs Inspect AI, side by side in one run.
 
-    python benchmarks/throughput.py [--samples 200] [--skip-inspect] [--skip-assay]
+    python benchmarks/throughput.py [--samples 1000] [--skip-inspect] [--skip-assay]
 
 (`make bench` runs it with the project's .venv.)
 
@@ -309,7 +309,7 @@ def print_table(s: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", type=int, default=200, help="episodes per side (default 200)")
+    ap.add_argument("--samples", type=int, default=1000, help="episodes per side (default 1000: long enough that start-up costs on both sides stop dominating)")
     ap.add_argument("--skip-inspect", action="store_true", help="do not run the Inspect side")
     ap.add_argument("--skip-assay", action="store_true", help="do not run the Assay side")
     ap.add_argument(

@@ -18,6 +18,13 @@ from assay.spec.predicates import Predicate
 SLUG = r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$"
 
 
+def bcp47(value: str) -> str:
+    """Refuse what is not a valid BCP-47 tag (documents and suites share this rule)."""
+    if not langcodes.tag_is_valid(value):
+        raise ValueError(f"'{value}' is not a valid BCP-47 language tag")
+    return value
+
+
 class StrictModel(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 
@@ -57,10 +64,8 @@ class Scenario(StrictModel):
 
     @field_validator("language")
     @classmethod
-    def _bcp47(cls, value: str) -> str:
-        if not langcodes.tag_is_valid(value):
-            raise ValueError(f"'{value}' is not a valid BCP-47 language tag")
-        return value
+    def _language(cls, value: str) -> str:
+        return bcp47(value)
 
     @field_validator("frozen_on")
     @classmethod

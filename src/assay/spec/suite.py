@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import langcodes
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from assay.errors import BadInput
-from assay.spec.models import SLUG, StrictModel
+from assay.spec.models import SLUG, StrictModel, bcp47
 
 
 class JudgeConfig(StrictModel):
@@ -42,10 +41,8 @@ class Suite(StrictModel):
 
     @field_validator("language")
     @classmethod
-    def _bcp47(cls, value: str) -> str:
-        if not langcodes.tag_is_valid(value):
-            raise ValueError(f"'{value}' is not a valid BCP-47 language tag")
-        return value
+    def _language(cls, value: str) -> str:
+        return bcp47(value)
 
 
 def parse_suite(raw: object, where: str) -> Suite:
