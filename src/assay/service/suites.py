@@ -72,8 +72,8 @@ def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, 
     for s in scenarios:  # refuse before writing anything, so a refusal changes nothing stored
         for old in store.scenario_versions(s.id):
             if old["frozen_on"] and old["checks_hash"] != s.checks_hash:
-                raise BadInput(f"case '{s.id}' is frozen (since {old['frozen_on']}) and its checks changed; "
-                               "a changed check needs a new case id", s.id)
+                raise BadInput(f"frozen since {old['frozen_on']}, and its checks changed; "
+                               "a changed check needs a new case id (the old trend line ends)", f"case {s.id}")
     versions = {}
     for s in scenarios:
         versions[s.id] = store.add_scenario_version(
