@@ -11,29 +11,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-
 from assay.errors import BadInput
+from assay.ui import DbOpt, JsonFlag, err, open_store_at, out, print_json
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth.",
 )
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
-
-DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
-JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
-
-
-def _store(db: str | None):  # noqa: ANN202
-    from assay.store.db import open_store
-
-    return open_store(db)
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 @app.command()
@@ -59,7 +43,7 @@ def schema() -> None:
     doc["properties"]["world"] = {"$ref": "#/$defs/EstateWorld", "description": "the estate kit's world block"}
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "Assay scenario"
-    _print_json(doc)
+    print_json(doc)
 
 
 @app.command()
@@ -105,7 +89,7 @@ def run(
     factory = load_agent(agent, base_url=base_url)
     if json_file is not None and (json_file.is_dir() or not json_file.parent.is_dir()):
         raise BadInput("is a directory" if json_file.is_dir() else "its directory does not exist", str(json_file))
-    store = _store(db)
+    store = open_store_at(db)
     with progress_bar(len(bundle.scenarios) * trials, f"{bundle.key} · {factory.spec}") as advance:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), progress=advance, store=store)
@@ -127,12 +111,12 @@ def results(
     from assay.cli_board import submission_results
     from assay.service.results import results_json
 
-    store = _store(db)
+    store = open_store_at(db)
     ident = ident or store.latest_batch_id()
     if ident is None:
         raise BadInput("the store holds no batches yet; run `assay run` first")
     view = submission_results(store, ident)
-    _print_json(view if view is not None else results_json(store, ident))
+    print_json(view if view is not None else results_json(store, ident))
 
 
 @app.command()
@@ -143,9 +127,9 @@ def replay(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."
     Exit 0 when the final state hash is identical, 1 when it diverged."""
     from assay.service.results import replay as do_replay
 
-    report = do_replay(_store(db), run_id)
+    report = do_replay(open_store_at(db), run_id)
     if as_json:
-        _print_json(report)
+        print_json(report)
     else:
         word = "[green]identical[/]" if report["identical"] else "[red]diverged[/]"
         out.print(f"run {report['run_id']} ({report['case_id']}): {report['actions']} actions replayed — {word}")
@@ -165,9 +149,9 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
     from assay.ui import print_debrief
     from assay.service.results import debrief as do_debrief
 
-    report = do_debrief(_store(db), run_id)
+    report = do_debrief(open_store_at(db), run_id)
     if as_json:
-        _print_json(report)
+        print_json(report)
     else:
         print_debrief(out, report)
 

@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from assay.errors import BadInput
+from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 
-out = Console(width=None if sys.stdout.isatty() else 120)
-
-DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
-JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
 
 suite_app = typer.Typer(no_args_is_help=True, help="Release suites and read what each release pins.")
@@ -30,14 +26,6 @@ config_app = typer.Typer(no_args_is_help=True, help="Platform config: keyed JSON
 era_app = typer.Typer(no_args_is_help=True, help="Measurement eras: versions of the measurement stack.")
 
 
-def _store(db: str | None):  # noqa: ANN202
-    from assay.store.db import open_store
-
-    return open_store(db)
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def _rate(value: float | None) -> str:
@@ -55,11 +43,11 @@ def suite_release(
     """Validate a suite and record a release pinning every scenario's content hash (immutable)."""
     from assay.service import releases
 
-    store = _store(db)
+    store = open_store_at(db)
     release, created = releases.release_path(store, path)
     view = releases.release_view(store, release)
     if as_json:
-        _print_json({**view, "created": created})
+        print_json({**view, "created": created})
         return
     word = "released" if created else "already released, identical"
     out.print(f"{view['key']} {view['version']} {word} ({view['visibility']}, {view['language']}, "
@@ -73,9 +61,9 @@ def suite_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Every released suite version in this store (built-in suites are released on first use)."""
     from assay.service import releases
 
-    rows = releases.list_releases(_store(db))
+    rows = releases.list_releases(open_store_at(db))
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     table = Table(title="suite releases")
     for col in ("key", "version", "visibility", "language", "reps", "released", "title"):
@@ -92,10 +80,10 @@ def suite_show(key: str = typer.Argument(..., help="Suite key."), version: Optio
     """One release: what it pins (scenario versions and hashes), its judge, facilitator and owner."""
     from assay.service import releases
 
-    store = _store(db)
+    store = open_store_at(db)
     view = releases.release_view(store, releases.find_release(store, key, version))
     if as_json:
-        _print_json(view)
+        print_json(view)
         return
     out.print(f"{view['key']} {view['version']} — {view['title']}", markup=False)
     out.print(f"  visibility {view['visibility']} · language {view['language']} · reps {view['reps_per_scenario']}"
@@ -112,9 +100,9 @@ def suite_versions(key: str = typer.Argument(..., help="Suite key."), as_json: b
     """Every released version of a suite, oldest first, with its scenario hash prefixes."""
     from assay.service import releases
 
-    rows = releases.versions(_store(db), key)
+    rows = releases.versions(open_store_at(db), key)
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     table = Table(title=f"{key} versions")
     for col in ("version", "visibility", "released", "scenarios"):
@@ -130,7 +118,7 @@ def suite_versions(key: str = typer.Argument(..., help="Suite key."), as_json: b
 
 def _print_account(view: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        _print_json(view)
+        print_json(view)
     else:
         out.print(f"account {view['name']}: public handle {view['public_handle'] or '(none)'}", markup=False)
 
@@ -144,7 +132,7 @@ def account_create(
     """Create an account, optionally with a public handle (needed to publish)."""
     from assay.service import accounts
 
-    _print_account(accounts.create(_store(db), name, public_handle), as_json)
+    _print_account(accounts.create(open_store_at(db), name, public_handle), as_json)
 
 
 @account_app.command("set-handle")
@@ -153,7 +141,7 @@ def account_set_handle(name: str = typer.Argument(...), handle: str = typer.Argu
     """Set an account's public handle (a new handle event; the history is kept)."""
     from assay.service import accounts
 
-    _print_account(accounts.set_handle(_store(db), name, handle), as_json)
+    _print_account(accounts.set_handle(open_store_at(db), name, handle), as_json)
 
 
 @account_app.command("revoke-handle")
@@ -162,7 +150,7 @@ def account_revoke_handle(name: str = typer.Argument(...), as_json: bool = JsonF
     """Revoke an account's public handle: its entries leave the public board at once."""
     from assay.service import accounts
 
-    _print_account(accounts.revoke_handle(_store(db), name), as_json)
+    _print_account(accounts.revoke_handle(open_store_at(db), name), as_json)
 
 
 @account_app.command("show")
@@ -170,7 +158,7 @@ def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: 
     """An account, its public handle and the handle's history."""
     from assay.service import accounts
 
-    _print_account(accounts.view(_store(db), name), as_json)
+    _print_account(accounts.view(open_store_at(db), name), as_json)
 
 
 # -- submissions --------------------------------------------------------------------------------
@@ -210,7 +198,7 @@ def submit(
     if json_file is not None and not json_file.parent.exists():
         raise BadInput("directory does not exist", str(json_file))
     factory = load_agent(agent, base_url=base_url)
-    store = _store(db)
+    store = open_store_at(db)
     submission_id = submissions.submit(
         store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
         publish=publish, byok=byok, baseline=baseline, workers=workers)
@@ -226,7 +214,7 @@ def unpublish(submission: str = typer.Argument(..., help="Submission id (or a un
     """Take a submission off the public board (at any time; a new publication event)."""
     from assay.service import submissions
 
-    view = submissions.unpublish(_store(db), submission)
+    view = submissions.unpublish(open_store_at(db), submission)
     out.print(f"submission {view['id']} unpublished", markup=False)
 
 
@@ -236,7 +224,7 @@ def note(submission: str = typer.Argument(..., help="Submission id (or a unique 
     """File an operator's variance note on an entry (the latest note is shown)."""
     from assay.service import submissions
 
-    view = submissions.note(_store(db), submission, text)
+    view = submissions.note(open_store_at(db), submission, text)
     out.print(f"submission {view['id']}: variance note {'set' if view['variance_note'] else 'withdrawn'}",
               markup=False)
 
@@ -250,11 +238,11 @@ def config_get(key: Optional[str] = typer.Argument(None, help="Config key (defau
     """Print the value in force (defaults filled in) and its history, as JSON."""
     from assay.service import platform_config
 
-    store = _store(db)
+    store = open_store_at(db)
     if key is None:
-        _print_json({k: platform_config.get(store, k) for k in platform_config.KNOWN_KEYS})
+        print_json({k: platform_config.get(store, k) for k in platform_config.KNOWN_KEYS})
         return
-    _print_json(platform_config.describe(store, key))
+    print_json(platform_config.describe(store, key))
 
 
 @config_app.command("set")
@@ -266,7 +254,7 @@ def config_set(key: str = typer.Argument(..., help="Config key."),
 
     parsed = platform_config.parse_json_value(value, key)
     platform_config.validate_value(key, parsed)
-    _print_json({"key": key, "value": platform_config.set_value(_store(db), key, parsed)})
+    print_json({"key": key, "value": platform_config.set_value(open_store_at(db), key, parsed)})
 
 
 @era_app.command("add")
@@ -277,7 +265,7 @@ def era_add(name: str = typer.Argument(..., help="Era name, e.g. 2026-06-scoring
     """Add a measurement-era boundary; submissions created from then on are stamped with it."""
     from assay.service import platform_config
 
-    era = platform_config.add_era(_store(db), name, starts, reason)
+    era = platform_config.add_era(open_store_at(db), name, starts, reason)
     out.print(f"era {era['name']} from {era['from']}", markup=False)
 
 
@@ -286,9 +274,9 @@ def era_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """The era boundaries, oldest first, marking the current one."""
     from assay.service import platform_config
 
-    rows = platform_config.eras(_store(db))
+    rows = platform_config.eras(open_store_at(db))
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     if not rows:
         out.print("no measurement eras defined")
@@ -304,7 +292,7 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     """The public board of a suite version (default: the latest public one)."""
     from assay.service.board import board as build, board_text
 
-    value = build(_store(db), key, version)
+    value = build(open_store_at(db), key, version)
     if as_json:
         sys.stdout.write(board_text(value))
         return
@@ -332,7 +320,7 @@ def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[st
     """Print a suite version's eval card as Markdown."""
     from assay.service.cards import card as build
 
-    sys.stdout.write(build(_store(db), key, version))
+    sys.stdout.write(build(open_store_at(db), key, version))
 
 
 # -- results for a submission (wired by assay.cli's `results`) ----------------------------------

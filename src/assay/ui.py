@@ -1,8 +1,10 @@
-"""Terminal rendering shared by commands: progress bars, summary tables, debriefs."""
+"""What every `assay` command shares: the consoles, the `--db`/`--json` options, opening the
+store, JSON output, progress bars, summary tables and debriefs."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,6 +12,24 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+import typer
+
+#: tables fit a terminal, and a 120-column page when piped (CI logs, files)
+out = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True)
+
+DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
+JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+    from assay.store.db import open_store
+
+    return open_store(db)
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 @contextlib.contextmanager
