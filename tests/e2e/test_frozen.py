@@ -41,7 +41,7 @@ def test_changed_checks_of_a_frozen_case_are_refused(tmp_path: Path, edit, refus
     if refused:
         assert result.returncode == 2
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "frozen since 2026-12-01" in lines[0] and "new case id" in lines[0], result.stderr
+        assert len(lines) == 1 and "is frozen (since 2026-12-01)" in lines[0] and "new case id" in lines[0], result.stderr
         assert _counts(db) == before
     else:
         assert result.returncode == 0, result.stderr

@@ -111,3 +111,14 @@ def test_frozen_on_must_be_a_date(store: Store) -> None:
     with pytest.raises(BadInput, match="YYYY-MM-DD"):
         store.add_scenario_version(**scenario(frozen_on="15/01/2026"))
     assert _count(store) == 0
+
+
+def test_several_versions_are_recorded_all_or_none(store: Store) -> None:
+    store.add_scenario_version(**scenario("estate-001", body="v1", checks="a", frozen_on="2026-01-15"))
+    before = _count(store)
+    fresh = scenario("estate-002", body="v1", checks="a")
+    refused = scenario("estate-001", body="v2", checks="b", frozen_on="2026-01-15")
+    with pytest.raises(BadInput, match="is frozen"):
+        store.add_scenario_versions([fresh, refused])
+    assert _count(store) == before  # the acceptable one was not stored either
+    assert store.add_scenario_versions([fresh, scenario("estate-001", body="v2", checks="a", frozen_on="2026-01-15")]) == [1, 2]

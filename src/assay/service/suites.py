@@ -68,17 +68,12 @@ def resolve_suite(name_or_path: str) -> SuiteBundle:
 
 
 def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:  # noqa: ANN001
-    """Append each scenario version (frozen cases with changed checks are refused). id -> version."""
-    for s in scenarios:  # refuse before writing anything, so a refusal changes nothing stored
-        for old in store.scenario_versions(s.id):
-            if old["frozen_on"] and old["checks_hash"] != s.checks_hash:
-                raise BadInput(f"frozen since {old['frozen_on']}, and its checks changed; "
-                               "a changed check needs a new case id (the old trend line ends)", f"case {s.id}")
-    versions = {}
-    for s in scenarios:
-        versions[s.id] = store.add_scenario_version(
-            case_id=s.id, content_hash=s.content_hash, checks_hash=s.checks_hash,
-            frozen_on=s.scenario.frozen_on, kit=s.scenario.kit, title=s.scenario.title,
-            language=s.scenario.language, document=s.document, world_fingerprint=s.world_fingerprint,
-        )
-    return versions
+    """Append each scenario version, all or none (the store refuses a frozen case whose checks
+    changed). Returns case id -> version."""
+    versions = store.add_scenario_versions([
+        {"case_id": s.id, "content_hash": s.content_hash, "checks_hash": s.checks_hash,
+         "frozen_on": s.scenario.frozen_on, "kit": s.scenario.kit, "title": s.scenario.title,
+         "language": s.scenario.language, "document": s.document, "world_fingerprint": s.world_fingerprint}
+        for s in scenarios
+    ])
+    return {s.id: v for s, v in zip(scenarios, versions)}

@@ -158,28 +158,33 @@ class Store:
         version whose checks differ from a frozen one is refused, because its numbers would
         silently join a trend line they do not belong to.
         """
-        if frozen_on is not None and not _DATE.match(frozen_on):
-            raise BadInput(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", where=case_id)
+        return self.add_scenario_versions([{
+            "case_id": case_id, "content_hash": content_hash, "checks_hash": checks_hash,
+            "frozen_on": frozen_on, "kit": kit, "title": title, "language": language,
+            "document": document, "world_fingerprint": world_fingerprint,
+        }])[0]
+
+    def add_scenario_versions(self, items: list[dict[str, Any]]) -> list[int]:
+        """Record several scenario documents in ONE transaction (each as `add_scenario_version`
+        would): a refusal of any of them stores none, so a suite is recorded whole or not at all."""
+        for item in items:
+            frozen_on = item["frozen_on"]
+            if frozen_on is not None and not _DATE.match(frozen_on):
+                raise BadInput(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", where=item["case_id"])
         try:
-            return self._add_scenario_version(
-                case_id=case_id,
-                content_hash=content_hash,
-                checks_hash=checks_hash,
-                frozen_on=frozen_on,
-                kit=kit,
-                title=title,
-                language=language,
-                document=document,
-                world_fingerprint=world_fingerprint,
-            )
+            with self._write() as conn:
+                return [self._add_scenario_version(conn, **item) for item in items]
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
-            fault = _first_unstorable({"document": document}) if _json_fault(exc) else None
-            if fault is None:
-                raise
-            raise BadInput(fault, where=case_id) from None
+            if _json_fault(exc):
+                for item in items:
+                    fault = _first_unstorable({"document": item["document"]})
+                    if fault:
+                        raise BadInput(fault, where=item["case_id"]) from None
+            raise
 
     def _add_scenario_version(
         self,
+        conn: sa.Connection,
         *,
         case_id: str,
         content_hash: str,
@@ -191,52 +196,51 @@ class Store:
         document: dict[str, Any],
         world_fingerprint: str,
     ) -> int:
-        with self._write() as conn:
-            self._lock(conn, "case", case_id)
-            sv = scenario_versions
-            existing = conn.execute(
-                sa.select(sv.c.case_id, sv.c.version).where(sv.c.content_hash == content_hash)
-            ).first()
-            if existing is not None:
-                if existing.case_id != case_id:
-                    raise BadInput(
-                        f"content hash {content_hash} is already stored as case "
-                        f"'{existing.case_id}'",
-                        where=case_id,
-                    )
-                return int(existing.version)
-            frozen = conn.execute(
-                sa.select(sv.c.frozen_on, sv.c.checks_hash)
-                .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None))
-                .order_by(sv.c.version)
-            ).all()
-            for row in frozen:
-                if row.checks_hash != checks_hash:
-                    raise BadInput(
-                        f"case '{case_id}' is frozen (since {row.frozen_on}) and its checks "
-                        "changed; a changed check needs a new case id",
-                        where=case_id,
-                    )
-            latest = conn.execute(
-                sa.select(sa.func.max(sv.c.version)).where(sv.c.case_id == case_id)
-            ).scalar_one()
-            version = int(latest or 0) + 1
-            conn.execute(
-                sa.insert(sv).values(
-                    case_id=case_id,
-                    version=version,
-                    content_hash=content_hash,
-                    checks_hash=checks_hash,
-                    frozen_on=frozen_on,
-                    kit=kit,
-                    title=title,
-                    language=language,
-                    document=document,
-                    world_fingerprint=world_fingerprint,
-                    created_at=utcnow(),
+        self._lock(conn, "case", case_id)
+        sv = scenario_versions
+        existing = conn.execute(
+            sa.select(sv.c.case_id, sv.c.version).where(sv.c.content_hash == content_hash)
+        ).first()
+        if existing is not None:
+            if existing.case_id != case_id:
+                raise BadInput(
+                    f"content hash {content_hash} is already stored as case "
+                    f"'{existing.case_id}'",
+                    where=case_id,
                 )
+            return int(existing.version)
+        frozen = conn.execute(
+            sa.select(sv.c.frozen_on, sv.c.checks_hash)
+            .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None))
+            .order_by(sv.c.version)
+        ).all()
+        for row in frozen:
+            if row.checks_hash != checks_hash:
+                raise BadInput(
+                    f"case '{case_id}' is frozen (since {row.frozen_on}) and its checks "
+                    "changed; a changed check needs a new case id",
+                    where=case_id,
+                )
+        latest = conn.execute(
+            sa.select(sa.func.max(sv.c.version)).where(sv.c.case_id == case_id)
+        ).scalar_one()
+        version = int(latest or 0) + 1
+        conn.execute(
+            sa.insert(sv).values(
+                case_id=case_id,
+                version=version,
+                content_hash=content_hash,
+                checks_hash=checks_hash,
+                frozen_on=frozen_on,
+                kit=kit,
+                title=title,
+                language=language,
+                document=document,
+                world_fingerprint=world_fingerprint,
+                created_at=utcnow(),
             )
-            return version
+        )
+        return version
 
     def scenario_by_hash(self, content_hash: str) -> dict[str, Any] | None:
         with self._engine.connect() as conn:
