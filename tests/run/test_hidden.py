@@ -32,20 +32,6 @@ except ModuleNotFoundError:  # pragma: no cover
 SENTENCE_MIN = 30
 
 
-@pytest.fixture(scope="module")
-def forge() -> SuiteBundle:
-    return resolve_suite("forge")
-
-
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 # -- what must never be seen -----------------------------------------------------------------
 
 

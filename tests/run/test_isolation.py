@@ -27,20 +27,6 @@ from assay.worlds.tooling import FINISH
 AGENT = f"python:{Path(__file__).resolve().parents[1] / 'fixtures' / 'agents' / 'misbehaving.py'}:mutates_inputs"
 
 
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-@pytest.fixture(scope="module")
-def forge() -> SuiteBundle:
-    return resolve_suite("forge")
-
-
 def pristine_tools() -> list[dict[str, Any]]:
     return [t.schema() for t in TOOLS.values()] + [FINISH.schema()]
 

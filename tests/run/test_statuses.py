@@ -52,20 +52,6 @@ def spec(name: str) -> str:
     return f"python:{AGENTS}:{name}"
 
 
-@pytest.fixture(scope="module")
-def forge() -> SuiteBundle:
-    return resolve_suite("forge")
-
-
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 def bounded(fn: Callable[[], Any], seconds: float = BOUND_S) -> Any:
     """Call `fn` on a daemon thread; fail (instead of hanging the session) if it overstays."""
     box: dict[str, Any] = {}
