@@ -151,7 +151,7 @@ def measure_step_overhead(steps: int = 39, repeats: int = 2000) -> float:
     the final-state hash included (the fork is made before the clock starts).
     """
     from assay.run.episode import Episode, Limits
-    from assay.run.record import PlannedRun
+    from assay.records import PlannedRun
     from assay.service.suites import resolve_suite
 
     case = resolve_suite("forge").scenarios[0]

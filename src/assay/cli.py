@@ -33,7 +33,7 @@ def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML fil
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of scenario documents (for editors): assay schema > scenario.schema.json"""
-    from assay.spec.models import Scenario
+    from assay.scenario.models import Scenario
     from assay.worlds.estate.spec import EstateSpec
 
     doc = Scenario.model_json_schema(by_alias=True)

@@ -23,7 +23,7 @@ from assay.run.episode import Limits, apply_action, fork_world
 from assay.service.results import replay, results_json
 from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle, resolve_suite
-from assay.spec.hashing import canonical_hash
+from assay.canonical import canonical_hash
 from assay.store.db import open_store
 from assay.store.repo import Store
 

@@ -26,7 +26,7 @@ from assay.agents.loader import AgentFactory
 from assay.agents.reference import Diligent
 from assay.errors import BadInput
 from assay.run.episode import Limits
-from assay.run.record import STATUSES
+from assay.records import STATUSES
 from assay.service.results import results_json
 from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle, resolve_suite

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import assay
-from assay.run.record import STATUSES, CheckOutcome
+from assay.records import STATUSES, CheckOutcome
 from assay.score.oracle import PASS_MARK, evaluate_checks, false_success, verdict
-from assay.spec.load import LoadedScenario, load_scenario
+from assay.scenario.load import LoadedScenario, load_scenario
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng
 

@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from assay.run.record import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.store import Store
 
 

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from assay.errors import BadInput
-from assay.run.record import CheckOutcome
+from assay.records import CheckOutcome
 from assay.store import Store
 
 from ._factories import CHECKS, batch_row, new_id, plan, record, scenario, seeded_batch

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import assay
-from assay.spec.hashing import canonical_hash
-from assay.spec.load import LoadedScenario, load_scenario
-from assay.spec.predicates import holds
+from assay.canonical import canonical_hash
+from assay.scenario.load import LoadedScenario, load_scenario
+from assay.scenario.predicates import holds
 from assay.worlds.base import ToolError
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng

@@ -18,7 +18,7 @@ from typing import Any
 
 from assay.agents.protocol import Agent
 from assay.errors import BadInput
-from assay.spec.hashing import canonical_hash
+from assay.canonical import canonical_hash
 
 WHERE = "--agent"
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.agents.protocol import NotAReply, Reply, parse_reply, storable
-from assay.run.record import PlannedRun, RunRecord
-from assay.spec.hashing import canonical_bytes, sha256_hex
-from assay.spec.load import LoadedScenario
+from assay.records import PlannedRun, RunRecord
+from assay.canonical import canonical_bytes, sha256_hex
+from assay.scenario.load import LoadedScenario
 from assay.worlds.base import ToolError, World
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng

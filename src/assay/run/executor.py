@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from assay.run.episode import Episode, Limits
-from assay.run.record import PlannedRun, RunRecord
-from assay.spec.load import LoadedScenario
+from assay.records import PlannedRun, RunRecord
+from assay.scenario.load import LoadedScenario
 
 GRACE_S = 0.5
 
@@ -36,7 +36,7 @@ class Executor(Protocol):
 
 def _error_record(task: Task, reason: str) -> RunRecord:
     from assay.run.episode import fork_world
-    from assay.spec.hashing import canonical_hash
+    from assay.canonical import canonical_hash
 
     try:
         state = fork_world(task.loaded, task.planned.seed, task.planned.trial).state()

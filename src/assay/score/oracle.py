@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.run.record import CheckOutcome
-from assay.spec.models import Check
-from assay.spec.predicates import holds
+from assay.records import CheckOutcome
+from assay.scenario.models import Check
+from assay.scenario.predicates import holds
 
 PASS_MARK = 75
 

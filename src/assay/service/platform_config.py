@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from assay.errors import BadInput
-from assay.spec.load import describe_error
+from assay.scenario.load import describe_error
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 

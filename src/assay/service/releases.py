@@ -21,9 +21,9 @@ import langcodes
 
 from assay.errors import BadInput
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
-from assay.spec.hashing import canonical_hash
-from assay.spec.load import LoadedScenario, parse_scenario
-from assay.spec.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
+from assay.canonical import canonical_hash
+from assay.scenario.load import LoadedScenario, parse_scenario
+from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 

@@ -7,8 +7,8 @@ from typing import Any
 from assay.errors import BadInput
 from assay.run.episode import apply_action, fork_world
 from assay.score.oracle import false_success, verdict
-from assay.spec.hashing import canonical_hash
-from assay.spec.load import parse_scenario
+from assay.canonical import canonical_hash
+from assay.scenario.load import parse_scenario
 from assay.stats.trials import TrialOutcome, consistent, summary
 from assay.store.db import Store
 

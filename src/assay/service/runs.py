@@ -13,7 +13,7 @@ from assay.agents.loader import AgentFactory
 from assay.errors import BadInput
 from assay.run.episode import Limits
 from assay.run.executor import Executor, LocalExecutor, Task
-from assay.run.record import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.score.oracle import evaluate_checks
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store

@@ -26,13 +26,13 @@ from assay.agents.loader import AgentFactory
 from assay.errors import BadInput
 from assay.run.episode import Limits
 from assay.run.executor import LocalExecutor
-from assay.run.record import PlannedRun, RunRecord
+from assay.records import PlannedRun, RunRecord
 from assay.service import accounts, platform_config, releases
 from assay.service.board import entry_numbers
 from assay.service.runs import execute_batch
 from assay.service.suites import SuiteBundle
-from assay.spec.models import Scenario
-from assay.spec.predicates import holds
+from assay.scenario.models import Scenario
+from assay.scenario.predicates import holds
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import BadInput
-from assay.spec.load import LoadedScenario, load_scenario
-from assay.spec.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
-from assay.spec.yamlsafe import load_yaml_file
+from assay.scenario.load import LoadedScenario, load_scenario
+from assay.scenario.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
+from assay.scenario.yamlsafe import load_yaml_file
 
 
 @dataclass(frozen=True)

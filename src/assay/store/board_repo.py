@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.errors import BadInput
-from assay.run.record import PlannedRun
+from assay.records import PlannedRun
 from assay.store.board_schema import (
     account_handles,
     accounts,

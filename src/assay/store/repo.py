@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.errors import BadInput
-from assay.run.record import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from assay.run.record import STATUSES
+from assay.records import STATUSES
 
 metadata = sa.MetaData()
 

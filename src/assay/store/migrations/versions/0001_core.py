@@ -27,7 +27,7 @@ depends_on: str | Sequence[str] | None = None
 
 TABLES = ("scenario_versions", "batches", "planned_runs", "runs", "check_outcomes")
 
-# Frozen copy of the contract's statuses (assay.run.record.STATUSES) as of this revision.
+# Frozen copy of the contract's statuses (assay.records.STATUSES) as of this revision.
 _STATUSES = ("completed", "timeout", "turn_limit", "crashed", "empty", "error")
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from assay.spec.predicates import AllOf, AnyOf, CountOf, NotOf, Predicate, ValueAt, holds
+from assay.scenario.predicates import AllOf, AnyOf, CountOf, NotOf, Predicate, ValueAt, holds
 
 P = TypeAdapter(Predicate)
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from assay.errors import BadInput
-from assay.spec.models import SLUG, StrictModel, bcp47
+from assay.scenario.models import SLUG, StrictModel, bcp47
 
 
 class JudgeConfig(StrictModel):
@@ -46,7 +46,7 @@ class Suite(StrictModel):
 
 
 def parse_suite(raw: object, where: str) -> Suite:
-    from assay.spec.load import describe_error
+    from assay.scenario.load import describe_error
 
     if not isinstance(raw, dict):
         raise BadInput("a suite document must be a mapping at the top level", where)

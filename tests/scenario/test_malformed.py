@@ -22,8 +22,8 @@ import yaml
 
 import assay
 from assay.errors import BadInput
-from assay.spec.load import load_scenario
-from assay.spec.yamlsafe import MAX_DOCUMENT_BYTES, load_yaml_text
+from assay.scenario.load import load_scenario
+from assay.scenario.yamlsafe import MAX_DOCUMENT_BYTES, load_yaml_text
 
 FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
 BASE_TEXT = (FORGE / "second-host.yaml").read_text(encoding="utf-8")

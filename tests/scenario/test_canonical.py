@@ -6,7 +6,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.spec.hashing import _plain, canonical_bytes
+from assay.canonical import _plain, canonical_bytes
 
 # Keys and strings drawn from the whole of Unicode (astral characters and escapes included),
 # integers beyond 2^53, floats: every place where stdlib JSON and RFC 8785 could part ways.

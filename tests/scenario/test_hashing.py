@@ -21,9 +21,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import assay
-from assay.spec.hashing import canonical_bytes, canonical_hash
-from assay.spec.load import LoadedScenario, load_scenario, parse_scenario
-from assay.spec.yamlsafe import load_yaml_file
+from assay.canonical import canonical_bytes, canonical_hash
+from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
+from assay.scenario.yamlsafe import load_yaml_file
 
 FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
 CASES = sorted(p.stem for p in FORGE.glob("*.yaml") if p.stem != "suite")

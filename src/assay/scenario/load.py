@@ -16,9 +16,9 @@ import rfc8785
 from pydantic import ValidationError
 
 from assay.errors import BadInput
-from assay.spec.hashing import canonical_hash
-from assay.spec.models import Scenario
-from assay.spec.yamlsafe import load_yaml_file
+from assay.canonical import canonical_hash
+from assay.scenario.models import Scenario
+from assay.scenario.yamlsafe import load_yaml_file
 from assay.worlds.kits import get_kit
 
 

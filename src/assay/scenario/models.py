@@ -13,7 +13,7 @@ from typing import Any
 import langcodes
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
-from assay.spec.predicates import Predicate
+from assay.scenario.predicates import Predicate
 
 SLUG = r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$"
 
