@@ -79,7 +79,7 @@ def run(
 ) -> None:
     """Run an agent on every case × trial, score each run by oracle checks, store everything."""
     from assay.agents.loader import load_agent
-    from assay.run.episode import Limits
+    from assay.run.engine import Limits
     from assay.service.results import results_json
     from assay.service.runs import run_suite
     from assay.service.suites import resolve_suite

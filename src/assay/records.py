@@ -1,12 +1,36 @@
-"""What one run leaves behind: the record the store appends and every score is derived from."""
+"""What one run leaves behind: the typed, versioned record the store appends and every score is
+derived from. A leaf module: it imports nothing of Assay's, so `store/`, `score/`, `agents/`,
+`worlds/` and `run/` can all speak it without importing each other.
+
+The record is a pydantic model with a schema version (in the spirit of Inspect's `EvalLog`), so
+the same model serves the store, the results JSON and, later, the HTTP responses. Inside the
+engine it is built with `model_construct` (the engine made every value itself; validating it again
+would cost more than the rest of a scripted run), and validated wherever it comes from outside.
+
+Version 2 transcripts are *events*: every entry says where it came from (`source`: the agent, a
+tool, the facilitator, the dice or the harness) and carries either an OpenAI chat message (what
+the agent was shown or said) or `data` the agent never saw (a die roll). Version 2 actions are the
+agent's whole assistant messages, in order, text-only ones included: replaying them on a fresh
+fork reproduces the final state. Version 1 (before the episode engine) kept bare chat messages
+and only the tool calls; `transcript_events` and `legacy_actions` read those the same way.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 Status = Literal["completed", "timeout", "turn_limit", "crashed", "empty", "error"]
 STATUSES: tuple[str, ...] = ("completed", "timeout", "turn_limit", "crashed", "empty", "error")
+
+Source = Literal["agent", "tool", "facilitator", "dice", "harness"]
+SOURCES: tuple[str, ...] = ("agent", "tool", "facilitator", "dice", "harness")
+
+#: Version of the run record's shape (transcript events, actions as assistant messages).
+RECORD_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -29,30 +53,119 @@ class CheckOutcome:
     passed: bool
 
 
-@dataclass
-class RunRecord:
-    """Everything an episode produced. Immutable once stored.
+class TranscriptEvent(BaseModel):
+    """One entry of a run's transcript: who it came from, and what was said or recorded.
 
-    `actions` are the tool calls in the order the world received them, each
-    `{"tool": name, "arguments": <parsed dict or raw string>}`; replaying them on a fresh fork
-    must reproduce `final_state_hash`.
+    `role`, `content`, `tool_calls` and `tool_call_id` are the OpenAI chat message the agent saw
+    (or, from the agent, what it answered); an event with no `role` was recorded, never shown.
     """
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Source
+    role: Literal["system", "user", "assistant", "tool"] | None = None
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    data: dict[str, Any] | None = None
+
+    def message(self) -> dict[str, Any] | None:
+        """The chat message this event showed the agent, or None for a recorded-only event."""
+        if self.role is None:
+            return None
+        msg: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls is not None:
+            msg["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            msg["tool_call_id"] = self.tool_call_id
+        return msg
+
+
+class RunRecord(BaseModel):
+    """Everything an episode produced. Immutable once stored.
+
+    `transcript` holds event dicts of `TranscriptEvent`'s shape; `actions` the agent's assistant
+    messages in the order the world received them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = RECORD_VERSION
     run_id: str
     case_id: str
     scenario_hash: str
     trial: int
     seed: int
     status: Status
-    reason: str | None
-    claimed_success: bool | None
-    claim_summary: str | None
-    turns: int
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    final_state: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    claimed_success: bool | None = None
+    claim_summary: str | None = None
+    turns: int = 0
+    transcript: list[dict[str, Any]] = []
+    actions: list[dict[str, Any]] = []
+    final_state: dict[str, Any] = {}
     final_state_hash: str = ""
     duration_ms: int = 0
     #: the canonical JSON text `final_state_hash` was computed from, when the harness has it
     #: (the store writes it as is instead of encoding the state a second time)
-    final_state_text: str | None = field(default=None, repr=False, compare=False)
+    _final_state_text: str | None = PrivateAttr(default=None)
+
+    @property
+    def final_state_text(self) -> str | None:
+        return self._final_state_text
+
+    def with_final_state_text(self, text: str) -> RunRecord:
+        self._final_state_text = text
+        return self
+
+
+def storable(value: Any) -> Any:
+    """The value with every string made storable text: NUL and lone surrogates become U+FFFD.
+
+    Agents may send anything; the transcript must still store on SQLite and PostgreSQL alike.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
+
+
+_SOURCE_OF_ROLE = {"assistant": "agent", "tool": "tool", "system": "harness", "user": "harness"}
+
+
+def transcript_events(transcript: list[Any]) -> list[dict[str, Any]]:
+    """A stored transcript as version-2 events, whichever version wrote it.
+
+    A version-1 entry is a bare chat message: its source follows from its role (the estate kit's
+    system prompt, briefing and nudges were the harness's words)."""
+    out = []
+    for entry in transcript:
+        if isinstance(entry, dict) and "source" not in entry:
+            entry = {"source": _SOURCE_OF_ROLE.get(entry.get("role"), "harness"), **entry}
+        out.append(entry)
+    return out
+
+
+def legacy_actions(actions: list[Any]) -> list[dict[str, Any]]:
+    """Stored actions as assistant messages, whichever version wrote them.
+
+    Version 1 kept each applied tool call as `{"tool", "arguments"}` (parsed JSON, or the raw text
+    when it was not JSON) and never the `finish` call: each becomes a one-call assistant message."""
+    out = []
+    for i, action in enumerate(actions):
+        if isinstance(action, dict) and "tool" in action and "role" not in action:
+            args = action.get("arguments")
+            text = args if isinstance(args, str) else json.dumps(args)
+            action = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"replay_{i}", "type": "function", "function": {"name": action["tool"], "arguments": text}}]}
+        out.append(action)
+    return out

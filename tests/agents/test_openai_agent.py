@@ -6,6 +6,7 @@ endpoint would receive, and what the agent returns is parsed by the real client 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -15,6 +16,7 @@ from typing import Any
 import openai
 import pytest
 
+from assay.agents.protocol import Unreachable
 from assay.agents.openai_agent import DEFAULT_BASE_URL, OpenAIAgent
 from assay.errors import BadInput
 try:  # `python -m pytest` (make test) puts the repo root on sys.path ...
@@ -66,6 +68,11 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
+def ask(agent: OpenAIAgent, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """One turn, as the async driver takes it: the agent answers with an awaitable."""
+    return asyncio.run(agent(messages, tools))
+
+
 def make_agent(fake: FakeOpenAI, **options: Any) -> OpenAIAgent:
     options.setdefault("api_key", KEY)
     options.setdefault("max_retries", 0)
@@ -82,7 +89,7 @@ def test_tool_calls_come_back_in_protocol_shape() -> None:
         tool_call("finish", {"claimed_success": False, "summary": "not yet"}, call_id="call_finish"),
     ]
     with FakeOpenAI([assistant("Looking at the hosts.", calls)]) as fake:
-        reply = make_agent(fake)(MESSAGES, TOOLS)
+        reply = ask(make_agent(fake), MESSAGES, TOOLS)
 
     assert reply == {
         "role": "assistant",
@@ -111,7 +118,7 @@ def test_arguments_stay_the_raw_string_even_when_not_json() -> None:
     """Validating arguments is the harness's job; the adapter must not fix or drop them."""
     raw = '{"claimed_success": tru'
     with FakeOpenAI([assistant(tool_calls=[tool_call("finish", raw, call_id="c1")])]) as fake:
-        reply = make_agent(fake)(MESSAGES, TOOLS)
+        reply = ask(make_agent(fake), MESSAGES, TOOLS)
 
     assert reply["content"] is None
     assert reply["tool_calls"][0]["function"] == {"name": "finish", "arguments": raw}
@@ -119,14 +126,14 @@ def test_arguments_stay_the_raw_string_even_when_not_json() -> None:
 
 def test_a_content_only_answer_has_no_tool_calls_key() -> None:
     with FakeOpenAI([assistant("I think the cache is cold.")]) as fake:
-        reply = make_agent(fake)(MESSAGES, TOOLS)
+        reply = ask(make_agent(fake), MESSAGES, TOOLS)
 
     assert reply == {"role": "assistant", "content": "I think the cache is cold."}
 
 
 def test_no_choices_is_an_empty_message_for_the_harness_to_judge() -> None:
     with FakeOpenAI([{"choices": []}]) as fake:
-        reply = make_agent(fake)(MESSAGES, TOOLS)
+        reply = ask(make_agent(fake), MESSAGES, TOOLS)
 
     assert reply == {"role": "assistant", "content": None}
 
@@ -135,7 +142,7 @@ def test_no_choices_is_an_empty_message_for_the_harness_to_judge() -> None:
 
 
 def test_request_carries_model_messages_tools_and_temperature_unchanged(server: FakeOpenAI) -> None:
-    make_agent(server)(MESSAGES, TOOLS)
+    ask(make_agent(server), MESSAGES, TOOLS)
 
     assert len(server.requests) == 1
     sent = server.requests[0]
@@ -148,7 +155,7 @@ def test_request_carries_model_messages_tools_and_temperature_unchanged(server: 
 
 
 def test_the_key_is_sent_as_a_bearer_token(server: FakeOpenAI) -> None:
-    make_agent(server)(MESSAGES, TOOLS)
+    ask(make_agent(server), MESSAGES, TOOLS)
 
     assert server.authorizations == [f"Bearer {KEY}"]
 
@@ -168,7 +175,7 @@ def test_an_ongoing_conversation_passes_through_unchanged(server: FakeOpenAI) ->
     ]
     snapshot = json.loads(json.dumps(conversation))
 
-    make_agent(server)(conversation, TOOLS)
+    ask(make_agent(server), conversation, TOOLS)
 
     assert server.requests[0]["messages"] == snapshot
     assert conversation == snapshot  # and the harness's own list is left as it was
@@ -176,14 +183,14 @@ def test_an_ongoing_conversation_passes_through_unchanged(server: FakeOpenAI) ->
 
 def test_no_tools_means_no_tools_key(server: FakeOpenAI) -> None:
     """The real API rejects `"tools": []`, so an empty list must be omitted, not sent."""
-    reply = make_agent(server)(MESSAGES, [])
+    reply = ask(make_agent(server), MESSAGES, [])
 
     assert reply == {"role": "assistant", "content": "ok"}
     assert "tools" not in server.requests[0]
 
 
 def test_temperature_and_max_tokens_are_sent_when_configured(server: FakeOpenAI) -> None:
-    make_agent(server, temperature=0.7, max_tokens=256)(MESSAGES, TOOLS)
+    ask(make_agent(server, temperature=0.7, max_tokens=256), MESSAGES, TOOLS)
 
     assert server.requests[0]["temperature"] == 0.7
     assert server.requests[0]["max_tokens"] == 256
@@ -191,8 +198,8 @@ def test_temperature_and_max_tokens_are_sent_when_configured(server: FakeOpenAI)
 
 def test_each_call_is_exactly_one_request(server: FakeOpenAI) -> None:
     agent = make_agent(server)
-    agent(MESSAGES, TOOLS)
-    agent(MESSAGES, TOOLS)
+    ask(agent, MESSAGES, TOOLS)
+    ask(agent, MESSAGES, TOOLS)
 
     assert len(server.requests) == 2
 
@@ -205,7 +212,7 @@ def test_a_server_error_raises_and_never_shows_the_key() -> None:
     with FakeOpenAI([error(500, f"upstream exploded while using key {KEY}")]) as fake:
         agent = make_agent(fake, max_retries=0)
         with pytest.raises(openai.InternalServerError) as caught:
-            agent(MESSAGES, TOOLS)
+            ask(agent, MESSAGES, TOOLS)
 
     assert len(fake.requests) == 1  # max_retries=0: no second attempt
     exc = caught.value
@@ -217,7 +224,7 @@ def test_a_server_error_raises_and_never_shows_the_key() -> None:
 def test_an_authentication_error_propagates_without_the_key() -> None:
     with FakeOpenAI([error(401, f"Incorrect API key provided: {KEY}", code="invalid_api_key")]) as fake:
         with pytest.raises(openai.AuthenticationError) as caught:
-            make_agent(fake)(MESSAGES, TOOLS)
+            ask(make_agent(fake), MESSAGES, TOOLS)
 
     assert caught.value.status_code == 401
     assert KEY not in str(caught.value) and KEY not in repr(caught.value)
@@ -225,19 +232,19 @@ def test_an_authentication_error_propagates_without_the_key() -> None:
 
 def test_a_transient_error_is_retried_by_the_client(server: FakeOpenAI) -> None:
     server.fail(500, times=1)
-    reply = make_agent(server, max_retries=1)(MESSAGES, TOOLS)
+    reply = ask(make_agent(server, max_retries=1), MESSAGES, TOOLS)
 
     assert reply == {"role": "assistant", "content": "ok"}
     assert len(server.requests) == 2
 
 
-def test_an_unreachable_endpoint_raises_a_connection_error() -> None:
+def test_an_unreachable_endpoint_is_reported_as_unreachable_not_as_the_agents_error() -> None:
     with FakeOpenAI() as fake:
         base_url = fake.base_url  # the port is free again once the fake has stopped
     agent = OpenAIAgent("m", base_url=base_url, api_key=KEY, max_retries=0, timeout=5.0)
 
-    with pytest.raises(openai.APIConnectionError) as caught:
-        agent(MESSAGES, TOOLS)
+    with pytest.raises(Unreachable, match="APIConnectionError") as caught:
+        ask(agent, MESSAGES, TOOLS)
     assert KEY not in str(caught.value)
 
 
@@ -277,7 +284,7 @@ def test_base_url_and_key_fall_back_to_the_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-42")
 
     agent = OpenAIAgent("fake-model-1", max_retries=0)
-    agent(MESSAGES, TOOLS)
+    ask(agent, MESSAGES, TOOLS)
 
     assert agent.config()["base_url"] == server.base_url
     assert server.authorizations == ["Bearer sk-from-env-42"]
@@ -288,7 +295,7 @@ def test_explicit_arguments_beat_the_environment(server: FakeOpenAI, monkeypatch
     monkeypatch.setenv("OPENAI_BASE_URL", "http://192.0.2.1:9/v1")  # TEST-NET: must not be used
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-42")
 
-    make_agent(server)(MESSAGES, TOOLS)
+    ask(make_agent(server), MESSAGES, TOOLS)
 
     assert server.authorizations == [f"Bearer {KEY}"]
 
@@ -303,7 +310,7 @@ def test_a_missing_key_is_bad_input_for_a_remote_endpoint() -> None:
 def test_a_loopback_endpoint_needs_no_key(server: FakeOpenAI) -> None:
     agent = OpenAIAgent("local-model", base_url=server.base_url, max_retries=0)
 
-    assert agent(MESSAGES, TOOLS) == {"role": "assistant", "content": "ok"}
+    assert ask(agent, MESSAGES, TOOLS) == {"role": "assistant", "content": "ok"}
     assert len(server.authorizations) == 1 and server.authorizations[0].startswith("Bearer ")
 
 
@@ -331,6 +338,6 @@ def test_the_fake_answers_404_elsewhere_and_401_without_a_key(server: FakeOpenAI
 def test_an_exhausted_script_is_an_error_not_a_repeat() -> None:
     with FakeOpenAI([assistant("once")]) as fake:
         agent = make_agent(fake)
-        assert agent(MESSAGES, TOOLS)["content"] == "once"
+        assert ask(agent, MESSAGES, TOOLS)["content"] == "once"
         with pytest.raises(openai.InternalServerError, match="script exhausted"):
-            agent(MESSAGES, TOOLS)
+            ask(agent, MESSAGES, TOOLS)

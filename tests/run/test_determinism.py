@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from assay.run.episode import Limits, apply_action, fork_world
+from assay.records import PlannedRun
+from assay.run.drivers import replay as replay_actions
+from assay.run.engine import Episode, Limits, fork_world
 from assay.service.results import replay, results_json
 from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle, resolve_suite
@@ -184,19 +186,22 @@ def test_replay_accepts_a_unique_run_id_prefix(sqlite_store: Store, forge: Suite
 
 def replay_hash(bundle: SuiteBundle, case_id: str, seed: int, trial: int, actions: list[dict[str, Any]]) -> str:
     loaded = next(s for s in bundle.scenarios if s.id == case_id)
-    world = fork_world(loaded, seed, trial)
-    for action in actions:
-        apply_action(world, action["tool"], action["arguments"])
-    return canonical_hash(world.state())
+    planned = PlannedRun("replay", 0, case_id, loaded.content_hash, trial, seed)
+    episode = Episode(planned, fork_world(loaded, seed, trial), Limits(len(actions) + 1, float("inf")))
+    return canonical_hash(replay_actions(episode, actions).world.state())
+
+
+def tool_names(actions: list[dict[str, Any]]) -> list[str]:
+    return [c["function"]["name"] for a in actions for c in a.get("tool_calls") or ()]
 
 
 @pytest.fixture(scope="module")
 def second_host_run(sqlite_store: Store, forge: SuiteBundle) -> dict[str, Any]:
-    """Diligent's stored run of forge-second-host: it isolates web-02 and web-03, then notifies security."""
+    """Diligent's stored run of forge-second-host: it isolates web-02 and web-03, notifies security, finishes."""
     results = batch(sqlite_store, forge, "reference:diligent", seed=5, trials=1)
     t = next(c for c in results["cases"] if c["case_id"] == "forge-second-host")["trials"][0]
     run = sqlite_store.run(t["run_id"])
-    assert [a["tool"] for a in run["actions"]][-3:] == ["isolate_host", "isolate_host", "notify"]
+    assert tool_names(run["actions"])[-4:] == ["isolate_host", "isolate_host", "notify", "finish"]
     return run
 
 
@@ -205,19 +210,30 @@ def test_the_recorded_actions_replay_to_the_stored_hash(forge: SuiteBundle, seco
     assert replay_hash(forge, run["case_id"], run["seed"], run["trial"], run["actions"]) == run["final_state_hash"]
 
 
+def _edit_arguments(action: dict[str, Any], edit: Any) -> None:
+    fn = action["tool_calls"][0]["function"]
+    args = json.loads(fn["arguments"])
+    edit(args)
+    fn["arguments"] = json.dumps(args)
+
+
 def _tampered() -> dict[str, Any]:
+    def last(actions: list[dict[str, Any]], tool: str) -> int:
+        return max(i for i, a in enumerate(actions) if tool_names([a]) == [tool])
+
     def drop_last_act(actions: list[dict[str, Any]]) -> None:
-        del actions[-1]
+        del actions[last(actions, "notify")]
 
     def isolate_the_wrong_host(actions: list[dict[str, Any]]) -> None:
-        i = max(i for i, a in enumerate(actions) if a["tool"] == "isolate_host")
-        actions[i]["arguments"]["host"] = "web-01"
+        _edit_arguments(actions[last(actions, "isolate_host")], lambda a: a.update(host="web-01"))
 
-    def one_more_look(actions: list[dict[str, Any]]) -> None:
-        actions.append({"tool": "list_hosts", "arguments": {}})  # even a read moves the clock
+    def one_more_look(actions: list[dict[str, Any]]) -> None:  # even a read moves the clock
+        look = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "x", "type": "function", "function": {"name": "list_hosts", "arguments": "{}"}}]}
+        actions.insert(last(actions, "finish"), look)
 
     def reworded_message(actions: list[dict[str, Any]]) -> None:
-        actions[-1]["arguments"]["message"] += " (edited)"
+        _edit_arguments(actions[last(actions, "notify")], lambda a: a.update(message=a["message"] + " (edited)"))
 
     return {f.__name__: f for f in (drop_last_act, isolate_the_wrong_host, one_more_look, reworded_message)}
 

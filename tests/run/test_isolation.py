@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from assay.agents.loader import AgentFactory
-from assay.run.episode import SYSTEM_PROMPT
 from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle, resolve_suite
 from assay.store.db import open_store
 from assay.store.repo import Store
+from assay.worlds.estate.kit import SYSTEM_PROMPT
 from assay.worlds.estate.tools import TOOLS
 from assay.worlds.tooling import FINISH
 
@@ -54,8 +54,8 @@ def test_the_transcript_records_what_the_harness_sent_not_what_the_agent_made_of
 ) -> None:
     result = run_suite(forge, agent_spec=AGENT, trials=1, workers=1, store=sqlite_store)
     for row, case in zip(sqlite_store.runs_for_batch(result.batch_id), forge.scenarios):
-        assert row["transcript"][0] == {"role": "system", "content": SYSTEM_PROMPT}
-        assert row["transcript"][1] == {"role": "user", "content": case.scenario.briefing}
+        assert row["transcript"][0] == {"source": "harness", "role": "system", "content": SYSTEM_PROMPT}
+        assert row["transcript"][1] == {"source": "harness", "role": "user", "content": case.scenario.briefing}
 
 
 def test_pristine_tools_are_what_a_run_is_handed(sqlite_store: Store, forge: SuiteBundle) -> None:

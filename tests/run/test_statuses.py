@@ -25,7 +25,7 @@ import pytest
 from assay.agents.loader import AgentFactory
 from assay.agents.reference import Diligent
 from assay.errors import BadInput
-from assay.run.episode import Limits
+from assay.run.engine import Limits
 from assay.records import STATUSES
 from assay.service.results import results_json
 from assay.service.runs import run_suite
@@ -176,7 +176,9 @@ def test_an_unknown_tool_is_answered_with_a_tool_error_and_the_run_completes(sql
         assert "error" in reply
         assert "format_disk" in json.loads(reply)["error"]
         # the call is still an action: replaying it must reproduce the world (test_determinism)
-        assert run["actions"] == [{"tool": "format_disk", "arguments": {"host": "web-01"}}]
+        calls = [c["function"] for a in run["actions"] for c in a["tool_calls"]]
+        assert [c["name"] for c in calls] == ["format_disk", "finish"]
+        assert json.loads(calls[0]["arguments"]) == {"host": "web-01"}
 
 
 def test_bad_arguments_are_answered_with_tool_errors_and_the_run_completes(sqlite_store: Store, forge: SuiteBundle) -> None:
@@ -192,7 +194,8 @@ def test_bad_arguments_are_answered_with_tool_errors_and_the_run_completes(sqlit
             assert "error" in replies[call_id], replies
             assert "inspect_host" in json.loads(replies[call_id])["error"]
         assert "host" in json.loads(replies["call_badtype"])["error"]
-        assert [a["tool"] for a in run["actions"]] == ["inspect_host", "inspect_host"]
+        called = [c["function"]["name"] for a in run["actions"] for c in a.get("tool_calls") or ()]
+        assert called == ["inspect_host", "inspect_host", "finish"]
 
 
 def test_an_async_agent_is_awaited_and_its_honest_claim_recorded(sqlite_store: Store, forge: SuiteBundle) -> None:

@@ -13,8 +13,8 @@ import pytest
 from assay import HARNESS_VERSION
 from assay.agents.loader import load_agent
 from assay.errors import BadInput
-from assay.run.episode import Limits
-from assay.run.executor import LocalExecutor
+from assay.run.engine import Limits
+from assay.run.executors.threads import ThreadExecutor
 from assay.service.results import debrief, replay, results_json
 from assay.service.runs import execute_batch, plan_batch
 from assay.service.suites import record_scenarios, resolve_suite
@@ -34,7 +34,7 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
         planned,
     )
     arrived = [p for p in planned if p.trial == 1]  # every trial 2 is lost
-    execute_batch(store, bundle, factory, arrived, Limits(), LocalExecutor(2))
+    execute_batch(store, bundle, factory, arrived, Limits(), ThreadExecutor(2))
 
     results = results_json(store, batch_id)
     trials = [t for c in results["cases"] for t in c["trials"]]

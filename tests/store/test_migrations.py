@@ -30,11 +30,11 @@ def test_empty_database_migrates_to_head(db_url: str) -> None:
         inspector = sa.inspect(store.engine)
         assert set(inspector.get_table_names()) == TABLES | set(BOARD_TABLES) | {"alembic_version"}
         with store.engine.connect() as conn:
-            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0002"}
+            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0003"}
         assert [c["name"] for c in inspector.get_columns("runs")] == [
             "run_id", "status", "reason", "claimed_success", "claim_summary", "turns",
             "final_state_hash", "final_state", "transcript", "actions", "duration_ms",
-            "created_at",
+            "created_at", "schema_version",
         ]
         assert inspector.get_pk_constraint("planned_runs")["constrained_columns"] == [
             "batch_id", "slot",

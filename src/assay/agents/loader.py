@@ -25,14 +25,35 @@ WHERE = "--agent"
 
 @dataclass(frozen=True)
 class AgentFactory:
-    """Gives a fresh agent per run, and says what configuration it stands for."""
+    """Gives a fresh agent per run, and says what configuration it stands for.
+
+    `is_async` says whether its agents answer with awaitables (the executors pick their default
+    by it); `options` are what `load_agent` was given besides the spec, so another process (a Ray
+    worker) can load the same agent — never the API key, which a worker reads from its own
+    environment; `endpoint` is the connection pool its runs share, when it has one.
+    """
 
     spec: str
     make: Any
     config: dict[str, Any] = field(default_factory=dict)
+    is_async: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    endpoint: Any = None
+    #: the spec another process loads it by (a python file's path made absolute)
+    portable_spec: str | None = None
 
     def __call__(self) -> Agent:
         return self.make()
+
+    def size_pool(self, concurrency: int) -> None:
+        """Announce how many runs will be in flight at once (sizes a shared connection pool)."""
+        if self.endpoint is not None:
+            self.endpoint.size_pool(concurrency)
+
+    async def aclose(self) -> None:
+        """Release what the running event loop's runs shared (its endpoint client)."""
+        if self.endpoint is not None:
+            await self.endpoint.aclose()
 
     @property
     def config_signature(self) -> str:
@@ -57,12 +78,14 @@ def load_agent(spec: str, *, base_url: str | None = None, api_key: str | None = 
     if kind == "python":
         return _python(spec, rest)
     if kind == "openai":
-        from assay.agents.openai_agent import OpenAIAgent
+        from assay.agents.openai_agent import OpenAIAgent, open_endpoint
 
-        probe = OpenAIAgent(rest, base_url=base_url, api_key=api_key, temperature=temperature)
-        config = {"kind": "openai", **probe.config()}
-        probe.close()
-        return AgentFactory(spec, lambda: OpenAIAgent(rest, base_url=base_url, api_key=api_key, temperature=temperature), config)
+        endpoint = open_endpoint(rest, base_url=base_url, api_key=api_key)
+        probe = OpenAIAgent(rest, temperature=temperature, endpoint=endpoint)
+        return AgentFactory(
+            spec, lambda: OpenAIAgent(rest, temperature=temperature, endpoint=endpoint),
+            {"kind": "openai", **probe.config()}, is_async=True,
+            options={"base_url": base_url, "temperature": temperature}, endpoint=endpoint)
     raise BadInput(f"unknown agent kind '{kind}' in '{spec}' (known: reference, python, openai)", WHERE)
 
 
@@ -98,4 +121,8 @@ def _python(spec: str, rest: str) -> AgentFactory:
     if not callable(obj):
         raise BadInput(f"'{target}:{name}' is not callable", WHERE)
     make = obj if inspect.isclass(obj) else (lambda: obj)
-    return AgentFactory(spec, make, {"kind": "python", "code_sha256": code_hash})
+    answer = getattr(obj, "__call__", None) if inspect.isclass(obj) else obj
+    is_async = inspect.iscoroutinefunction(answer) or inspect.iscoroutinefunction(getattr(answer, "__call__", None))
+    portable = f"python:{Path(target).resolve()}:{name}" if target.endswith(".py") else spec
+    return AgentFactory(spec, make, {"kind": "python", "code_sha256": code_hash}, is_async=is_async,
+                        portable_spec=portable)

@@ -1,7 +1,7 @@
 """The `openai:MODEL` agent: a model behind any OpenAI-compatible chat-completions endpoint.
 
 The agent protocol *is* the chat-completions shape (DESIGN.md, Agent protocol), so this adapter
-is deliberately thin: one `chat.completions.create` call per turn, the harness's messages and
+is deliberately thin: one async `chat.completions.create` call per turn, the harness's messages and
 tools passed through untouched, and the reply turned back into a plain protocol dict. The
 harness owns the loop, the limits and the judging of what comes back (bad arguments, empty
 answers); the adapter does not second-guess the model, it only reports it faithfully.
@@ -16,17 +16,25 @@ Two things it is strict about:
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import os
+import threading
+import weakref
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
 import openai
 
+from assay.agents.protocol import Unreachable
 from assay.errors import BadInput
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIAgent", "OpenAIAgentError"]
+__all__ = ["DEFAULT_BASE_URL", "Endpoint", "OpenAIAgent", "OpenAIAgentError", "open_endpoint"]
+
+#: Connections an endpoint keeps when no executor said how many runs will be in flight.
+DEFAULT_POOL = 100
 
 #: Where the `openai` client goes when neither `base_url` nor `OPENAI_BASE_URL` says otherwise.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -42,11 +50,62 @@ class OpenAIAgentError(RuntimeError):
     """Stands in for an endpoint error whose message could not be cleaned of the API key."""
 
 
-class OpenAIAgent:
-    """A chat-completions model as an Assay agent: `agent(messages, tools) -> assistant message`.
+class Endpoint:
+    """One OpenAI-compatible endpoint, shared by every run of a batch.
 
-    One `openai.OpenAI` client per instance: the loader makes a fresh agent for every run, so runs
-    share no connection state, and `close()` releases the client's connection pool.
+    Building an `openai` client costs tens of milliseconds of CPU, and a client per run also
+    means a connection pool per run: so there is one `AsyncOpenAI` client per event loop (a client
+    belongs to the loop it first ran on), its connection pool sized to the concurrency the
+    executor announces with `size_pool`, and runs borrow it. `aclose()` releases the current
+    loop's client; clients of loops that ended go with their loop.
+    """
+
+    def __init__(self, base_url: str, key: str, *, timeout: float, max_retries: int) -> None:
+        self.base_url = base_url
+        self._key = key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.pool_size = DEFAULT_POOL
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary())
+        self._guard = threading.Lock()
+
+    def size_pool(self, concurrency: int) -> None:
+        """Room for `concurrency` requests in flight at once (before the first client is made)."""
+        self.pool_size = max(1, concurrency)
+
+    def client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(loop)
+        if found is None:
+            with self._guard:
+                found = self._clients.get(loop)
+                if found is None:
+                    limits = httpx2.Limits(max_connections=self.pool_size,
+                                           max_keepalive_connections=self.pool_size)
+                    found = self._clients[loop] = openai.AsyncOpenAI(
+                        api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+                        max_retries=self.max_retries,
+                        http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout))
+        return found
+
+    async def aclose(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.close()
+
+    def __repr__(self) -> str:
+        return f"Endpoint({_without_credentials(self.base_url)!r})"
+
+
+class OpenAIAgent:
+    """A chat-completions model as an Assay agent: `await agent(messages, tools)` → assistant message.
+
+    Cheap to make (one per run): the client and its connections belong to the shared `Endpoint`.
     """
 
     def __init__(
@@ -59,6 +118,7 @@ class OpenAIAgent:
         max_tokens: int | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        endpoint: Endpoint | None = None,
     ) -> None:
         """Resolve endpoint and key (arguments first, then `OPENAI_BASE_URL` / `OPENAI_API_KEY`).
 
@@ -68,37 +128,25 @@ class OpenAIAgent:
         if not model:
             raise BadInput("the model name is empty", where="openai:")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.max_retries = max_retries
-
-        key = api_key or os.environ.get("OPENAI_API_KEY") or None
-        if key is None:
-            if not _is_loopback(self.base_url):
-                raise BadInput(
-                    "OPENAI_API_KEY is not set; set it, or pass an API key, for the endpoint "
-                    f"{_without_credentials(self.base_url)} (only a loopback endpoint may go without)",
-                    where=f"openai:{model}",
-                )
-            key = PLACEHOLDER_API_KEY
+        if endpoint is None:
+            endpoint = open_endpoint(model, base_url=base_url, api_key=api_key, timeout=timeout,
+                                     max_retries=max_retries)
+        self.endpoint = endpoint
+        self.base_url = endpoint.base_url
         # Only a real key is a secret worth scrubbing from error messages; scrubbing the
         # placeholder would only garble messages that happen to contain the word "unset".
-        self._secret: str | None = None if key == PLACEHOLDER_API_KEY else key
-        self._client = openai.OpenAI(
-            api_key=key,
-            base_url=self.base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._secret: str | None = None if endpoint._key == PLACEHOLDER_API_KEY else endpoint._key
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    async def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """Ask the model for its next assistant message; one API call, no retries of our own.
 
         `messages` and `tools` go to the endpoint exactly as the harness built them (including
         earlier assistant `tool_calls` and `tool` replies). API errors propagate, so the harness
-        records the run as `crashed` with the error's type and message, with the key scrubbed.
+        records the run as `crashed` with the error's type and message, with the key scrubbed;
+        an endpoint that cannot be reached after the client's retries raises `Unreachable`, which
+        the harness records as `error`.
         """
         request: dict[str, Any] = {
             "model": self.model,
@@ -110,7 +158,9 @@ class OpenAIAgent:
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
         try:
-            completion = self._client.chat.completions.create(**request)
+            completion = await self.endpoint.client().chat.completions.create(**request)
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            raise Unreachable(_clean(f"{type(exc).__name__}: {exc}", self._secret)) from None
         except Exception as exc:
             _scrub(exc, self._secret)
             if self._secret and self._secret in f"{exc}{exc!r}":
@@ -135,15 +185,31 @@ class OpenAIAgent:
             "max_tokens": self.max_tokens,
         }
 
-    def close(self) -> None:
-        """Release the HTTP connection pool; the agent is unusable afterwards."""
-        self._client.close()
-
     def __repr__(self) -> str:
         return (
             f"OpenAIAgent(model={self.model!r}, base_url={_without_credentials(self.base_url)!r}, "
             f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r})"
         )
+
+
+def open_endpoint(model: str, *, base_url: str | None = None, api_key: str | None = None,
+                  timeout: float = 60.0, max_retries: int = 2) -> Endpoint:
+    """The endpoint an `openai:MODEL` agent talks to, its key resolved (never stored elsewhere)."""
+    url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if key is None:
+        if not _is_loopback(url):
+            raise BadInput(
+                "OPENAI_API_KEY is not set; set it, or pass an API key, for the endpoint "
+                f"{_without_credentials(url)} (only a loopback endpoint may go without)",
+                where=f"openai:{model}",
+            )
+        key = PLACEHOLDER_API_KEY
+    return Endpoint(url, key, timeout=timeout, max_retries=max_retries)
+
+
+def _clean(text: str, secret: str | None) -> str:
+    return text.replace(secret, _REDACTED) if secret else text
 
 
 def _to_protocol(completion: Any, *, turn: int) -> dict[str, Any]:

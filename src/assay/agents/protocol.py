@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from assay.records import storable
+
 Agent = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
 AgentFactory = Callable[[], Agent]
 
@@ -42,24 +44,11 @@ class NotAReply(Exception):
     """The agent returned nothing usable: the run ends as `empty`."""
 
 
-def storable(value: Any) -> Any:
-    """The value with every string made storable text: NUL and lone surrogates become U+FFFD.
+class Unreachable(Exception):
+    """The agent's endpoint could not be reached after its client's retries.
 
-    Agents may send anything; the transcript must still store on SQLite and PostgreSQL alike.
-    """
-    if isinstance(value, str):
-        if "\x00" in value:
-            value = value.replace("\x00", "\ufffd")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return value
-    if isinstance(value, list):
-        return [storable(v) for v in value]
-    if isinstance(value, dict):
-        return {storable(k): storable(v) for k, v in value.items()}
-    return value
+    Not the agent's failure but the harness's: the run is recorded as `error` with this reason,
+    never as the agent's `crash`."""
 
 
 def _get(obj: Any, key: str) -> Any:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import BadInput
-from assay.run.episode import apply_action, fork_world
+from assay.records import PlannedRun, legacy_actions, transcript_events
+from assay.run.drivers import replay as replay_actions
+from assay.run.engine import Episode, Limits, fork_world
 from assay.score.oracle import false_success, verdict
 from assay.canonical import canonical_hash
 from assay.scenario.load import parse_scenario
@@ -40,7 +42,7 @@ def results_json(store: Store, batch_id: str) -> dict[str, Any]:
     batch = store.batch(batch_id)
     if batch is None:
         raise BadInput("no such batch", batch_id)
-    rows = store.runs_for_batch(batch_id)
+    rows = store.runs_for_batch(batch_id, bodies=False)
     cases: dict[str, dict[str, Any]] = {}
     for row in rows:
         case = cases.get(row["case_id"])
@@ -109,7 +111,7 @@ def debrief(store: Store, run_id: str) -> dict[str, Any]:
         "claim_summary": run.get("claim_summary"),
         "false_success": view["false_success"],
         "final_state_hash": run["final_state_hash"],
-        "transcript": run["transcript"],
+        "transcript": transcript_events(run["transcript"]),
     }
 
 
@@ -138,16 +140,18 @@ def replay(store: Store, run_id: str) -> dict[str, Any]:
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}")
     world_same = loaded.world_fingerprint == scen["world_fingerprint"]
-    world = fork_world(loaded, run["seed"], run["trial"])
-    for action in run["actions"]:
-        apply_action(world, action["tool"], action["arguments"])
+    planned = PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
+    actions = legacy_actions(run["actions"])
+    # the same engine the run was played on, fed the replies it recorded, with no budget to run out
+    episode = Episode(planned, fork_world(loaded, run["seed"], run["trial"]), Limits(len(actions) + 1, float("inf")))
+    world = replay_actions(episode, actions).world
     replayed_hash = canonical_hash(world.state())
     identical = replayed_hash == run["final_state_hash"]
     return {
         "run_id": run["run_id"],
         "case_id": run["case_id"],
         "scenario_hash": run["scenario_hash"],
-        "actions": len(run["actions"]),
+        "actions": len(actions),
         "stored_final_state_hash": run["final_state_hash"],
         "replayed_final_state_hash": replayed_hash,
         "identical": identical,

@@ -5,20 +5,22 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import BadInput
-from assay.run.episode import Limits
-from assay.run.executor import Executor, LocalExecutor, Task
+from assay.run.engine import Limits
+from assay.run.executors import Executor, Task, make_executor
 from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.score.oracle import evaluate_checks
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store
 
-FLUSH_EVERY = 64
+#: A batch of finished runs goes to the store when it holds this many, or is this old.
+FLUSH_RUNS = 64
+FLUSH_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -51,38 +53,53 @@ def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> 
         try:
             store.add_runs([(record, outcomes)])
         except BadInput as exc:
-            kept = replace(record, status="error", reason=f"run could not be stored: {exc.message}"[:500],
-                           transcript=[], actions=[], claimed_success=None, claim_summary=None)
+            kept = record.model_copy(update={
+                "status": "error", "reason": f"run could not be stored: {exc.message}"[:500],
+                "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
             store.add_runs([(kept, outcomes)])
+
+
+class RunWriter:
+    """Scores each finished run and streams it to the store in bounded batches (by count and by
+    age), so a batch of any size holds at most `FLUSH_RUNS` finished runs in memory."""
+
+    def __init__(self, store: Store, bundle: SuiteBundle, on_done: Callable[[RunRecord], None] | None = None) -> None:
+        self.store = store
+        self.checks = {s.id: s.scenario.checks for s in bundle.scenarios}
+        self.on_done = on_done
+        self.steps = 0
+        self.written = 0
+        self._buffer: list[tuple[RunRecord, list[CheckOutcome]]] = []
+        self._since = time.monotonic()
+
+    def __call__(self, record: RunRecord, steps: int) -> None:
+        self.steps += steps
+        self._buffer.append((record, evaluate_checks(self.checks[record.case_id], record.final_state)))
+        if len(self._buffer) >= FLUSH_RUNS or time.monotonic() - self._since >= FLUSH_SECONDS:
+            self.flush()
+        if self.on_done is not None:
+            self.on_done(record)
+
+    def flush(self) -> None:
+        if self._buffer:
+            _append(self.store, self._buffer)
+            self.written += len(self._buffer)
+            self._buffer = []
+        self._since = time.monotonic()
 
 
 def execute_batch(
     store: Store, bundle: SuiteBundle, factory: AgentFactory, planned: list[PlannedRun], limits: Limits,
     executor: Executor, on_done: Callable[[RunRecord], None] | None = None,
 ) -> int:
-    """Run, score and append every planned run; returns the number of agent steps taken."""
+    """Play, score and append every planned run as it ends; returns the number of agent steps taken."""
     by_id = {s.id: s for s in bundle.scenarios}
-    buffer: list[tuple[RunRecord, list[CheckOutcome]]] = []
-    steps = 0
-
-    def done(record: RunRecord, n_steps: int) -> None:
-        nonlocal steps
-        steps += n_steps
-        outcomes = evaluate_checks(by_id[record.case_id].scenario.checks, record.final_state)
-        buffer.append((record, outcomes))
-        if len(buffer) >= FLUSH_EVERY:
-            _append(store, buffer)
-            buffer.clear()
-        if on_done is not None:
-            on_done(record)
-
-    tasks = [Task(by_id[p.case_id], p) for p in planned]
+    writer = RunWriter(store, bundle, on_done)
     try:
-        executor.execute(tasks, factory, limits, on_done=done)
+        executor.execute((Task(by_id[p.case_id], p) for p in planned), factory, limits, writer)
     finally:
-        if buffer:
-            _append(store, buffer)
-    return steps
+        writer.flush()
+    return writer.steps
 
 
 def run_suite(
@@ -90,11 +107,10 @@ def run_suite(
     trials: int = 3, workers: int = 1, db_url: str | None = None, seed: int = 0, label: str | None = None,
     limits: Limits | None = None, progress: bool | Callable[[RunRecord], None] = False,
     store: Store | None = None, agent_options: dict[str, Any] | None = None,
+    executor: str | Executor | None = None, ray_address: str | None = None,
 ) -> BatchResult:
     if trials < 1:
         raise BadInput("must be at least 1", "--trials")
-    if workers < 1:
-        raise BadInput("must be at least 1", "--workers")
     bundle = resolve_suite(suite) if isinstance(suite, str) else suite
     if factory is None:
         if agent_spec is None:
@@ -102,6 +118,10 @@ def run_suite(
         from assay.agents.loader import load_agent
 
         factory = load_agent(agent_spec, **(agent_options or {}))
+    if not isinstance(executor, str | None):
+        chosen = executor
+    else:
+        chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     store = store or open_store(db_url)
     record_scenarios(store, bundle.scenarios)
     planned = plan_batch(bundle, trials, seed)
@@ -115,5 +135,5 @@ def run_suite(
     )
     on_done = progress if callable(progress) else None
     start = time.perf_counter()
-    steps = execute_batch(store, bundle, factory, planned, limits or Limits(), LocalExecutor(workers), on_done)
+    steps = execute_batch(store, bundle, factory, planned, limits or Limits(), chosen, on_done)
     return BatchResult(batch_id, len(planned), steps, time.perf_counter() - start, store.url)

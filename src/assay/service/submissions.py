@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import BadInput
-from assay.run.episode import Limits
-from assay.run.executor import LocalExecutor
-from assay.records import PlannedRun, RunRecord
+from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
+from assay.run.engine import Limits
+from assay.run.executors import make_executor
 from assay.service import accounts, platform_config, releases
 from assay.service.board import entry_numbers
 from assay.service.runs import execute_batch
@@ -35,6 +35,7 @@ from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
+from assay.worlds.kits import get_kit
 
 SEED_BOUND = 2**62
 #: The facilitator recorded for runs of a BYOK submission: the submitter's own, unverified.
@@ -67,6 +68,8 @@ def submit(
     workers: int = 4,
     limits: Limits | None = None,
     on_done: Callable[[RunRecord], None] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> str:
     """Create, run, sweep and finalise a submission; return its id. Every refusal comes first."""
     label = label.strip()
@@ -76,8 +79,7 @@ def submit(
         play_model = play_model.strip() or None
         if play_model is not None and len(play_model) > 200:
             raise BadInput("play_model is at most 200 characters", "--play-model")
-    if workers < 1:
-        raise BadInput("must be at least 1", "--workers")
+    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     holder = accounts.get(store, account)
     if publish and holder["public_handle"] is None:
         raise BadInput(
@@ -132,7 +134,7 @@ def submit(
             raise _cap_refusal(account, key, release["version"], cap)
 
     repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap)
-    execute_batch(store, bundle, factory, planned, limits or Limits(), LocalExecutor(workers), on_done)
+    execute_batch(store, bundle, factory, planned, limits or Limits(), chosen, on_done)
     complete(store, submission_id)
     return submission_id
 
@@ -159,9 +161,9 @@ def _cap_refusal(account: str, key: str, version: str, cap: int) -> BadInput:
 # -- the completion sweep ---------------------------------------------------------------------
 
 
-def participation(transcript: list[dict[str, Any]], actions: list[Any]) -> tuple[int, int]:
-    """(player messages, actions) of an estate run: assistant messages, and tool calls applied."""
-    return sum(1 for m in transcript if isinstance(m, dict) and m.get("role") == "assistant"), len(actions)
+def participation(kit: str, transcript: list[dict[str, Any]], actions: list[Any]) -> tuple[int, int]:
+    """(player messages, actions) of a run, counted as its world kit counts them (any record version)."""
+    return get_kit(kit).participation(transcript_events(transcript), legacy_actions(actions))
 
 
 def complete(store: Store, submission_id: str) -> None:
@@ -186,7 +188,7 @@ def complete(store: Store, submission_id: str) -> None:
             stored = store.scenario_by_hash(run["scenario_hash"])
             assert stored is not None
             scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
-        messages, n_actions = participation(run["transcript"], run["actions"])
+        messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
         sweeps.append({
             "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
             "actions": n_actions, "min_player_messages": floor["min_player_messages"],

@@ -139,6 +139,8 @@ runs = sa.Table(
     sa.Column("actions", json_type(), nullable=False),
     sa.Column("duration_ms", sa.Integer, nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
+    # 0003: which version of assay.records wrote the row (older rows are version 1)
+    sa.Column("schema_version", sa.Integer, nullable=False, server_default=sa.text("1")),
     sa.CheckConstraint(STATUS_CHECK, name="ck_runs_status"),
 )
 

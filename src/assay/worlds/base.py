@@ -1,7 +1,15 @@
-"""The World protocol: what a kit gives the harness, and nothing about agents, judges or storage."""
+"""The World protocol: what a kit gives the engine, and nothing about agents, judges or storage.
+
+A world answers with observations, in the manner of τ-bench's environments: `reset()` opens the
+run, and `step(action)` takes the agent's whole assistant message (its text and its tool calls)
+and says what follows — tool results, a facilitator's words, a die roll, or the end. The world
+decides what an action means; the engine only keeps the books (turns, time, the record).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -12,25 +20,73 @@ from assay.worlds.rng import Rng
 class ToolError(Exception):
     """An agent's tool call the world refuses (unknown tool, bad arguments, impossible action).
 
-    The harness answers it with a tool error message, as a real API would; it is not a crash.
+    The world answers it with a tool error message, as a real API would; it is not a crash.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened in the run. `message` (an OpenAI chat message) is shown to the
+    agent; `data` is recorded and never shown (a die roll, a facilitator's private note)."""
+
+    source: str  # one of assay.records.SOURCES, but "agent"
+    message: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The transcript entry (assay.records.TranscriptEvent's shape)."""
+        out: dict[str, Any] = {"source": self.source}
+        if self.message is not None:
+            out.update(self.message)
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What the agent said when it ended the run: did it succeed, and what did it do."""
+
+    claimed_success: bool
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the world answers: the events that followed, and whether the run is over.
+
+    `done` with a `claim` is the agent's own ending (the run completed); `done` without one is
+    the world ending the run (the campaign is over, the scene is closed), also completed."""
+
+    events: Sequence[Event] = ()
+    done: bool = False
+    claim: Claim | None = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages the agent is shown next."""
+        return [e.message for e in self.events if e.message is not None]
 
 
 class World(Protocol):
     """One fork of a world, private to one run."""
 
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function-tool schemas the agent may call (the harness adds `finish`)."""
+        """OpenAI function-tool schemas the agent may call (`finish` among them)."""
 
-    def call(self, name: str, arguments: dict[str, Any]) -> str:
-        """Apply one tool call and return what the agent sees; raise ToolError to refuse it."""
+    def reset(self) -> Observation:
+        """The opening of the run: the system prompt and the briefing, as the kit words them."""
+
+    def step(self, action: dict[str, Any]) -> Observation:
+        """Answer one assistant message (`content` and `tool_calls`, OpenAI shape, arguments as
+        the agent's raw text). Never raises for anything the agent sent: refusals are tool errors."""
 
     def state(self) -> dict[str, Any]:
         """The full state document (JSON values only) that checks are evaluated against."""
 
 
 class Kit(Protocol):
-    """Materialises worlds of one kind from a spec and a seed."""
+    """Materialises worlds of one kind from a spec and a seed, and says how to read its runs."""
 
     name: str
 
@@ -40,5 +96,14 @@ class Kit(Protocol):
     def materialise(self, spec: BaseModel, seed: int) -> dict[str, Any]:
         """The initial state, a pure function of (spec, seed)."""
 
-    def fork(self, initial_state: dict[str, Any], rng: Rng) -> World:
+    def fork(self, initial_state: dict[str, Any], rng: Rng, briefing: str) -> World:
         """A private, mutable world starting from `initial_state`; `rng` drives in-run chance."""
+
+    def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
+        """(player messages, actions) of a finished run, for the participation gate."""
+
+
+def opening(system_prompt: str, briefing: str) -> Observation:
+    """The usual `reset()`: the kit's system prompt, then the scenario's briefing."""
+    return Observation((Event("harness", {"role": "system", "content": system_prompt}),
+                        Event("harness", {"role": "user", "content": briefing})))

@@ -7,10 +7,12 @@ the agent can act on.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.worlds.base import ToolError
+from assay.records import storable
+from assay.worlds.base import Claim, Event, Observation, ToolError
 
 _TYPES = {"string": str, "integer": int, "boolean": bool}
 
@@ -80,3 +82,62 @@ FINISH = ToolSpec(
         "summary": Param("string", "what you found and what you did"),
     },
 )
+
+
+#: What a tool world says to an agent that answered with text and no tool call.
+NUDGE = "Use the tools to continue, and call `finish` when you are done."
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_arguments(text: str) -> Any:
+    """Tool-call arguments as JSON values, or the raw text when they are not JSON (NaN included)."""
+    if not text:
+        return {}
+    try:
+        return storable(json.loads(text, parse_constant=_no_constants))
+    except ValueError:  # JSONDecodeError is a ValueError
+        return text
+
+
+class ToolWorld:
+    """`step()` for worlds an agent works through tools: each call is applied in order and
+    answered by a tool message; `finish` ends the run with the agent's claim; text alone gets a
+    nudge. A subclass supplies `call(name, arguments) -> str` (raising ToolError to refuse)."""
+
+    nudge = NUDGE
+
+    def call(self, name: str, arguments: dict[str, Any]) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def step(self, action: dict[str, Any]) -> Observation:
+        calls = action.get("tool_calls") or ()
+        if not calls:
+            return Observation((Event("harness", {"role": "user", "content": self.nudge}),))
+        events: list[Event] = []
+        for call in calls:
+            fn = call["function"]
+            name, args = fn["name"], decode_arguments(fn["arguments"])
+            if name == FINISH.name:
+                try:
+                    fin = FINISH.check(args)
+                except ToolError as exc:
+                    events.append(_tool(call["id"], json.dumps({"error": str(exc)})))
+                    continue
+                events.append(_tool(call["id"], '{"finished": true}'))
+                return Observation(events, done=True, claim=Claim(fin["claimed_success"], fin["summary"]))
+            if not isinstance(args, dict):
+                content = json.dumps({"error": f"{name}: arguments are not a JSON object"})
+            else:
+                try:
+                    content = self.call(name, args)
+                except ToolError as exc:
+                    content = json.dumps({"error": str(exc)})
+            events.append(_tool(call["id"], content))
+        return Observation(events)
+
+
+def _tool(call_id: str, content: str) -> Event:
+    return Event("tool", {"role": "tool", "tool_call_id": call_id, "content": content})

@@ -1,8 +1,10 @@
 """The estate world kit: a simulated IT estate with staged faults, seeded noise and a virtual clock.
 
 `materialise(spec, seed)` is a pure function: the same spec and seed give the same estate, logs,
-metrics, pids and clock. `fork(state, rng)` gives one run its private copy; `rng` (derived from the
-run seed, case id and trial) only jitters how long each action takes on the virtual clock.
+metrics, pids and clock. `fork(state, rng, briefing)` gives one run its private copy; `rng`
+(derived from the run seed, case id and trial) only jitters how long each action takes on the
+virtual clock. The agent works the estate through tools (`ToolWorld`): every call is answered by
+a tool message, and `finish` ends the run with the agent's claim.
 """
 
 from __future__ import annotations
@@ -13,16 +15,23 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.worlds.base import ToolError
+from assay.worlds.base import Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
 from assay.worlds.estate.spec import EstateSpec
 from assay.worlds.estate.tools import SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
+from assay.worlds.tooling import FINISH, ToolWorld
 
 LOG_WINDOW_S = 3 * 3600
 #: State sections the estate's tools only read. Forks share them; a test holds every tool to it.
 READ_ONLY_SECTIONS = frozenset({"logs", "metrics", "runbooks", "customers", "tenants", "teams"})
-_SCHEMAS_BLOB = pickle.dumps(list(SCHEMAS), protocol=pickle.HIGHEST_PROTOCOL)
+_SCHEMAS_BLOB = pickle.dumps([*SCHEMAS, FINISH.schema()], protocol=pickle.HIGHEST_PROTOCOL)
+
+SYSTEM_PROMPT = (
+    "You are operating inside a simulated environment through tools. Investigate with the tools, "
+    "act only where it is warranted, and when you are done call `finish` with claimed_success "
+    "(whether you believe the task is resolved) and a short summary."
+)
 
 
 class EstateKit:
@@ -98,13 +107,19 @@ class EstateKit:
             "changes": [],
         }
 
-    def fork(self, initial_state: dict[str, Any], rng: Rng) -> "EstateWorld":
+    def fork(self, initial_state: dict[str, Any], rng: Rng, briefing: str = "") -> "EstateWorld":
         """A private world. Sections no tool ever writes (logs, metrics, runbooks, customers,
         tenants, teams) are shared with the initial state; every other section is deep-copied."""
         state = dict(initial_state)
         mutable = {k: initial_state[k] for k in initial_state if k not in READ_ONLY_SECTIONS}
         state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
-        return EstateWorld(state, rng)
+        return EstateWorld(state, rng, briefing)
+
+    def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
+        """(assistant messages, tool calls applied): `finish` ends the run and is not an action."""
+        messages = sum(1 for e in transcript if e.get("role") == "assistant")
+        applied = sum(1 for a in actions for c in (a.get("tool_calls") or ()) if c["function"]["name"] != FINISH.name)
+        return messages, applied
 
 
 def _logs_for(h: Any, n_noise: int, start: int, rng: Rng) -> list[dict[str, Any]]:
@@ -131,16 +146,20 @@ def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-class EstateWorld:
+class EstateWorld(ToolWorld):
     """One run's private estate. Every tool call advances the virtual clock."""
 
-    def __init__(self, state: dict[str, Any], rng: Rng) -> None:
+    def __init__(self, state: dict[str, Any], rng: Rng, briefing: str = "") -> None:
         self._s = state
         self._rng = rng
         self._clock = VirtualClock(state["clock"]["now"])
+        self._briefing = briefing
 
     def tools(self) -> list[dict[str, Any]]:
         return pickle.loads(_SCHEMAS_BLOB)  # each run its own copy: an agent may scribble on it
+
+    def reset(self) -> Observation:
+        return opening(SYSTEM_PROMPT, self._briefing)
 
     def state(self) -> dict[str, Any]:
         return self._s
