@@ -23,5 +23,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
 
+bench-latency: $(STAMP)
+	$(BIN)/python benchmarks/latency.py
+
 clean:
 	rm -rf $(VENV) build src/*.egg-info

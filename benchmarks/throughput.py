@@ -150,9 +150,12 @@ def measure_step_overhead(steps: int = 39, repeats: int = 2000) -> float:
     are as long as the default turn limit (40 turns); the mean over `repeats` of them is reported,
     the final-state hash included (the fork is made before the clock starts).
     """
-    from assay.run.episode import Episode, Limits
     from assay.records import PlannedRun
+    from assay.run.drivers import play_sync
+    from assay.run.engine import Episode, Limits
     from assay.service.suites import resolve_suite
+    from assay.worlds.base import opening
+    from assay.worlds.tooling import ToolWorld
 
     case = resolve_suite("forge").scenarios[0]
     call = {"role": "assistant", "content": None, "tool_calls": [
@@ -161,9 +164,12 @@ def measure_step_overhead(steps: int = 39, repeats: int = 2000) -> float:
         {"id": "f", "type": "function", "function": {"name": "finish",
                                                      "arguments": '{"claimed_success": false, "summary": ""}'}}]}
 
-    class ConstantWorld:
+    class ConstantWorld(ToolWorld):
         def tools(self):
             return [{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}]
+
+        def reset(self):
+            return opening("system", "briefing")
 
         def call(self, name, arguments):
             return "{}"
@@ -181,12 +187,10 @@ def measure_step_overhead(steps: int = 39, repeats: int = 2000) -> float:
 
     total_s, total_steps = 0.0, 0
     for _ in range(repeats):
-        ep = Episode(case, make_agent, PlannedRun("bench", 0, case.id, case.content_hash, 1, 0),
+        ep = Episode(PlannedRun("bench", 0, case.id, case.content_hash, 1, 0), ConstantWorld(),
                      Limits(turn_limit=steps + 1, time_limit=600))
-        ep.world = ConstantWorld()
-        ep.tools = ep.world.tools()
         t0 = time.perf_counter()
-        record = ep.run()
+        record = play_sync(ep, make_agent)
         elapsed = time.perf_counter() - t0
         if record.status != "completed" or ep.steps != steps + 1:
             raise RuntimeError(f"overhead episode ended {record.status} after {ep.steps} steps")

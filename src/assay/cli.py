@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 from assay.errors import BadInput
-from assay.ui import DbOpt, JsonFlag, err, open_store_at, out, print_json
+from assay.ui import DbOpt, ExecutorOpt, JsonFlag, RayAddressOpt, WorkersOpt, err, open_store_at, out, print_json
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -67,11 +67,13 @@ def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite f
 def run(
     suite: str = typer.Argument(..., help="Built-in suite key (forge), a suite file, a scenario file or directory."),
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
-    trials: int = typer.Option(3, "--trials", min=1, max=100, help="Trials per case."),
+    trials: int = typer.Option(3, "--trials", min=1, max=10000, help="Trials per case."),
     seed: int = typer.Option(0, "--seed", min=0, help="Run seed; in-run chance derives from it, the case and the trial."),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.01, help="Wall-clock seconds per run."),
     turn_limit: int = typer.Option(40, "--turn-limit", min=1, help="Agent turns per run."),
-    workers: int = typer.Option(4, "--workers", min=1, max=256, help="Runs in parallel."),
+    workers: int = WorkersOpt,
+    executor: Optional[str] = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
     label: Optional[str] = typer.Option(None, "--label", help="Agent label (default: from the spec)."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write the results JSON to this file."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
@@ -85,14 +87,18 @@ def run(
     from assay.service.suites import resolve_suite
     from assay.ui import print_summary, progress_bar
 
+    from assay.run.executors import make_executor
+
     bundle = resolve_suite(suite)
     factory = load_agent(agent, base_url=base_url)
+    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     if json_file is not None and (json_file.is_dir() or not json_file.parent.is_dir()):
         raise BadInput("is a directory" if json_file.is_dir() else "its directory does not exist", str(json_file))
     store = open_store_at(db)
     with progress_bar(len(bundle.scenarios) * trials, f"{bundle.key} · {factory.spec}") as advance:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
-                           limits=Limits(turn_limit=turn_limit, time_limit=time_limit), progress=advance, store=store)
+                           limits=Limits(turn_limit=turn_limit, time_limit=time_limit), progress=advance, store=store,
+                           executor=chosen)
     results = results_json(store, result.batch_id)
     print_summary(out, [results])
     if json_file is not None:

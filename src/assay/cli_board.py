@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from assay.errors import BadInput
-from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+from assay.ui import DbOpt, ExecutorOpt, JsonFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
 
@@ -187,21 +187,25 @@ def submit(
     byok: bool = typer.Option(False, "--byok", help="Bring your own key: never ranked (self_hosted_facilitator)."),
     baseline: bool = typer.Option(False, "--baseline", help="An official baseline (suite owner only)."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write the owner's results JSON to this file."),
-    workers: int = typer.Option(4, "--workers", min=1, max=256, help="Runs in parallel."),
+    workers: int = WorkersOpt,
+    executor: Optional[str] = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
     db: Optional[str] = DbOpt,
 ) -> None:
     """Submit an agent: the server runs every scenario × reps of the release, each with its own seed."""
     from assay.agents.loader import load_agent
+    from assay.run.executors import make_executor
     from assay.service import submissions
 
     if json_file is not None and not json_file.parent.exists():
         raise BadInput("directory does not exist", str(json_file))
     factory = load_agent(agent, base_url=base_url)
+    make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
     store = open_store_at(db)
     submission_id = submissions.submit(
         store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
-        publish=publish, byok=byok, baseline=baseline, workers=workers)
+        publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor, ray_address=ray_address)
     view = submissions.results(store, submission_id)
     print_submission(view)
     if json_file is not None:

@@ -20,6 +20,13 @@ err = Console(stderr=True)
 
 DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
 JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+ExecutorOpt = typer.Option(
+    None, "--executor", metavar="threads|async|ray",
+    help="How runs are played: threads (sync agents), async (one event loop, up to 4096 runs in flight), "
+         "ray (Ray worker processes). Default: async for async and openai: agents, threads otherwise.")
+RayAddressOpt = typer.Option(None, "--ray-address", help="An existing Ray cluster (with --executor ray); "
+                             "default: a local Ray started for this batch.")
+WorkersOpt = typer.Option(4, "--workers", min=1, max=4096, help="Runs in flight at once.")
 
 
 def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast

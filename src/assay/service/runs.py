@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -60,8 +62,12 @@ def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> 
 
 
 class RunWriter:
-    """Scores each finished run and streams it to the store in bounded batches (by count and by
-    age), so a batch of any size holds at most `FLUSH_RUNS` finished runs in memory."""
+    """Scores each finished run and streams it to the store from a thread of its own, in bounded
+    batches (by count and by age). The executor hands a record over and goes on at once, so a
+    store write never stalls the runs in flight; the hand-over queue is bounded, so a batch of any
+    size holds at most a few hundred finished runs in memory, and a store that falls behind slows
+    the executor down rather than filling memory. A store fault is raised in the executor's thread
+    at the next hand-over (or at `close`), never swallowed."""
 
     def __init__(self, store: Store, bundle: SuiteBundle, on_done: Callable[[RunRecord], None] | None = None) -> None:
         self.store = store
@@ -69,23 +75,50 @@ class RunWriter:
         self.on_done = on_done
         self.steps = 0
         self.written = 0
-        self._buffer: list[tuple[RunRecord, list[CheckOutcome]]] = []
-        self._since = time.monotonic()
+        self._queue: queue.Queue[RunRecord | None] = queue.Queue(maxsize=FLUSH_RUNS * 4)
+        self._fault: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="assay-writer", daemon=True)
+        self._thread.start()
 
     def __call__(self, record: RunRecord, steps: int) -> None:
+        if self._fault is not None:
+            raise self._fault
         self.steps += steps
-        self._buffer.append((record, evaluate_checks(self.checks[record.case_id], record.final_state)))
-        if len(self._buffer) >= FLUSH_RUNS or time.monotonic() - self._since >= FLUSH_SECONDS:
-            self.flush()
+        self._queue.put(record)
         if self.on_done is not None:
             self.on_done(record)
 
-    def flush(self) -> None:
-        if self._buffer:
-            _append(self.store, self._buffer)
-            self.written += len(self._buffer)
-            self._buffer = []
-        self._since = time.monotonic()
+    def close(self) -> None:
+        """Write what is left, and wait for it."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._fault is not None:
+            raise self._fault
+
+    def _drain(self) -> None:
+        buffer: list[tuple[RunRecord, list[CheckOutcome]]] = []
+        since = time.monotonic()
+        try:
+            while True:
+                try:
+                    record = self._queue.get(timeout=max(0.01, FLUSH_SECONDS - (time.monotonic() - since)))
+                except queue.Empty:
+                    record = False  # type: ignore[assignment]
+                if record:
+                    buffer.append((record, evaluate_checks(self.checks[record.case_id], record.final_state)))
+                if buffer and (record is None or len(buffer) >= FLUSH_RUNS or time.monotonic() - since >= FLUSH_SECONDS):
+                    _append(self.store, buffer)
+                    self.written += len(buffer)
+                    buffer = []
+                if record is None or len(buffer) == 0:
+                    since = time.monotonic()
+                if record is None:
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the executor's thread
+            self._fault = exc
+            while self._queue.get() is not None:  # let the executor finish handing over
+                pass
 
 
 def execute_batch(
@@ -98,7 +131,7 @@ def execute_batch(
     try:
         executor.execute((Task(by_id[p.case_id], p) for p in planned), factory, limits, writer)
     finally:
-        writer.flush()
+        writer.close()
     return writer.steps
 
 
