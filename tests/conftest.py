@@ -147,3 +147,22 @@ def store(db_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[None]:
+    """ONE local Ray for the whole session, started in this process on loopback; the ray executor
+    finds it initialised and plays on it. Fails, never skips, when Ray cannot be started: the
+    ray executor is a contract."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 _node_ip_address="127.0.0.1")
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"could not start a local Ray: {type(exc).__name__}: {exc}", pytrace=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
