@@ -150,19 +150,23 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture(scope="session")
-def ray_session() -> Iterator[None]:
-    """ONE local Ray for the whole session, started in this process on loopback; the ray executor
-    finds it initialised and plays on it. Fails, never skips, when Ray cannot be started: the
-    ray executor is a contract."""
+def ray_address() -> Iterator[str]:
+    """ONE local Ray for the whole session (2 CPUs, no dashboard, no usage reporting), started in
+    this process: the ray executor finds it connected and plays on it, and `assay` subprocesses join
+    it by the address yielded (`--ray-address`). Shut down at the end of the session. Fails, never
+    skips, when Ray cannot be imported or started: the ray executor is part of the contract."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
+        import logging
+
         import ray
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 _node_ip_address="127.0.0.1")
-    except Exception as exc:  # noqa: BLE001
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR)
+        address = ray.get_runtime_context().gcs_address
+    except Exception as exc:  # noqa: BLE001 - any reason at all is a failure, not a skip
         pytest.fail(f"could not start a local Ray: {type(exc).__name__}: {exc}", pytrace=False)
     try:
-        yield
+        yield address
     finally:
         ray.shutdown()

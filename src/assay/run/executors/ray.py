@@ -1,23 +1,52 @@
-"""The ray executor: groups of runs as Ray tasks, on a local Ray started on demand or a cluster.
+"""The ray executor: groups of planned runs as Ray tasks, on a local Ray or an existing cluster.
 
-What travels is plain data: the agent's spec (a python file's path made absolute) and options
-(never the API key — a worker reads OPENAI_API_KEY from its own environment, which a local Ray
-inherits from this process), the limits, each scenario's validated document (put in the object
-store once per batch) and the planned runs. A worker rebuilds the scenario, refusing one whose
-content hash is not the planned one, loads the agent and plays its group on the same engine and
-drivers as every other executor (the async executor for async agents, `play_sync` otherwise), and
-sends the records back; the sink is called here, in the one process that writes the store.
+    RayExecutor(workers, address=None)   # a private local Ray, started and stopped by `execute`
+    RayExecutor(workers, address="auto") # an existing cluster ("auto", "HOST:PORT", RAY_ADDRESS)
 
-`workers` is the number of runs in flight overall. Groups are `workers ÷ CPUs` runs (at least one)
-so each CPU plays one group at a time, with at most two groups per CPU queued, which keeps memory
-flat however large the batch. A group whose task fails (its worker died, Ray itself failed) is
-recorded run for run as `error`: no planned run is ever lost.
+When this process is already connected to a Ray (a test session, a notebook), that Ray is used and
+left running. A local Ray is started with no dashboard, no usage reporting and the workers' output
+kept out of the terminal, and is shut down when `execute` ends, however it ends.
+
+What travels is plain data, never objects of this process: the agent's spec (a python file's path
+made absolute) and its loader options — never an API key: a worker reads OPENAI_API_KEY from its own
+environment, which a local Ray's workers inherit from this process — the limits, the planned runs,
+and each scenario's validated document, put in the object store once per batch. A worker rebuilds
+each scenario from its document and plays it only if the rebuilt content hash is the planned one
+(a cluster node with other kit code materialises another world, which the hash fingerprints); the
+rebuilt scenarios are cached per worker process. The runs are played by the executors that play
+them here, on the one engine: an async agent's group on the async executor, a sync agent's on the
+threads executor (its watchdog ends a run whose agent overstays, as it does here). Records come
+back as plain fields, and the sink is called in this thread, in the order groups finish: the one
+process that writes the store stays the only one.
+
+How `workers` is spent (the number of runs in flight overall), with C the cluster's CPUs:
+
+- slots = min(workers, C) groups play at once, each a Ray task holding one CPU;
+- each group plays a = workers // slots of its runs at once, and holds a whole number of rounds
+  of a runs: two rounds at first, then as many as the groups so far say fill `GROUP_SECONDS` of a
+  worker's time (so a task amortises Ray's per-task cost over fast scripted runs, while slow model
+  runs travel one round at a time and come back as they end), never more than `MAX_GROUP` runs
+  unless a alone is more;
+- at most 2 × slots groups are in flight when the workers fill the cluster (a second group per CPU
+  waits, queued in Ray, to take over at once), exactly `slots` when they do not (a queued group would
+  start on an idle CPU and exceed `workers`).
+
+Memory is therefore bounded by `workers`, never by the size of the batch. No planned run is lost:
+a group whose task fails (its worker died, Ray failed) is recorded run for run as `error` with the
+reason, and a group's run the worker could not play (its scenario would not rebuild to the planned
+hash, its agent would not load) is an `error` naming why. Tasks are not retried: a replay would
+spend an agent's budget twice without saying so.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -25,46 +54,126 @@ from assay.errors import BadInput
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
 from assay.run.executors import Sink, Task
+from assay.scenario.load import LoadedScenario
+
+#: A group is sized to keep its worker busy this long (seconds), as far as earlier groups tell ...
+GROUP_SECONDS = 0.25
+#: ... with at most this many runs (unless it plays more than that at once).
+MAX_GROUP = 256
+#: Rebuilt scenarios a worker process keeps, by content hash.
+SCENARIO_CACHE = 64
+
+#: What a worker sends back per run: (run id, record fields, final state text, steps), or, for a
+#: run it could not play, (run id, None, the reason, 0) — its `error` record is then made here,
+#: with the world as it began.
+Result = tuple[str, dict[str, Any] | None, str | None, int]
 
 
-def _play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], documents: dict[str, Any],
-                group: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None, int]]:
-    """In a Ray worker: play `group` and return (record fields, final state text, steps) per run."""
-    from assay.agents.loader import load_agent
-    from assay.run.drivers import play_sync
-    from assay.run.engine import open_episode
-    from assay.run.executors.aio import AsyncExecutor
+# -- in the worker ---------------------------------------------------------------------------------
+
+_rebuilt: OrderedDict[str, LoadedScenario] = OrderedDict()
+
+
+def _scenario(planned_hash: str, case_id: str, ref: Any) -> LoadedScenario | str:
+    """The planned scenario rebuilt in this worker process, or why it cannot be."""
+    cached = _rebuilt.get(planned_hash)
+    if cached is not None:
+        _rebuilt.move_to_end(planned_hash)
+        return cached
+    import ray
+
     from assay.scenario.load import parse_scenario
 
-    lim = Limits(**limits)
-    loaded: dict[str, Any] = {}
-    tasks, out = [], []
-    for fields in group:
+    try:
+        loaded = parse_scenario(ray.get(ref), f"scenario {case_id}")
+    except Exception as exc:  # noqa: BLE001 - a BadInput, or the object store failing
+        return f"the Ray worker could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
+    if loaded.content_hash != planned_hash:
+        return (f"the Ray worker rebuilt scenario {case_id} with content hash {loaded.content_hash[:12]}, "
+                f"not the planned {planned_hash[:12]} (does that node run other Assay code?)")
+    _rebuilt[planned_hash] = loaded
+    while len(_rebuilt) > SCENARIO_CACHE:
+        _rebuilt.popitem(last=False)
+    return loaded
+
+
+def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenarios: dict[str, Any],
+               runs: list[dict[str, Any]], at_once: int) -> tuple[float, list[Result]]:
+    """Play one group of planned runs in this (Ray worker) process: the seconds its runs took to
+    play, and one result per run.
+
+    `scenarios` maps each planned scenario hash of the group to the object reference of its
+    document; `runs` are the PlannedRun fields; `at_once` is how many runs play concurrently."""
+    from assay.agents.loader import load_agent
+    from assay.run.executors.aio import AsyncExecutor
+    from assay.run.executors.threads import ThreadExecutor
+
+    out: list[Result] = []
+    tasks: list[Task] = []
+    for fields in runs:
         planned = PlannedRun(**fields)
-        scenario = loaded.get(planned.scenario_hash)
-        if scenario is None:
-            doc = documents.get(planned.scenario_hash)
-            scenario = parse_scenario(doc, f"scenario {planned.case_id}") if doc is not None else None
-            if scenario is not None and scenario.content_hash != planned.scenario_hash:
-                scenario = None  # this worker's kit materialises another world: never play it
-            loaded[planned.scenario_hash] = scenario
-        if scenario is None:
-            out.append(_fields(error_record(planned, "the worker could not rebuild the planned scenario "
-                                                     "(its content hash differs)"), 0))
+        loaded = _scenario(planned.scenario_hash, planned.case_id, scenarios[planned.scenario_hash])
+        if isinstance(loaded, str):
+            out.append((planned.run_id, None, loaded, 0))
         else:
-            tasks.append(Task(scenario, planned))
-    factory = load_agent(agent[0], **agent[1])
-    if factory.is_async:
-        AsyncExecutor(max(1, len(tasks))).execute(tasks, factory, lim, lambda r, s: out.append(_fields(r, s)))
-    else:
-        for task in tasks:
-            episode = open_episode(task.loaded, task.planned, lim)
-            out.append(_fields(play_sync(episode, factory), episode.steps))
-    return out
+            tasks.append(Task(loaded, planned))
+    if not tasks:
+        return 0.0, out
+    try:
+        factory = load_agent(agent[0], **agent[1])
+    except Exception as exc:  # noqa: BLE001 - e.g. the agent's file is not on this node
+        reason = f"the Ray worker could not load the agent: {type(exc).__name__}: {getattr(exc, 'message', exc)}"
+        return 0.0, out + [(t.planned.run_id, None, reason, 0) for t in tasks]
+
+    def sink(record: RunRecord, steps: int) -> None:
+        out.append((record.run_id, record.model_dump(), record.final_state_text, steps))
+
+    width = max(1, min(len(tasks), at_once))
+    executor = AsyncExecutor(width) if factory.is_async else ThreadExecutor(width)
+    began = time.perf_counter()
+    executor.execute(tasks, factory, Limits(**limits), sink)  # the async one in its own asyncio.run
+    return time.perf_counter() - began, out
 
 
-def _fields(record: RunRecord, steps: int) -> tuple[dict[str, Any], str | None, int]:
-    return record.model_dump(), record.final_state_text, steps
+# -- in the driver -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sizing:
+    """The module docstring's rule: how `workers` runs in flight are spread over a cluster."""
+
+    at_once: int  # runs one group plays at once
+    window: int  # groups in flight
+    most: int  # the largest group
+    rounds: int = 2  # rounds of `at_once` runs in the next group
+    round_seconds: float | None = None  # what a round has taken so far (a moving average)
+
+    @classmethod
+    def of(cls, workers: int, cpus: int) -> Sizing:
+        slots = max(1, min(workers, cpus))
+        at_once = max(1, workers // slots)
+        window = 2 * slots if workers >= cpus else slots
+        return cls(at_once, window, max(at_once, MAX_GROUP))
+
+    @property
+    def size(self) -> int:
+        return min(self.most, self.at_once * self.rounds)
+
+    def learn(self, seconds: float, runs: int) -> None:
+        """A group of `runs` played in `seconds`: size the next ones to fill `GROUP_SECONDS`."""
+        if runs <= 0 or seconds <= 0:
+            return
+        per_round = seconds / max(1, -(-runs // self.at_once))
+        self.round_seconds = per_round if self.round_seconds is None else 0.5 * (self.round_seconds + per_round)
+        self.rounds = max(1, min(self.most // self.at_once, int(GROUP_SECONDS / self.round_seconds)))
+
+
+def _why(exc: BaseException) -> str:
+    """A failed task's reason in one line: the agent-side cause when Ray wraps one."""
+    cause = getattr(exc, "cause", None)
+    shown = cause if isinstance(cause, BaseException) else exc
+    lines = [ln.strip() for ln in str(shown).splitlines() if ln.strip()]
+    return f"ray task failed: {type(shown).__name__}: {lines[0] if lines else 'no detail'}"
 
 
 class RayExecutor:
@@ -80,64 +189,91 @@ class RayExecutor:
         try:
             import ray
         except ImportError:  # pragma: no cover - a declared dependency
-            raise BadInput("Ray is not installed (pip install ray)", "--executor") from None
-        started = not ray.is_initialized()
-        if started:
-            try:
-                local = {} if self.address else {"_node_ip_address": "127.0.0.1"}  # a local Ray stays on loopback
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, **local)
-            except Exception as exc:  # noqa: BLE001 - a cluster that is not there is bad input
-                raise BadInput(f"could not start or reach Ray: {type(exc).__name__}: {exc}"[:300],
-                               "--ray-address" if self.address else "--executor") from None
+            raise BadInput("Ray is not installed in this environment (pip install ray)", "--executor") from None
+        ours = not ray.is_initialized()
+        if ours:
+            self._connect(ray)
         try:
             self._play(ray, tasks, agent_factory, limits, sink)
         finally:
-            if started:
-                ray.shutdown()
+            if ours:
+                ray.shutdown()  # a local Ray stops; from a cluster, this process disconnects
+
+    def _connect(self, ray: Any) -> None:
+        quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+        try:
+            if self.address is not None:
+                ray.init(address=self.address, **quiet)
+            else:
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+                # "local": a Ray of our own, even when RAY_ADDRESS or a `ray start` names another
+                ray.init(address="local", include_dashboard=False, **quiet)
+        except Exception as exc:  # noqa: BLE001 - a cluster that is not there is bad input
+            first = (str(exc).strip().splitlines() or [""])[0]
+            if self.address is not None:
+                raise BadInput(f"could not connect to Ray at '{self.address}': {type(exc).__name__}: {first}"[:400],
+                               "--ray-address") from None
+            raise BadInput(f"could not start a local Ray: {type(exc).__name__}: {first}"[:400], "--executor") from None
 
     def _play(self, ray: Any, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        size = max(1, -(-self.workers // cpus))
-        window = 2 * cpus
-        agent = (getattr(agent_factory, "portable_spec", None) or agent_factory.spec, dict(agent_factory.options))
-        play = ray.remote(num_cpus=1, max_retries=0)(_play_group)
-        docs: dict[str, Any] = {}
-        docs_ref = None
-        pending: dict[Any, list[Task]] = {}
+        sizing = Sizing.of(self.workers, max(1, int(ray.cluster_resources().get("CPU", 1))))
+        spec = getattr(agent_factory, "portable_spec", None) or agent_factory.spec
+        agent = (spec, dict(getattr(agent_factory, "options", None) or {}))
+        limit_fields = dataclasses.asdict(limits)
+        remote = ray.remote(num_cpus=1, max_retries=0)(play_group)
+        documents: dict[str, Any] = {}  # planned scenario hash → object ref: one put per batch
+        pending: dict[Any, dict[str, Task]] = {}
         source = iter(tasks)
 
-        def groups() -> Iterator[list[Task]]:
-            while chunk := list(islice(source, size)):
-                yield chunk
-
-        feed = groups()
-
         def submit() -> bool:
-            nonlocal docs_ref
-            group = next(feed, None)
-            if group is None:
+            group = list(islice(source, sizing.size))
+            if not group:
                 return False
-            fresh = {t.planned.scenario_hash: t.loaded.document for t in group if t.planned.scenario_hash not in docs}
-            if fresh or docs_ref is None:
-                docs.update(fresh)
-                docs_ref = ray.put(docs)
-            ref = play.remote(agent, dataclasses.asdict(limits), docs_ref,
-                              [dataclasses.asdict(t.planned) for t in group])
-            pending[ref] = group
+            refs = {}
+            for t in group:
+                key = t.planned.scenario_hash
+                if key not in documents:
+                    documents[key] = ray.put(t.loaded.document)
+                refs[key] = documents[key]
+            runs = [dataclasses.asdict(t.planned) for t in group]
+            pending[remote.remote(agent, limit_fields, refs, runs, sizing.at_once)] = {
+                t.planned.run_id: t for t in group}
             return True
 
-        while len(pending) < window and submit():
-            pass
-        while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            group = pending.pop(ref)
-            try:
-                results = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - never lose a planned run
-                reason = f"ray task failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                results = [_fields(error_record(t.planned, reason, t.loaded), 0) for t in group]
-            for fields, text, steps in results:
-                record = RunRecord.model_construct(**fields)
-                sink(record.with_final_state_text(text) if text is not None else record, steps)
-            submit()
+        try:
+            while len(pending) < sizing.window and submit():
+                pass
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for ref in done:
+                    self._settle(ray, ref, pending.pop(ref), sizing, sink)
+                    submit()
+        finally:
+            for ref in pending:  # an exception or Ctrl-C here: stop what still plays for us
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001, S110 - best effort; the Ray may be going away
+                    pass
+
+    @staticmethod
+    def _settle(ray: Any, ref: Any, group: dict[str, Task], sizing: Sizing, sink: Sink) -> None:
+        """Hand a finished group's records to the sink; every planned run of it exactly once."""
+        try:
+            seconds, results = ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - the task failed: its runs are errors, never lost
+            reason = _why(exc)
+            for task in group.values():
+                sink(error_record(task.planned, reason, task.loaded), 0)
+            return
+        sizing.learn(seconds, len(results))
+        for run_id, fields, text, steps in results:
+            task = group.pop(run_id, None)
+            if task is None:
+                continue  # not a run of this group, or one already settled: never store it twice
+            if fields is None:
+                sink(error_record(task.planned, text or "the Ray worker could not play this run", task.loaded), 0)
+                continue
+            record = RunRecord.model_construct(**fields)
+            sink(record.with_final_state_text(text) if text is not None else record, steps)
+        for task in group.values():
+            sink(error_record(task.planned, "the Ray worker returned no record for this run", task.loaded), 0)

@@ -20,6 +20,8 @@ from assay.run.executors import Sink, Task
 
 #: Seconds past a run's budget before the watchdog steps in (the driver notices first when it can).
 GRACE_S = 0.5
+#: Tasks queued beyond the workers (tasks are small; finished records are what must not pile up).
+WINDOW = 1024
 
 
 class ThreadExecutor:
@@ -73,7 +75,7 @@ class ThreadExecutor:
 
         def feed() -> None:
             nonlocal exhausted, outstanding
-            while not exhausted and outstanding < 2 * self.workers:  # a bounded window of tasks
+            while not exhausted and outstanding < self.workers + WINDOW:  # a bounded window of tasks
                 task = next(source, None)
                 if task is None:
                     exhausted = True
