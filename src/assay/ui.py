@@ -95,8 +95,10 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
         console.print(f"  its summary: {d['claim_summary']}", markup=False)
     console.print("[bold]Transcript[/]")
     for m in d["transcript"]:
-        role = m["role"]
-        if role == "assistant" and m.get("tool_calls"):
+        role, source = m.get("role"), m.get("source", "")
+        if role is None:  # recorded, never shown to the agent (a die roll, a facilitator's note)
+            console.print(f"  ({source}) {json.dumps(m.get('data'), ensure_ascii=False)}", markup=False)
+        elif role == "assistant" and m.get("tool_calls"):
             for c in m["tool_calls"]:
                 console.print(f"  assistant → {c['function']['name']}({c['function']['arguments']})", markup=False)
             if m.get("content"):
@@ -105,5 +107,5 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
             text = m.get("content") or ""
             if role == "tool":
                 text = text if len(text) <= 300 else text[:300] + " …"
-            console.print(f"  {role}: {text}", markup=False)
-
+            who = role if source in ("harness", "tool", "agent", "") else f"{source} ({role})"
+            console.print(f"  {who}: {text}", markup=False)
