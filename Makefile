@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-latency clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
