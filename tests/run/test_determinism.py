@@ -253,3 +253,16 @@ def test_a_replay_under_another_seed_or_trial_diverges(forge: SuiteBundle, secon
     run = second_host_run
     other = replay_hash(forge, run["case_id"], run["seed"] + seed_delta, run["trial"] + trial_delta, run["actions"])
     assert other != run["final_state_hash"]
+
+
+def test_a_version_1_record_replays_to_the_same_hash(forge: SuiteBundle, second_host_run: dict[str, Any]) -> None:
+    """Rows stored before the episode engine kept only the applied tool calls, as {tool, arguments}:
+    read through `legacy_actions`, they replay on today's engine to the hash they were stored with."""
+    from assay.records import legacy_actions, transcript_events
+
+    run = second_host_run
+    v1 = [{"tool": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+          for a in run["actions"] for c in a["tool_calls"] if c["function"]["name"] != "finish"]
+    assert replay_hash(forge, run["case_id"], run["seed"], run["trial"], legacy_actions(v1)) == run["final_state_hash"]
+    old_transcript = [{k: v for k, v in e.items() if k != "source"} for e in run["transcript"]]
+    assert transcript_events(old_transcript) == run["transcript"]
