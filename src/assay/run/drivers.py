@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from assay.agents.protocol import Unreachable
@@ -51,8 +51,10 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
-    """Play one run to its end on this thread."""
+async def _play(episode: Episode, make_agent: Callable[[], Agent],
+                wait: Callable[[Any, float], Awaitable[Any]]) -> RunRecord:
+    """The one loop: ask, report, until the engine says Done. `wait(awaitable, seconds)` is how
+    this driver waits for an async agent's answer within the run's remaining time."""
     out: Turn | Done = episode.start()
     agent = out if isinstance(out, Done) else _create(episode, make_agent)
     if isinstance(agent, Done):
@@ -63,7 +65,7 @@ def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
         try:
             raw = agent(out.messages, out.tools)
             if inspect.isawaitable(raw):
-                raw = _thread_loop().run_until_complete(_bounded(raw, episode.time_left))
+                raw = await wait(raw, max(0.001, episode.time_left))
         except TimeoutError:
             out = episode.timeout()
             break
@@ -75,32 +77,29 @@ def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
 
 
 async def _bounded(awaitable: Any, seconds: float) -> Any:
-    async with asyncio.timeout(max(0.001, seconds)):
+    async with asyncio.timeout(seconds):
         return await awaitable
+
+
+async def _on_thread_loop(awaitable: Any, seconds: float) -> Any:
+    # never suspends the driver: the agent's awaitable runs to its end on this thread's own loop
+    return _thread_loop().run_until_complete(_bounded(awaitable, seconds))
+
+
+def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
+    """Play one run to its end on this thread (no event loop unless the agent is async)."""
+    coro = _play(episode, make_agent, _on_thread_loop)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the sync driver was suspended")  # pragma: no cover - _play awaits only _on_thread_loop
 
 
 async def play_async(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
     """Play one run to its end as a task of the running event loop."""
-    out: Turn | Done = episode.start()
-    agent = out if isinstance(out, Done) else _create(episode, make_agent)
-    if isinstance(agent, Done):
-        return agent.record
-    clock = time.perf_counter
-    while isinstance(out, Turn):
-        began = clock()
-        try:
-            raw = agent(out.messages, out.tools)
-            if inspect.isawaitable(raw):
-                async with asyncio.timeout(max(0.001, episode.time_left)):
-                    raw = await raw
-        except TimeoutError:
-            out = episode.timeout()
-            break
-        except Exception as exc:  # noqa: BLE001
-            out = _crash(episode, exc)
-            break
-        out = episode.step(raw, clock() - began)
-    return out.record
+    return await _play(episode, make_agent, _bounded)
 
 
 def replay(episode: Episode, actions: Iterable[dict[str, Any]]) -> Episode:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -60,6 +61,8 @@ from assay.scenario.load import LoadedScenario
 GROUP_SECONDS = 0.25
 #: ... with at most this many runs (unless it plays more than that at once).
 MAX_GROUP = 256
+#: Seconds to wait for a cluster's address to accept a connection.
+PROBE_SECONDS = 5.0
 #: Rebuilt scenarios a worker process keeps, by content hash.
 SCENARIO_CACHE = 64
 
@@ -168,6 +171,27 @@ class Sizing:
         self.rounds = max(1, min(self.most // self.at_once, int(GROUP_SECONDS / self.round_seconds)))
 
 
+def _reachable(address: str, seconds: float = PROBE_SECONDS) -> None:
+    """Refuse an address nobody listens on before Ray is asked: Ray would retry for minutes,
+    logging a line every few seconds and deaf to Ctrl-C. The address is resolved as Ray resolves it
+    ("auto", RAY_ADDRESS, and a loopback host made the node's own address); ray:// goes to Ray."""
+    if "://" in address:
+        return
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+    except ImportError:  # pragma: no cover - a Ray that moved it: probe the address as given
+        resolved: str | None = address
+    else:
+        resolved = canonicalize_bootstrap_address(address)  # ConnectionError: no cluster for "auto"
+    host, sep, port = (resolved or "").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {resolved} ({exc.strerror or exc})") from None
+
+
 def _why(exc: BaseException) -> str:
     """A failed task's reason in one line: the agent-side cause when Ray wraps one."""
     cause = getattr(exc, "cause", None)
@@ -203,11 +227,13 @@ class RayExecutor:
         quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         try:
             if self.address is not None:
+                _reachable(self.address)
                 ray.init(address=self.address, **quiet)
             else:
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
                 # "local": a Ray of our own, even when RAY_ADDRESS or a `ray start` names another
-                ray.init(address="local", include_dashboard=False, **quiet)
+                # on loopback: a Ray of our own talks to nothing but this machine
+                ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
         except Exception as exc:  # noqa: BLE001 - a cluster that is not there is bad input
             first = (str(exc).strip().splitlines() or [""])[0]
             if self.address is not None:
