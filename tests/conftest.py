@@ -162,7 +162,7 @@ def ray_address() -> Iterator[str]:
         import ray
 
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.ERROR, _node_ip_address="127.0.0.1")  # loopback only
+                 logging_level=logging.ERROR, _node_ip_address="127.0.0.1")  # Ray may still name the routable IP
         address = ray.get_runtime_context().gcs_address
     except Exception as exc:  # noqa: BLE001 - any reason at all is a failure, not a skip
         pytest.fail(f"could not start a local Ray: {type(exc).__name__}: {exc}", pytrace=False)

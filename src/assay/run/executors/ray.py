@@ -5,11 +5,16 @@
 
 When this process is already connected to a Ray (a test session, a notebook), that Ray is used and
 left running. A local Ray is started with no dashboard, no usage reporting and the workers' output
-kept out of the terminal, and is shut down when `execute` ends, however it ends.
+kept out of the terminal, and is shut down when `execute` ends, however it ends (an exception,
+Ctrl-C); groups still in flight are cancelled first. Ray (2.60) listens on all interfaces and
+names the node by its routable address even when asked for 127.0.0.1; it is guarded by Ray's
+token authentication (~/.ray/auth_token), and nothing of it leaves the machine. An address nothing
+answers at is refused at once as bad input (Ray itself would retry for minutes).
 
 What travels is plain data, never objects of this process: the agent's spec (a python file's path
-made absolute) and its loader options — never an API key: a worker reads OPENAI_API_KEY from its own
-environment, which a local Ray's workers inherit from this process — the limits, the planned runs,
+made absolute: on a cluster, every node needs the file there, and Assay installed) and its loader
+options — never an API key: a worker reads OPENAI_API_KEY from its own environment, which a local
+Ray's workers inherit from this process as it was when Ray started — the limits, the planned runs,
 and each scenario's validated document, put in the object store once per batch. A worker rebuilds
 each scenario from its document and plays it only if the rebuilt content hash is the planned one
 (a cluster node with other kit code materialises another world, which the hash fingerprints); the
@@ -25,8 +30,8 @@ How `workers` is spent (the number of runs in flight overall), with C the cluste
 - each group plays a = workers // slots of its runs at once, and holds a whole number of rounds
   of a runs: two rounds at first, then as many as the groups so far say fill `GROUP_SECONDS` of a
   worker's time (so a task amortises Ray's per-task cost over fast scripted runs, while slow model
-  runs travel one round at a time and come back as they end), never more than `MAX_GROUP` runs
-  unless a alone is more;
+  runs travel one round at a time and come back round by round), never more than `MAX_GROUP`
+  runs unless a alone is more;
 - at most 2 × slots groups are in flight when the workers fill the cluster (a second group per CPU
   waits, queued in Ray, to take over at once), exactly `slots` when they do not (a queued group would
   start on an idle CPU and exceed `workers`).
@@ -232,7 +237,7 @@ class RayExecutor:
             else:
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
                 # "local": a Ray of our own, even when RAY_ADDRESS or a `ray start` names another
-                # on loopback: a Ray of our own talks to nothing but this machine
+                # loopback asked for; Ray still names the node by its routable address (see above)
                 ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
         except Exception as exc:  # noqa: BLE001 - a cluster that is not there is bad input
             first = (str(exc).strip().splitlines() or [""])[0]
