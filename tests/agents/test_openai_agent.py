@@ -159,6 +159,28 @@ def test_request_carries_model_messages_tools_and_temperature_unchanged(server: 
     assert "stream" not in sent or sent["stream"] is False
 
 
+def test_the_body_is_json_and_says_so(server: FakeOpenAI) -> None:
+    ask(make_agent(server), MESSAGES, TOOLS)
+
+    assert server.content_types == ["application/json"]
+
+
+def test_tool_schemas_encoded_once_still_follow_every_change(server: FakeOpenAI) -> None:
+    """The endpoint keeps the last tool list's JSON; a changed list (or one changed in place after
+    it was sent) is sent as it now is, never as it was cached."""
+    agent = make_agent(server)
+    tools = json.loads(json.dumps(TOOLS))
+    ask(agent, MESSAGES, tools)
+    tools[0]["function"]["description"] = "changed in place"
+    ask(agent, MESSAGES, tools)
+    fewer = tools[:1]
+    ask(make_agent(server, endpoint=agent.endpoint), MESSAGES, fewer)
+
+    assert server.requests[0]["tools"] == TOOLS
+    assert server.requests[1]["tools"][0]["function"]["description"] == "changed in place"
+    assert server.requests[2]["tools"] == fewer
+
+
 def test_the_key_is_sent_as_a_bearer_token(server: FakeOpenAI) -> None:
     ask(make_agent(server), MESSAGES, TOOLS)
 

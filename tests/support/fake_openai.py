@@ -153,6 +153,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._served = 0
         self.requests: list[dict[str, Any]] = []
+        #: the Content-Type header of every chat request, in order
+        self.content_types: list[str | None] = []
         self.authorizations: list[str | None] = []
         self.paths: list[str] = []
         self.responder_errors: list[Exception] = []
@@ -359,6 +361,8 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 self._send(400, error(400, "The request body must be a JSON object.").body())
                 return
+            with fake._lock:
+                fake.content_types.append(self.headers.get("Content-Type"))
             status, reply = fake._reply_for(body, self.headers.get("Authorization"))
             self._send(status, reply)
 

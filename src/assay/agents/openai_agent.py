@@ -21,6 +21,7 @@ import ipaddress
 import itertools
 import json
 import os
+import ssl
 import threading
 import weakref
 from typing import Any
@@ -77,6 +78,9 @@ class Endpoint:
             weakref.WeakKeyDictionary())
         self._guard = threading.Lock()
         self._turns = itertools.count()
+        self._ssl: ssl.SSLContext | None = None
+        #: the last tool list seen and its JSON: every run of a batch sends the same schemas
+        self._tools: tuple[list[dict[str, Any]], bytes] | None = None
 
     def size_pool(self, concurrency: int) -> None:
         """Room for `concurrency` requests in flight at once (before the first client is made)."""
@@ -97,10 +101,23 @@ class Endpoint:
         n = -(-self.pool_size // SHARD)
         per = -(-self.pool_size // n)
         limits = httpx2.Limits(max_connections=per, max_keepalive_connections=per)
+        if self._ssl is None:
+            # Loading the system's CA bundle costs ~35 ms of CPU; each client would load its own.
+            self._ssl = httpx2.create_ssl_context()
         return [openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
                                    max_retries=self.max_retries,
-                                   http_client=_http_client(limits=limits, timeout=self.timeout))
+                                   http_client=_http_client(limits=limits, timeout=self.timeout, verify=self._ssl))
                 for _ in range(n)]
+
+    def tools_json(self, tools: list[dict[str, Any]]) -> bytes:
+        """`tools` as JSON, encoded once per distinct list rather than once per request."""
+        cached = self._tools
+        if cached is not None and (cached[0] is tools or cached[0] == tools):
+            return cached[1]
+        encoded = _json(tools)
+        # a private copy: the caller's list may change after this turn, the cache must not
+        self._tools = (json.loads(encoded), encoded)
+        return encoded
 
     def next_shard(self) -> int:
         return next(self._turns)
@@ -164,22 +181,14 @@ class OpenAIAgent:
         an endpoint that cannot be reached after the client's retries raises `Unreachable`, which
         the harness records as `error`.
         """
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-        }
-        if tools:  # the API rejects an empty tools array
-            request["tools"] = tools
-        if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
+        request = self._body(messages, tools)
         try:
             # The client's own POST, with its auth, retries and error mapping, minus the typed-params
             # transform of `chat.completions.create`, which rebuilds every message and tool schema
             # (several ms of CPU per request) and changes nothing in a body of plain chat messages,
             # and minus building typed response models only to read four fields back out of them.
             response = await self.endpoint.client(self._shard).post(
-                "/chat/completions", cast_to=httpx2.Response, body=request, options=_AUTH)
+                "/chat/completions", cast_to=httpx2.Response, content=request, options=_AUTH)
             completion = json.loads(response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
             raise Unreachable(_clean(f"{type(exc).__name__}: {exc}", self._secret)) from None
@@ -193,6 +202,20 @@ class OpenAIAgent:
                 ) from None
             raise
         return _to_protocol(completion, turn=len(messages))
+
+    def _body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bytes:
+        """The request body as JSON bytes: model, messages, temperature, tools, max_tokens.
+
+        Built by hand so the tool schemas, the same in every request of a batch, are encoded once.
+        """
+        parts = [b'{"model":', _json(self.model), b',"messages":', _json(messages),
+                 b',"temperature":', _json(self.temperature)]
+        if tools:  # the API rejects an empty tools array
+            parts += [b',"tools":', self.endpoint.tools_json(tools)]
+        if self.max_tokens is not None:
+            parts += [b',"max_tokens":', _json(self.max_tokens)]
+        parts.append(b"}")
+        return b"".join(parts)
 
     def config(self) -> dict[str, Any]:
         """What makes two instances the same agent, for the config signature. Never the key.
@@ -212,6 +235,10 @@ class OpenAIAgent:
             f"OpenAIAgent(model={self.model!r}, base_url={_without_credentials(self.base_url)!r}, "
             f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r})"
         )
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def _http_client(**options: Any) -> Any:
