@@ -64,3 +64,37 @@ def sha256_hex(data: bytes) -> str:
 def canonical_hash(value: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of `value`."""
     return sha256_hex(canonical_bytes(value))
+
+
+class SharedSections:
+    """`canonical_bytes` for mappings that share most of their top-level values with one `base`.
+
+    Every run of a case forks the same initial state, and the sections no tool writes stay the
+    very objects of that state (`EstateKit.fork`); encoding them again for every final-state hash
+    is most of the cost of the hash. This encoder keeps each such section's canonical bytes the
+    first time it meets it and reuses them whenever a value *is* (by identity) the base's, joining
+    the members in canonical key order. The bytes are exactly `canonical_bytes(value)` (a property
+    test holds them equal); mappings with non-ASCII keys, where RFC 8785's UTF-16 key order and
+    Python's differ, are encoded whole. The base must not change after it is given (the initial
+    state is shared by every fork and never written).
+    """
+
+    def __init__(self, base: dict[str, Any]) -> None:
+        self._base = base
+        self._bytes: dict[str, bytes] = {}
+
+    def __call__(self, value: Any) -> bytes:
+        if type(value) is not dict or not all(type(k) is str and k.isascii() for k in value):
+            return canonical_bytes(value)
+        base, cache = self._base, self._bytes
+        parts = []
+        for key in sorted(value):
+            member = value[key]
+            if key in base and base[key] is member:
+                encoded = cache.get(key)
+                if encoded is None:
+                    encoded = cache[key] = canonical_bytes(member)
+            else:
+                encoded = canonical_bytes(member)
+            parts.append(json.dumps(key).encode("ascii") + b":" + encoded)
+        return b"{" + b",".join(parts) + b"}"

@@ -6,7 +6,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.canonical import _plain, canonical_bytes
+from assay.canonical import SharedSections, _plain, canonical_bytes
 
 # Keys and strings drawn from the whole of Unicode (astral characters and escapes included),
 # integers beyond 2^53, floats: every place where stdlib JSON and RFC 8785 could part ways.
@@ -51,3 +51,31 @@ def test_values_that_need_the_reference() -> None:
     assert _plain({"é": ["ü", True, None, -3]})
     # the orderings really differ, so the guard matters
     assert canonical_bytes({"\U0001f600": 1, "\uffee": 2}) == rfc8785.dumps({"\U0001f600": 1, "\uffee": 2})
+
+
+ascii_keys = st.text(alphabet=st.characters(max_codepoint=127), max_size=6)
+small_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3), max_leaves=8)
+objects = st.dictionaries(text | ascii_keys, small_values, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(objects, objects, st.integers(min_value=0))
+def test_shared_sections_encode_exactly_as_canonical_bytes(base: dict, own: dict, pick: int) -> None:
+    """A value mixing the base's own sections (by identity) with new ones, and the same value
+    encoded a second time from the cache, are both byte for byte `canonical_bytes`."""
+    shared = [k for i, k in enumerate(sorted(base)) if pick >> i & 1]
+    value = {**own, **{k: base[k] for k in shared}}
+    if not isinstance(_reference(value), bytes):
+        return
+    encode = SharedSections(base)
+    assert encode(value) == canonical_bytes(value)
+    assert encode(value) == canonical_bytes(value)
+    assert encode([value]) == canonical_bytes([value])
+
+
+def test_shared_sections_never_serve_a_cached_section_for_a_different_object() -> None:
+    base = {"logs": [1, 2], "hosts": {"a": 1}}
+    encode = SharedSections(base)
+    assert encode(base) == canonical_bytes(base)
+    changed = {"logs": [1, 2, 3], "hosts": base["hosts"]}
+    assert encode(changed) == b'{"hosts":{"a":1},"logs":[1,2,3]}'

@@ -19,11 +19,12 @@ replay on a fresh fork reproduces the final state.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from assay.agents.protocol import NotAReply, parse_reply
-from assay.canonical import canonical_bytes, sha256_hex
+from assay.canonical import SharedSections, canonical_bytes, sha256_hex
 from assay.records import PlannedRun, RunRecord, Status, storable
 from assay.scenario.load import LoadedScenario
 from assay.worlds.base import Observation, World
@@ -61,7 +62,28 @@ def fork_world(loaded: LoadedScenario, seed: int, trial: int) -> World:
 
 
 def open_episode(loaded: LoadedScenario, planned: PlannedRun, limits: Limits) -> Episode:
-    return Episode(planned, fork_world(loaded, planned.seed, planned.trial), limits)
+    return Episode(planned, fork_world(loaded, planned.seed, planned.trial), limits,
+                   encode=state_encoder(loaded.initial_state))
+
+
+_ENCODERS: OrderedDict[int, tuple[dict[str, Any], SharedSections]] = OrderedDict()
+_ENCODERS_MAX = 128
+_ENCODERS_GUARD = threading.Lock()
+
+
+def state_encoder(initial_state: dict[str, Any]) -> Callable[[Any], bytes]:
+    """The final-state encoder for the forks of `initial_state` (shared by all of its runs, so
+    the sections the runs share with it are encoded once; the bytes are `canonical_bytes`'s)."""
+    key = id(initial_state)
+    with _ENCODERS_GUARD:
+        entry = _ENCODERS.get(key)
+        if entry is None or entry[0] is not initial_state:  # the entry keeps its state alive: ids stay unique
+            entry = _ENCODERS[key] = (initial_state, SharedSections(initial_state))
+            while len(_ENCODERS) > _ENCODERS_MAX:
+                _ENCODERS.popitem(last=False)
+        else:
+            _ENCODERS.move_to_end(key)
+        return entry[1]
 
 
 def _copy(message: dict[str, Any]) -> dict[str, Any]:
@@ -80,8 +102,10 @@ class Episode:
     """A run in progress. Thread-safe where it must be: a watchdog may `fail` it while a driver
     waits on the agent; whatever the driver then reports is ignored."""
 
-    def __init__(self, planned: PlannedRun, world: World, limits: Limits) -> None:
+    def __init__(self, planned: PlannedRun, world: World, limits: Limits,
+                 encode: Callable[[Any], bytes] = canonical_bytes) -> None:
         self.planned = planned
+        self._encode = encode
         self.world = world
         self.limits = limits
         self.tools: list[dict[str, Any]] = world.tools()
@@ -181,7 +205,7 @@ class Episode:
              summary: str | None = None) -> Done:
         if self._done is None:
             state = self.world.state()
-            encoded = canonical_bytes(state)
+            encoded = self._encode(state)
             p = self.planned
             record = RunRecord.model_construct(
                 run_id=p.run_id, case_id=p.case_id, scenario_hash=p.scenario_hash, trial=p.trial, seed=p.seed,
