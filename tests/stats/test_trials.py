@@ -183,3 +183,12 @@ def test_all_pass_or_all_fail_is_consistent_and_extreme(cases: dict[str, list[Tr
         assert pass_hat_k(everything_passes, k) == 1.0
         assert pass_hat_k(nothing_passes, k) == 0.0
     assert consistency(everything_passes) == consistency(nothing_passes) == 1.0
+
+
+@FAST
+@given(cases_with(st.integers(min_value=1, max_value=40)))
+def test_summary_pass_hat_k_is_pass_hat_k_for_every_k(cases: dict[str, list[TrialOutcome]]) -> None:
+    """The summary computes all k at once (incremental binomials); each is exactly the one-k figure."""
+    s = summary(cases)
+    k_max = min(len(t) for t in cases.values())
+    assert s["pass_hat_k"] == {str(k): pass_hat_k(cases, k) for k in range(1, k_max + 1)}

@@ -42,19 +42,44 @@ def false_success_rate(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
 
 def pass_hat_k(cases: Mapping[str, Sequence[TrialOutcome]], k: int) -> float:
     """Mean over cases of C(c, k) / C(n, k): the chance that k trials drawn from n all pass."""
-    if not cases:
+    return _pass_hat(_counts(cases), k)
+
+
+def _counts(cases: Mapping[str, Sequence[TrialOutcome]]) -> list[tuple[int, int]]:
+    """(trials, passes) per case."""
+    return [(len(trials), sum(o.passed for o in trials)) for trials in cases.values()]
+
+
+def _pass_hat(counts: Sequence[tuple[int, int]], k: int) -> float:
+    if not counts:
         return 0.0
     total = 0.0
-    for trials in cases.values():
-        n, c = len(trials), sum(o.passed for o in trials)
+    for n, c in counts:
         if k < 1 or k > n:
             raise ValueError(f"pass^k needs 1 <= k <= trials ({n}), got {k}")
         total += comb(c, k) / comb(n, k)
-    return total / len(cases)
+    return total / len(counts)
+
+
+def _pass_hat_all(counts: Sequence[tuple[int, int]], k_max: int) -> list[float]:
+    """`_pass_hat(counts, k)` for k = 1..k_max, with the same exact integer arithmetic, in time
+    linear in k_max per case: C(c, k) and C(n, k) follow from C(c, k-1) and C(n, k-1), where
+    computing each afresh would cost O(k) (a case may have thousands of trials)."""
+    if not counts:
+        return [0.0] * k_max
+    totals = [0.0] * k_max
+    for n, c in counts:
+        cc = nn = 1
+        for k in range(1, k_max + 1):
+            cc = cc * (c - k + 1) // k if cc else 0
+            nn = nn * (n - k + 1) // k
+            totals[k - 1] += cc / nn
+    return [t / len(counts) for t in totals]
 
 
 def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
     k_max = min((len(t) for t in cases.values()), default=0)
+    counts = _counts(cases)
     return {
         "cases": len(cases),
         "trials": sum(len(t) for t in cases.values()),
@@ -62,5 +87,5 @@ def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
         "consistency": consistency(cases),
         "false_success_rate": false_success_rate(cases),
         "false_successes": false_successes(cases),
-        "pass_hat_k": {str(k): pass_hat_k(cases, k) for k in range(1, k_max + 1)},
+        "pass_hat_k": {str(k): v for k, v in enumerate(_pass_hat_all(counts, k_max), start=1)},
     }
