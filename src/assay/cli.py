@@ -22,12 +22,20 @@ app = typer.Typer(
 
 @app.command()
 def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML file.")) -> None:
-    """Check a scenario (or suite) document and print its content hash."""
-    from assay.service.suites import resolve_suite
+    """Check a scenario (or suite) document and print its content hash.
 
-    bundle = resolve_suite(str(path))
-    for s in bundle.scenarios:
+    Every problem is reported, one line each on stderr, and then the exit code is 2."""
+    # every field of every document, every check path against the materialised initial state, every
+    # file of a suite or directory; the scenarios that are valid still get their `ok  ID  HASH` line
+    from assay.service.suites import examine_suite
+
+    found = examine_suite(str(path))
+    for s in found.scenarios:
         out.print(f"ok  {s.id}  {s.content_hash}")
+    for problem in found.problems:
+        err.print(f"assay: error: {problem}", markup=False, highlight=False, soft_wrap=True)
+    if found.problems:
+        sys.exit(2)  # SystemExit, not typer.Exit: under standalone_mode=False typer returns an Exit's code
 
 
 @app.command()

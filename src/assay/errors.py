@@ -20,3 +20,30 @@ class BadInput(Exception):
         self.where = where
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class Problems(BadInput):
+    """Every problem found in one piece of input, each one `BadInput` line of its own.
+
+    Authoring goes faster when a document's mistakes are all named at once, so validation collects
+    them rather than stopping at the first. `assay validate` prints `problems`, one line each;
+    every other caller of `BadInput` still gets its single line: the first problem, and how many
+    more there are. Nested `Problems` are flattened.
+    """
+
+    def __init__(self, problems: Sequence[BadInput]) -> None:
+        flat: list[BadInput] = []
+        for p in problems:
+            flat.extend(p.problems if isinstance(p, Problems) else (p,))
+        if not flat:
+            raise ValueError("Problems needs at least one problem")
+        self.problems: tuple[BadInput, ...] = tuple(flat)
+        first = flat[0]
+        more = f" (and {len(flat) - 1} more)" if len(flat) > 1 else ""
+        super().__init__(first.message + more, first.where)
+
+    def __reduce__(self):  # noqa: ANN204 - pickles (to a worker process and back) as its problems
+        return (type(self), (self.problems,))
+
+
+from collections.abc import Sequence  # noqa: E402 - appended with the class that uses it

@@ -8,17 +8,20 @@ and the hash changes with it.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import rfc8785
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from assay.errors import BadInput
+from assay.errors import BadInput, Problems
 from assay.canonical import canonical_hash
 from assay.scenario.models import Scenario
+from assay.scenario.predicates import Predicate, why_unresolved
 from assay.scenario.yamlsafe import load_yaml_file
+from assay.worlds.base import Kit
 from assay.worlds.kits import get_kit
 
 
@@ -37,26 +40,58 @@ class LoadedScenario:
         return self.scenario.id
 
 
+def describe_errors(exc: ValidationError, prefix: str = "") -> list[str]:
+    """Every validation error as one `field.path: message` line, unknown fields first.
+
+    A typo'd field name shows up twice in pydantic's list, as an unknown field and as a missing
+    one; when the unknown name is a near miss of a missing sibling it is one line naming the
+    field that was meant (`breifing: unknown field (did you mean 'briefing'?)`), not two.
+    """
+    errors = exc.errors(include_url=False)
+    missing = [e for e in errors if e["type"] == "missing" and e["loc"]]
+    absorbed: set[int] = set()
+    unknown_lines = []
+    for e in errors:
+        if e["type"] != "extra_forbidden":
+            continue
+        msg = "unknown field"
+        if e["loc"] and isinstance(e["loc"][-1], str):
+            siblings = {str(m["loc"][-1]): i for i, m in enumerate(missing)
+                        if m["loc"][:-1] == e["loc"][:-1] and i not in absorbed}
+            close = difflib.get_close_matches(e["loc"][-1], sorted(siblings), n=1)
+            if close:
+                absorbed.add(siblings[close[0]])
+                msg = f"unknown field (did you mean '{close[0]}'?)"
+        unknown_lines.append(f"{_location(prefix, e['loc'])}: {msg}")
+    taken = {id(missing[i]) for i in absorbed}
+    rest = [f"{_location(prefix, e['loc'])}: {_message(e)}"
+            for e in errors if e["type"] != "extra_forbidden" and id(e) not in taken]
+    return unknown_lines + rest
+
+
 def describe_error(exc: ValidationError, prefix: str = "") -> str:
     """The first validation error as `field.path: message`, plus how many more there are."""
-    errors = exc.errors(include_url=False)
-    # a typo'd field shows up as "unknown" *and* "missing": name the typo first
-    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    lines = describe_errors(exc, prefix)
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return lines[0] + more
+
+
+def _location(prefix: str, parts: tuple[Any, ...]) -> str:
     loc = prefix
-    for part in first["loc"]:
+    for part in parts:
         loc += f"[{part}]" if isinstance(part, int) else ("." if loc else "") + str(part)
-    loc = _drop_union_tags(loc)
-    msg = first["msg"]
-    if first["type"] == "extra_forbidden":
-        msg = "unknown field"
-    elif first["type"] == "missing":
-        msg = "required field is missing"
-    elif msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    elif first["type"].endswith("_type"):
-        msg = f"{msg} (got {type(first.get('input')).__name__} {first.get('input')!r})"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{loc or 'document'}: {msg}{more}"
+    return _drop_union_tags(loc) or "document"
+
+
+def _message(error: Any) -> str:
+    msg = str(error["msg"])
+    if error["type"] == "missing":
+        return "required field is missing"
+    if msg.startswith("Value error, "):
+        return msg[len("Value error, "):]
+    if error["type"].endswith("_type"):
+        return f"{msg} (got {type(error.get('input')).__name__} {error.get('input')!r})"
+    return msg
 
 
 def _drop_union_tags(loc: str) -> str:
@@ -66,30 +101,56 @@ def _drop_union_tags(loc: str) -> str:
     return loc
 
 
+_PREDICATE: TypeAdapter[Any] = TypeAdapter(Predicate)
+
+
 def parse_scenario(raw: Any, where: str) -> LoadedScenario:
-    """Validate a parsed document and compute its hashes; every problem is one BadInput line."""
+    """Validate a parsed document and compute its hashes.
+
+    Every problem that can be found is reported, each as its own `BadInput` line, together in one
+    `Problems` (whose own line is the first of them and how many more there are). Besides the
+    document's fields and its kit's `world` block, every check and win condition is held against
+    the initial state the kit materialises: a path that resolves to nothing there is refused (the
+    rule is `predicates.why_unresolved`'s). The world is materialised whenever `kit`, `seed` and
+    `world` are sound, even if other fields are not, so those problems come out together.
+    """
     if not isinstance(raw, dict):
         raise BadInput("a scenario document must be a mapping at the top level", where)
+    problems: list[str] = []
+    scenario: Scenario | None = None
+    unsound: set[Any] = set()
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise BadInput(describe_error(exc), where) from None
-    try:
-        kit = get_kit(scenario.kit)
-    except BadInput as exc:
-        raise BadInput(f"kit: {exc.message}", where) from None
-    try:
-        world_spec = kit.parse_world(scenario.world)
-    except ValidationError as exc:
-        raise BadInput(describe_error(exc, "world"), where) from None
-    initial = kit.materialise(world_spec, scenario.seed)
-    for section, items in (("checks", scenario.checks), ("win_conditions", scenario.win_conditions)):
-        for i, item in enumerate(items):
-            unknown = sorted(r for r in item.expect.roots() if r not in initial)
-            if unknown:
-                raise BadInput(
-                    f"{section}[{i}].expect: '{unknown[0]}' is not part of the {scenario.kit} state "
-                    f"(it has {', '.join(sorted(initial))})", where)
+        problems += describe_errors(exc)
+        unsound = {e["loc"][0] if e["loc"] else None for e in exc.errors(include_url=False)}
+
+    def field(name: str) -> Any:
+        return getattr(scenario, name) if scenario is not None else raw[name]
+
+    kit: Kit | None = None
+    if not unsound & {"kit", None}:
+        try:
+            kit = get_kit(field("kit"))
+        except BadInput as exc:
+            problems.append(f"kit: {exc.message}")
+    world_spec: BaseModel | None = None
+    if kit is not None and "world" not in unsound:
+        try:
+            world_spec = kit.parse_world(field("world"))
+        except ValidationError as exc:
+            problems += describe_errors(exc, "world")
+    initial: dict[str, Any] | None = None
+    if kit is not None and world_spec is not None and "seed" not in unsound:
+        initial = kit.materialise(world_spec, field("seed"))
+        state = f"the {kit.name} state"
+        for section in ("checks", "win_conditions"):
+            for i, expect in _predicates(scenario, raw, section):
+                found = [why for why in (why_unresolved(initial, p, state) for p in expect.paths()) if why]
+                problems += [f"{section}[{i}].expect: {why}" for why in dict.fromkeys(found)]
+    if problems:
+        raise Problems([BadInput(p, where) for p in problems])
+    assert scenario is not None and world_spec is not None and initial is not None
     document = scenario.model_dump(mode="json", by_alias=True)
     document["world"] = world_spec.model_dump(mode="json", by_alias=True)
     try:
@@ -99,6 +160,20 @@ def parse_scenario(raw: Any, where: str) -> LoadedScenario:
         raise BadInput(f"not canonical JSON: {exc} (integers must lie within ±(2^53−1))", where) from None
     checks_hash = canonical_hash(document["checks"])
     return LoadedScenario(scenario, document, world_spec, initial, fingerprint, content_hash, checks_hash)
+
+
+def _predicates(scenario: Scenario | None, raw: dict[str, Any], section: str) -> list[tuple[int, Any]]:
+    """(index, predicate) of each check or win condition whose `expect` is itself valid."""
+    if scenario is not None:
+        return [(i, item.expect) for i, item in enumerate(getattr(scenario, section))]
+    items = raw.get(section)
+    found = []
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        try:
+            found.append((i, _PREDICATE.validate_python(item["expect"])))
+        except (TypeError, KeyError, ValidationError):  # not a mapping, no expect, a bad one: reported above
+            continue
+    return found
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:

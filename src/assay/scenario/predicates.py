@@ -7,11 +7,14 @@ Documents never carry code: a check says *what* must hold, in a tiny language ev
   values) whose fields equal every `where` entry
 - `{all: [..]}`, `{any: [..]}`, `{not: P}`
 
-Paths are dot-separated keys into the state document (mapping keys only).
+Paths are dot-separated keys into the state document (mapping keys only). Every predicate lists
+the paths it reads (`paths()`, in document order), so a document can be held against its world's
+initial state before any run (`why_unresolved`, used by `scenario.load`).
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_serializer, model_validator
@@ -57,6 +60,9 @@ class ValueAt(_Strict):
     def roots(self) -> set[str]:
         return {self.path.split(".", 1)[0]}
 
+    def paths(self) -> list[str]:
+        return [self.path]
+
 
 class CountOf(_Strict):
     """How many items of the list (or mapping) at `count` match `where`."""
@@ -75,12 +81,18 @@ class CountOf(_Strict):
     def roots(self) -> set[str]:
         return {self.count.split(".", 1)[0]}
 
+    def paths(self) -> list[str]:
+        return [self.count]
+
 
 class AllOf(_Strict):
     all: list["Predicate"] = Field(min_length=1)
 
     def roots(self) -> set[str]:
         return set().union(*(p.roots() for p in self.all))
+
+    def paths(self) -> list[str]:
+        return [path for p in self.all for path in p.paths()]
 
 
 class AnyOf(_Strict):
@@ -89,12 +101,18 @@ class AnyOf(_Strict):
     def roots(self) -> set[str]:
         return set().union(*(p.roots() for p in self.any))
 
+    def paths(self) -> list[str]:
+        return [path for p in self.any for path in p.paths()]
+
 
 class NotOf(_Strict):
     not_: "Predicate" = Field(alias="not")
 
     def roots(self) -> set[str]:
         return self.not_.roots()
+
+    def paths(self) -> list[str]:
+        return self.not_.paths()
 
 
 def _kind(value: Any) -> str | None:
@@ -170,3 +188,56 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
 def _same(a: Any, b: Any) -> bool:
     """Equality without Python's bool/int conflation (True must not equal 1)."""
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def why_unresolved(state: dict[str, Any], path: str, what: str = "the state") -> str | None:
+    """Why `path` can never resolve in a world that starts from `state`; None when it may.
+
+    The rule, held against the materialised initial state when a document is loaded: every key
+    of the path but the last must exist and name a mapping; the last key may be absent. A check
+    may name one key the agent's actions add or remove (`exists: false` once a file is deleted,
+    an object the agent creates), but never keys below one that is not there:
+    `backups.nightlyy.status` is a typo, not a backup the agent might start, and as a check it
+    would fail (or, under `not`, pass) on every run. The top level of a kit's state is fixed, so
+    the first key must exist even when it is the only one (`count: changes`).
+    """
+    keys = path.split(".")
+    node: Any = state
+    for depth, key in enumerate(keys):
+        here = ".".join(keys[:depth])
+        if not isinstance(node, dict):
+            return f"'{path}' resolves to nothing: '{here}' holds {_json_kind(node)}, not a mapping"
+        if key in node:
+            node = node[key]
+            continue
+        if depth == 0:
+            close = difflib.get_close_matches(key, sorted(node), n=1)
+            near = f"nearest: '{close[0]}'; " if close else ""
+            return f"'{key}' is not part of {what} ({near}it has {', '.join(sorted(node))})"
+        if depth == len(keys) - 1:
+            return None
+        return f"'{path}' resolves to nothing: no key '{key}' under '{here}' ({_nearest(key, node, here)})"
+    return None
+
+
+def _nearest(key: str, siblings: dict[str, Any], here: str, shown: int = 8) -> str:
+    """The sibling key `key` most likely meant, else what is there."""
+    dotted = sorted(k for k in siblings if k.startswith(key + "."))
+    if dotted:  # `files./var/app.log.gz` split the key `/var/app.log.gz` at its dots
+        return f"nearest: '{dotted[0]}', which a path cannot name: paths split keys at every dot"
+    close = difflib.get_close_matches(key, sorted(siblings), n=1)
+    if close:
+        return f"nearest: '{close[0]}'"
+    if not siblings:
+        return f"'{here}' is empty"
+    if len(siblings) <= shown:
+        return "it has " + ", ".join(f"'{k}'" for k in sorted(siblings))
+    return f"none of its {len(siblings)} keys is close"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return {str: "a string", list: "a list"}.get(type(value), type(value).__name__)

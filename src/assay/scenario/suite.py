@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
-from assay.errors import BadInput
+from assay.errors import BadInput, Problems
 from assay.scenario.models import SLUG, StrictModel, bcp47
 
 
@@ -46,14 +46,15 @@ class Suite(StrictModel):
 
 
 def parse_suite(raw: object, where: str) -> Suite:
-    from assay.scenario.load import describe_error
+    """A validated suite document; every problem in it is one line of the `Problems` raised."""
+    from assay.scenario.load import describe_errors
 
     if not isinstance(raw, dict):
         raise BadInput("a suite document must be a mapping at the top level", where)
     try:
         return Suite.model_validate(raw)
     except ValidationError as exc:
-        raise BadInput(describe_error(exc), where) from None
+        raise Problems([BadInput(line, where) for line in describe_errors(exc)]) from None
 
 
 def is_suite_document(raw: object) -> bool:

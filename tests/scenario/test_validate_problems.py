@@ -1,0 +1,358 @@
+"""Scenario authoring that helps: every problem at once, check paths held to the world, one language.
+
+- `assay validate` reports every problem of every document it reads, one line each on stderr, then
+  exits 2; scenarios that are valid still get their `ok  ID  HASH` line on stdout.
+- Every check and win-condition path is held against the initial state the kit materialises. The
+  rule (`predicates.why_unresolved`): every key but the last must exist and name a mapping; the
+  last key may be absent (a key the agent adds or removes); the first key must exist. A path that
+  breaks it is refused, naming the nearest sibling key, at validate time and when a run loads it.
+- Language tags are canonical BCP-47 before hashing (`EN` is `en`, `en-gb` is `en-GB`), so two
+  spellings of one language are one content hash; `en_GB` is refused with the tag that was meant.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import assay
+from assay.cli import app
+from assay.errors import BadInput, Problems
+from assay.scenario.load import describe_errors, load_scenario, parse_scenario
+from assay.scenario.models import Scenario, bcp47
+from assay.scenario.predicates import why_unresolved
+from assay.scenario.suite import Suite
+from assay.scenario.yamlsafe import load_yaml_file
+from assay.service.suites import examine_suite, resolve_suite
+
+FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
+CASES = sorted(p.stem for p in FORGE.glob("*.yaml") if p.stem != "suite")
+REPO = Path(__file__).resolve().parents[2]
+ASSAY = Path(sys.executable).parent / "assay" if (Path(sys.executable).parent / "assay").exists() else REPO / ".venv" / "bin" / "assay"
+BASE: dict[str, Any] = load_yaml_file(FORGE / "backup-running.yaml")
+TYPO = "checks[0].expect: 'backups.nightlyy.status' resolves to nothing: no key 'nightlyy' under 'backups' (nearest: 'nightly')"
+
+
+def doc(**changes: Any) -> dict[str, Any]:
+    """backup-running.yaml, with top-level fields replaced and `checks.N` / `wins.N` expects."""
+    d = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        if key.startswith(("checks_", "wins_")):
+            section, i = key.split("_")
+            d["checks" if section == "checks" else "win_conditions"][int(i)]["expect"] = value
+        else:
+            d[key] = value
+    return d
+
+
+def problems_of(document: dict[str, Any], where: str = "case.yaml") -> list[str]:
+    with pytest.raises(BadInput) as caught:
+        parse_scenario(document, where)
+    exc = caught.value
+    lines = [str(p) for p in exc.problems] if isinstance(exc, Problems) else [str(exc)]
+    assert all(line.startswith(f"{where}: ") for line in lines), lines
+    return [line[len(where) + 2:] for line in lines]
+
+
+def write(path: Path, document: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+# ---- check paths against the materialised initial state -------------------------------------
+
+
+def test_a_typo_in_a_check_path_is_refused_naming_the_nearest_key() -> None:
+    assert problems_of(doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"})) == [TYPO]
+
+
+def test_the_refusal_happens_for_a_run_too(tmp_path: Path) -> None:
+    path = write(tmp_path / "case.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    with pytest.raises(BadInput, match="resolves to nothing"):
+        resolve_suite(str(path))
+    with pytest.raises(BadInput, match="resolves to nothing"):
+        load_scenario(path)
+
+
+@pytest.mark.parametrize(
+    ("expect", "problem"),
+    [
+        pytest.param({"not": {"path": "backups.nightlyy.status", "equals": "failed"}}, TYPO, id="under-not"),
+        pytest.param({"any": [{"path": "backups.nightly.status", "equals": "running"},
+                              {"path": "backups.nightlyy.status", "equals": "running"}]}, TYPO, id="inside-any"),
+        pytest.param({"count": "tickets.T-5210.replies", "at_least": 1},
+                     "checks[0].expect: 'tickets.T-5210.replies' resolves to nothing: no key 'T-5210' under 'tickets' "
+                     "(nearest: 'T-5120')", id="count-path"),
+        pytest.param({"path": "hosts.store-01.isolated.since", "exists": True},
+                     "checks[0].expect: 'hosts.store-01.isolated.since' resolves to nothing: "
+                     "'hosts.store-01.isolated' holds false, not a mapping", id="below-a-scalar"),
+        pytest.param({"path": "hosts.store-01.disks./var.files./var/log/archive/app-2026-09.log.gz", "exists": False},
+                     "checks[0].expect: 'hosts.store-01.disks./var.files./var/log/archive/app-2026-09.log.gz' resolves "
+                     "to nothing: no key '/var/log/archive/app-2026-09' under 'hosts.store-01.disks./var.files' (nearest: "
+                     "'/var/log/archive/app-2026-09.log.gz', which a path cannot name: paths split keys at every dot)",
+                     id="a-dot-in-a-key-splits-it"),  # was silently true on every run
+        pytest.param({"path": "hosts.store-01.disks./var.size_gb.x", "exists": False},
+                     "checks[0].expect: 'hosts.store-01.disks./var.size_gb.x' resolves to nothing: "
+                     "'hosts.store-01.disks./var.size_gb' holds the number 1000, not a mapping", id="below-a-number"),
+        pytest.param({"path": "backups.zzz.status", "equals": "running"},
+                     "checks[0].expect: 'backups.zzz.status' resolves to nothing: no key 'zzz' under 'backups' "
+                     "(it has 'nightly')", id="nothing-close"),
+        pytest.param({"count": "changess", "at_most": 0},
+                     "checks[0].expect: 'changess' is not part of the estate state (nearest: 'changes'; it has",
+                     id="top-level-key"),
+    ],
+)
+def test_every_kind_of_predicate_has_its_paths_checked(expect: dict[str, Any], problem: str) -> None:
+    found = problems_of(doc(checks_0=expect))
+    assert len(found) == 1 and found[0].startswith(problem), found
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        pytest.param({"path": "backups.nightly.finished_at", "exists": True}, id="a-key-the-agent-may-add"),
+        pytest.param({"path": "hosts.store-01.disks./var.files./var/tmp/newfile", "exists": False}, id="a-file-not-there"),
+        pytest.param({"not": {"path": "tickets.T-5120.assignee", "equals": "storage-team"}}, id="a-field-not-there-yet"),
+        pytest.param({"count": "notifications", "at_least": 1}, id="an-empty-list"),
+    ],
+)
+def test_the_last_key_alone_may_be_absent(expect: dict[str, Any]) -> None:
+    """A check may name one key the world does not have yet (or no longer has), never a chain."""
+    assert parse_scenario(doc(checks_0=expect), "case.yaml").id == "forge-backup-running"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_built_in_check_path_is_refused(case: str) -> None:
+    loaded = load_scenario(FORGE / f"{case}.yaml")
+    items = [*loaded.scenario.checks, *loaded.scenario.win_conditions]
+    assert items and all(why_unresolved(loaded.initial_state, p) is None for c in items for p in c.expect.paths())
+    assert {s.id for s in resolve_suite("forge").scenarios} >= {loaded.id}
+
+
+def test_why_unresolved_reads_the_state_it_is_given() -> None:
+    state = {"a": {"b": {"c": 1}, "e": []}, "f": {}}
+    assert why_unresolved(state, "a.b.c") is None
+    assert why_unresolved(state, "a.b.d") is None  # the last key may be absent
+    assert why_unresolved(state, "a.e") is None
+    assert why_unresolved(state, "a.bb.c") == "'a.bb.c' resolves to nothing: no key 'bb' under 'a' (nearest: 'b')"
+    assert why_unresolved(state, "f.x.y") == "'f.x.y' resolves to nothing: no key 'x' under 'f' ('f' is empty)"
+    assert why_unresolved(state, "a.e.x") == "'a.e.x' resolves to nothing: 'a.e' holds a list, not a mapping"
+    assert why_unresolved(state, "g", "the test state") == "'g' is not part of the test state (it has a, f)"
+
+
+# ---- every problem, not only the first ------------------------------------------------------
+
+
+def test_a_document_reports_every_problem_in_order() -> None:
+    document = doc(
+        title="", language="en_GB",
+        checks_0={"path": "backups.nightlyy.status", "equals": "running"},
+        checks_1={"all": [{"path": "hosts.store-01.diskz./var.used_pct", "at_most": 85},
+                          {"path": "hosts.store-01.diskz./var.used_gb", "at_most": 850}]},
+        wins_0={"path": "backupz.nightly.status", "equals": "running"},
+    )
+    assert problems_of(document) == [
+        "title: String should have at least 1 character",
+        "language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?",
+        TYPO,
+        "checks[1].expect: 'hosts.store-01.diskz./var.used_pct' resolves to nothing: "
+        "no key 'diskz' under 'hosts.store-01' (nearest: 'disks')",
+        "checks[1].expect: 'hosts.store-01.diskz./var.used_gb' resolves to nothing: "
+        "no key 'diskz' under 'hosts.store-01' (nearest: 'disks')",
+        "win_conditions[0].expect: 'backupz' is not part of the estate state (nearest: 'backups'; it has "
+        "alerts, backups, changes, clock, customers, hosts, logs, lookups, metrics, notifications, runbooks, "
+        "teams, tenants, tickets)",
+    ]
+
+
+def test_the_single_line_is_the_first_problem_and_how_many_more() -> None:
+    with pytest.raises(Problems) as caught:
+        parse_scenario(doc(title="", checks_0={"path": "backups.nightlyy.status", "equals": "running"}), "case.yaml")
+    assert str(caught.value) == "case.yaml: title: String should have at least 1 character (and 1 more)"
+    assert caught.value.where == "case.yaml" and isinstance(caught.value, BadInput)
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert [str(p) for p in again.problems] == [str(p) for p in caught.value.problems]
+
+
+def test_world_problems_and_field_problems_come_out_together() -> None:
+    world = copy.deepcopy(BASE["world"])
+    world["alerts"][0]["host"] = "store-99"
+    assert problems_of(doc(title="", world=world)) == [
+        "title: String should have at least 1 character",
+        "world: alert on unknown host 'store-99'",
+    ]
+
+
+def test_check_paths_are_checked_even_when_another_check_is_malformed() -> None:
+    document = doc(checks_1={"path": "backups.nightlyy.status", "equals": "running"})
+    document["checks"][0]["weight"] = "25"
+    found = problems_of(document)
+    assert found[0].startswith("checks[0].weight: Input should be a valid integer")
+    assert found[1:] == [TYPO.replace("checks[0]", "checks[1]")]
+
+
+def test_a_typo_d_field_name_is_one_problem_naming_the_field_meant() -> None:
+    document = doc()
+    document["breifing"] = document.pop("briefing")
+    assert problems_of(document) == ["breifing: unknown field (did you mean 'briefing'?)"]
+    document = doc()
+    document["colour"] = "red"
+    assert problems_of(document) == ["colour: unknown field"]
+    with pytest.raises(Exception) as caught:
+        Scenario.model_validate({**doc(), "secret": 1, "hidden_truth": None})
+    assert describe_errors(caught.value) == ["secret: unknown field", "hidden_truth: Input should be a valid string (got NoneType None)"]
+
+
+def test_a_suite_reports_the_problems_of_every_file(tmp_path: Path) -> None:
+    for name in ("all-quiet.yaml", "wrong-fix.yaml"):
+        (tmp_path / name).write_text((FORGE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    write(tmp_path / "typo.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    write(tmp_path / "suite.yaml", {
+        "key": "mini", "version": "1.0", "title": "Mini", "language": "EN_gb", "reps_per_scenario": 0,
+        "scenarios": ["all-quiet.yaml", "typo.yaml", "gone.yaml", "wrong-fix.yaml", "all-quiet.yaml"],
+    })
+    found = examine_suite(str(tmp_path))
+    suite, typo = tmp_path / "suite.yaml", tmp_path / "typo.yaml"
+    assert [str(p) for p in found.problems] == [
+        f"{suite}: language: 'EN_gb' is not a BCP-47 language tag; did you mean 'en-GB'?",
+        f"{suite}: reps_per_scenario: Input should be greater than or equal to 1",
+        f"{typo}: {TYPO}",
+        f"{suite}: scenario file 'gone.yaml' not found next to the suite",
+        f"{suite}: the suite lists the same scenario id twice (forge-all-quiet)",
+    ]
+    assert [s.id for s in found.scenarios] == ["forge-all-quiet", "forge-wrong-fix", "forge-all-quiet"]
+    assert found.bundle is None
+    with pytest.raises(Problems) as caught:
+        resolve_suite(str(tmp_path))
+    assert str(caught.value).endswith("(and 4 more)")
+
+
+def test_a_directory_reports_every_file(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    write(tmp_path / "b.yaml", doc(id="forge-other", language="en_GB"))
+    (tmp_path / "c.yaml").write_text((FORGE / "all-quiet.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    found = examine_suite(str(tmp_path))
+    assert [str(p) for p in found.problems] == [
+        f"{tmp_path / 'a.yaml'}: {TYPO}",
+        f"{tmp_path / 'b.yaml'}: language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?",
+    ]
+    assert [s.id for s in found.scenarios] == ["forge-all-quiet"]
+
+
+# ---- language tags: canonical before hashing ------------------------------------------------
+
+
+@pytest.mark.parametrize(("given_tag", "canonical"), [
+    ("en", "en"), ("EN", "en"), ("en-gb", "en-GB"), ("EN-GB", "en-GB"), ("en-GB", "en-GB"),
+    ("zh-hant-tw", "zh-Hant-TW"), ("no", "no"), ("es-419", "es-419"),
+])
+def test_language_tags_are_canonical(given_tag: str, canonical: str) -> None:
+    assert bcp47(given_tag) == canonical
+    loaded = parse_scenario(doc(language=given_tag), "case.yaml")
+    assert loaded.scenario.language == loaded.document["language"] == canonical
+    assert Suite.model_validate({"key": "mini", "version": "1", "title": "t", "language": given_tag,
+                                 "scenarios": ["a.yaml"]}).language == canonical
+
+
+def test_spellings_of_one_language_are_one_hash_and_built_in_hashes_do_not_move() -> None:
+    original = load_scenario(FORGE / "backup-running.yaml")
+    assert original.scenario.language == "en"
+    assert {parse_scenario(doc(language=t), "case.yaml").content_hash for t in ("en", "EN", "En")} == {original.content_hash}
+    british = {parse_scenario(doc(language=t), "case.yaml").content_hash for t in ("en-gb", "EN-GB", "en-GB")}
+    assert len(british) == 1 and british != {original.content_hash}
+
+
+@pytest.mark.parametrize(("tag", "message"), [
+    ("en_GB", "'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?"),
+    ("zh_hant_TW", "'zh_hant_TW' is not a BCP-47 language tag; did you mean 'zh-Hant-TW'?"),
+    ("e_", "'e_' is not a BCP-47 language tag"),
+    ("xx-!!", "'xx-!!' is not a valid BCP-47 language tag"),
+])
+def test_a_non_bcp47_tag_is_refused_with_the_tag_meant(tag: str, message: str) -> None:
+    assert problems_of(doc(language=tag)) == [f"language: {message}"]
+
+
+LANGUAGES = ["en", "de", "fr", "zh", "sr", "no", "nb", "pt", "es", "ja", "ar", "yue", "iw", "eng", "deu", "sh", "und"]
+SCRIPTS = ["Latn", "Cyrl", "Hans", "Hant", "Arab"]
+REGIONS = ["GB", "US", "CN", "TW", "DE", "BR", "RS", "419", "001"]
+VARIANTS = ["1901", "1996", "valencia", "pinyin"]
+CASINGS = [str.lower, str.upper, str.title, str.swapcase, lambda s: s]
+
+
+@st.composite
+def tags(draw: st.DrawFn) -> str:
+    """Tags put together from valid subtags, each subtag in any casing."""
+    parts = [draw(st.sampled_from(LANGUAGES))]
+    for pool in (SCRIPTS, REGIONS, VARIANTS):
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from(pool)))
+    return "-".join(draw(st.sampled_from(CASINGS))(p) for p in parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tags())
+def test_canonicalisation_is_idempotent_and_case_insensitive(tag: str) -> None:
+    canonical = bcp47(tag)
+    assert bcp47(canonical) == canonical
+    assert bcp47(tag.lower()) == bcp47(tag.upper()) == bcp47(tag.swapcase()) == canonical
+    if "-" in tag:  # the POSIX-locale spelling of the same tag is refused, suggesting the canonical one
+        with pytest.raises(ValueError, match=f"; did you mean '{canonical}'\\?$"):
+            bcp47(tag.replace("-", "_"))
+
+
+# ---- the real CLI ---------------------------------------------------------------------------
+
+
+def test_cli_validate_prints_every_problem_one_line_each(tmp_path: Path) -> None:
+    path = write(tmp_path / "case.yaml", doc(
+        title="", checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"assay: error: {path}: title: String should have at least 1 character",
+        f"assay: error: {path}: {TYPO}",
+    ]
+
+
+def test_cli_validate_of_a_valid_suite_prints_ok_lines_as_before() -> None:
+    result = CliRunner().invoke(app, ["validate", str(FORGE / "suite.yaml")])
+    assert result.exit_code == 0, result.output
+    expected = [f"ok  {s.id}  {s.content_hash}" for s in resolve_suite("forge").scenarios]
+    assert result.stdout.splitlines() == expected and result.stderr == ""
+
+
+def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    write(tmp_path / "b.yaml", doc(id="forge-other", language="en_GB"))
+    (tmp_path / "c.yaml").write_text((FORGE / "all-quiet.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    result = subprocess.run([str(ASSAY), "validate", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    assert result.stdout.splitlines() == [f"ok  forge-all-quiet  {load_scenario(tmp_path / 'c.yaml').content_hash}"]
+    assert result.stderr.splitlines() == [
+        f"assay: error: {tmp_path / 'a.yaml'}: {TYPO}",
+        f"assay: error: {tmp_path / 'b.yaml'}: language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?",
+    ]
+
+
+def test_cli_run_of_a_scenario_with_a_bad_path_refuses_with_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "case.yaml", doc(
+        language="en_GB", checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
+    db = tmp_path / "assay.db"
+    result = subprocess.run([str(ASSAY), "run", str(path), "--agent", "reference:idle", "--trials", "1",
+                             "--db", f"sqlite:///{db}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"assay: error: {path}: language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'? (and 1 more)"]
+    assert not db.exists(), "a refused run must not open the store"
