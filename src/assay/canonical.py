@@ -96,5 +96,5 @@ class SharedSections:
                     encoded = cache[key] = canonical_bytes(member)
             else:
                 encoded = canonical_bytes(member)
-            parts.append(json.dumps(key).encode("ascii") + b":" + encoded)
+            parts.append(json.dumps(key, ensure_ascii=False).encode("utf-8") + b":" + encoded)
         return b"{" + b",".join(parts) + b"}"
