@@ -12,12 +12,13 @@ from assay.errors import BadInput
 from assay.store import Store, open_store
 from assay.store import db as store_db
 from assay.store.board_schema import BOARD_TABLES
-from assay.store.schema import APPEND_ONLY_TABLES, metadata
+from assay.store.schema import APPEND_ONLY_TABLES, DURABLE_APPEND_ONLY_TABLES, metadata
 from assay.store.triggers import append_only
 
 from ._factories import scenario
 
 TABLES = {"scenario_versions", "batches", "planned_runs", "runs", "check_outcomes"}
+DURABLE = {"batch_agents", "claim_holders", "run_claims", "batch_completions"}
 
 
 def test_empty_database_migrates_to_head(db_url: str) -> None:
@@ -28,9 +29,9 @@ def test_empty_database_migrates_to_head(db_url: str) -> None:
     store = open_store(db_url)
     try:
         inspector = sa.inspect(store.engine)
-        assert set(inspector.get_table_names()) == TABLES | set(BOARD_TABLES) | {"alembic_version"}
+        assert set(inspector.get_table_names()) == TABLES | set(BOARD_TABLES) | DURABLE | {"alembic_version"}
         with store.engine.connect() as conn:
-            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0003"}
+            assert store_db.current_revisions(conn) == store_db.head_revisions() == {"0004"}
         assert [c["name"] for c in inspector.get_columns("runs")] == [
             "run_id", "status", "reason", "claimed_success", "claim_summary", "turns",
             "final_state_hash", "final_state", "transcript", "actions", "duration_ms",
@@ -110,6 +111,9 @@ def test_a_schema_newer_than_the_code_is_refused(db_url: str) -> None:
 
 def test_every_core_table_is_declared_append_only() -> None:
     assert set(APPEND_ONLY_TABLES) == TABLES
+    assert set(DURABLE_APPEND_ONLY_TABLES) == DURABLE - {"claim_holders"}
+
+
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])

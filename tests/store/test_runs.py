@@ -79,11 +79,20 @@ def test_runs_of_other_batches_do_not_leak_in(store: Store) -> None:
     assert [s["status"] for s in store.runs_for_batch(batch["id"])] == [None, None]
 
 
-def test_latest_batch_id(store: Store) -> None:
+def test_latest_batch_id_is_the_latest_completed_batch(store: Store) -> None:
     assert store.latest_batch_id() is None
     first, planned = seeded_batch(store, n=1)
+    assert store.add_completion(first["id"]) is False  # its one slot has no run yet
+    assert store.latest_batch_id() is None
+    store.add_runs([(record(planned[0]), CHECKS)])
+    assert store.add_completion(first["id"]) is True
     second = batch_row(kind="submission")
-    store.add_batch(second, plan(planned[0].scenario_hash, n=1))
+    second_plan = plan(planned[0].scenario_hash, n=1)
+    store.add_batch(second, second_plan)
+    assert store.latest_batch_id() == first["id"]  # the second has not finished
+    store.add_runs([(record(second_plan[0]), CHECKS)])
+    assert store.add_completion(second["id"]) is True
+    assert store.add_completion(second["id"]) is True  # once is enough; again changes nothing
     assert store.latest_batch_id() == second["id"]
     assert store.latest_batch_id(kind="run") == first["id"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -41,10 +40,9 @@ from assay.store.board_schema import (
     variance_notes,
     win_condition_outcomes,
 )
-from assay.store.repo import Store
+from assay.store.repo import Store, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
 
-MIN_PREFIX = 6
 
 
 def _lock_key(namespace: str, name: str) -> int:
@@ -220,6 +218,7 @@ class BoardRepo:
         submission: dict[str, Any],
         ranked_eligible: bool | None,
         capped: Callable[[sa.Connection], None],
+        agent: dict[str, Any] | None = None,
     ) -> None:
         """Store a submission's batch, its whole plan and its submission row in one transaction.
 
@@ -230,8 +229,7 @@ class BoardRepo:
         with self.write() as conn:
             self.lock(conn, "submit", f"{submission['account']}\x00{submission['release_id']}")
             capped(conn)
-            conn.execute(sa.insert(batches).values(**batch, created_at=now))
-            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+            self.store.insert_plan(conn, batch, planned, agent, now)
             conn.execute(sa.insert(submissions).values(**submission, created_at=now))
             conn.execute(
                 sa.insert(submission_runs),
@@ -254,20 +252,9 @@ class BoardRepo:
         return dict(row._mapping) if row is not None else None
 
     def resolve_submission_id(self, ident: str) -> str | None:
-        """The full id for `ident` or a unique prefix of it (at least 6 characters)."""
+        """The full id for `ident` or a unique prefix of it (the store's one prefix rule)."""
         with self.read() as conn:
-            if conn.execute(sa.select(submissions.c.id).where(submissions.c.id == ident)).first() is not None:
-                return ident
-            if len(ident) < MIN_PREFIX:
-                return None
-            candidates = conn.execute(
-                sa.select(submissions.c.id).where(submissions.c.id.startswith(ident, autoescape=True))
-                .order_by(submissions.c.id)
-            ).scalars()
-            matches = [str(m) for m in candidates if str(m).startswith(ident)]
-        if len(matches) > 1:
-            raise BadInput(f"submission id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", ident)
-        return matches[0] if matches else None
+            return resolve_prefix(conn, submissions.c.id, ident, "submission")
 
     def unswept_runs(self, submission_id: str) -> list[dict[str, Any]]:
         """Recorded runs of a submission that the completion sweep has not looked at yet."""
@@ -469,6 +456,18 @@ class BoardRepo:
                 .order_by(board_submission_facts.c.submission_id)
             ).all()
         return [self._facts(r) for r in rows]
+
+    def submission_listing(self, account: str | None, suite: str | None) -> list[dict[str, Any]]:
+        """Submission facts with their suite key and version, newest first, optionally filtered."""
+        f, r = board_submission_facts, suite_releases
+        query = (sa.select(f, r.c.suite_key, r.c.version).join(r, r.c.id == f.c.release_id)
+                 .order_by(f.c.created_at.desc(), f.c.submission_id.desc()))
+        if account is not None:
+            query = query.where(f.c.account == account)
+        if suite is not None:
+            query = query.where(r.c.suite_key == suite)
+        with self.read() as conn:
+            return [self._facts(row) for row in conn.execute(query)]
 
     def entries(self, release_id: int) -> list[dict[str, Any]]:
         with self.read() as conn:

@@ -24,6 +24,8 @@ from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (
+    batch_agents,
+    batch_completions,
     batches,
     check_outcomes,
     planned_runs,
@@ -48,6 +50,24 @@ _CHUNK = 500
 def _lock_key(namespace: str, name: str) -> int:
     digest = hashlib.sha256(f"assay:{namespace}:{name}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def resolve_prefix(conn: sa.Connection, column: sa.ColumnElement[Any], ident: str, noun: str) -> str | None:
+    """The one id-prefix rule (runs, batches, submissions): `ident` itself when it is an id, else
+    the one id it is a prefix of (at least `MIN_PREFIX` characters), else None; an ambiguous or
+    too-short prefix is refused. Matching is decided in Python, case-sensitively: SQLite's LIKE
+    ignores ASCII case and PostgreSQL's does not, and both backends must agree."""
+    if conn.execute(sa.select(column).where(column == ident)).first() is not None:
+        return ident
+    if len(ident) < MIN_PREFIX:
+        raise BadInput(f"no {noun} has this id, and a {noun} id prefix needs at least {MIN_PREFIX} characters",
+                       where=ident)
+    candidates = conn.execute(
+        sa.select(column).where(column.startswith(ident, autoescape=True)).order_by(column)).scalars()
+    matches = [str(m) for m in candidates if str(m).startswith(ident)]
+    if len(matches) > 1:
+        raise BadInput(f"{noun} id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", where=ident)
+    return matches[0] if matches else None
 
 
 def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -276,25 +296,64 @@ class Store:
 
     # -- batches and the plan -----------------------------------------------------------------
 
-    def add_batch(self, batch: dict[str, Any], planned: list[PlannedRun]) -> None:
+    def add_batch(self, batch: dict[str, Any], planned: list[PlannedRun],
+                  agent: dict[str, Any] | None = None) -> None:
         """Record a batch and its whole plan at once: the plan is the denominator.
 
-        `batch` holds every `batches` column except `created_at`. Each planned slot must point
-        at a stored scenario version of the same case id.
+        `batch` holds every `batches` column except `created_at`; `agent`, when given, the
+        `batch_agents` columns but `batch_id` and `created_at` (how to load the agent again, so
+        the batch can be resumed). Each planned slot must point at a stored scenario version of
+        the same case id.
         """
+        try:
+            with self._write() as conn:
+                self.insert_plan(conn, batch, planned, agent)
+        except sa.exc.IntegrityError as exc:
+            raise _refused(exc, f"batch {batch['id']}") from None
+
+    def insert_plan(self, conn: sa.Connection, batch: dict[str, Any], planned: list[PlannedRun],
+                    agent: dict[str, Any] | None, now: Any = None) -> None:
+        """The one plan insert (a run batch's and a submission's): batch, agent, planned slots."""
         keys = set(batch)
         if keys != _BATCH_FIELDS:
             missing, extra = sorted(_BATCH_FIELDS - keys), sorted(keys - _BATCH_FIELDS)
             raise ValueError(f"batch fields: missing {missing}, unexpected {extra}")
-        rows = [{"batch_id": batch["id"], **asdict(p)} for p in planned]
-        try:
-            with self._write() as conn:
-                self._check_plan(conn, planned)
-                conn.execute(sa.insert(batches), [{**batch, "created_at": utcnow()}])
-                if rows:
-                    conn.execute(sa.insert(planned_runs), rows)
-        except sa.exc.IntegrityError as exc:
-            raise _refused(exc, f"batch {batch['id']}") from None
+        now = now or utcnow()
+        self._check_plan(conn, planned)
+        conn.execute(sa.insert(batches), [{**batch, "created_at": now}])
+        if agent is not None:
+            conn.execute(sa.insert(batch_agents), [{**agent, "batch_id": batch["id"], "created_at": now}])
+        if planned:
+            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+
+    def batch_agent(self, batch_id: str) -> dict[str, Any] | None:
+        """How the batch's agent is loaded again (None for batches stored before 0004)."""
+        with self._engine.connect() as conn:
+            row = conn.execute(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def add_completion(self, batch_id: str) -> bool:
+        """Mark the batch complete if every planned slot has its run; True when it is (now or before)."""
+        with self._write() as conn:
+            if conn.execute(sa.select(batch_completions.c.batch_id)
+                            .where(batch_completions.c.batch_id == batch_id)).first() is not None:
+                return True
+            missing = conn.execute(
+                sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
+                .where(planned_runs.c.batch_id == batch_id, runs.c.run_id.is_(None))
+            ).scalar_one()
+            if missing:
+                return False
+            conn.execute(sa.insert(batch_completions).values(batch_id=batch_id, created_at=utcnow()))
+            return True
+
+    def recorded(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of `run_ids` already have their run stored."""
+        found: set[str] = set()
+        with self._engine.connect() as conn:
+            for chunk in _chunks(list(run_ids)):
+                found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
+        return found
 
     def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
         sv = scenario_versions
@@ -321,12 +380,36 @@ class Store:
         return dict(row._mapping) if row is not None else None
 
     def latest_batch_id(self, kind: str | None = None) -> str | None:
-        """The most recently created batch, optionally of one kind ('run', 'submission')."""
-        query = sa.select(batches.c.id).order_by(batches.c.created_at.desc(), batches.c.id.desc())
+        """The most recently created batch that finished, optionally of one kind ('run',
+        'submission'): a batch interrupted or still running is not "the latest results"."""
+        query = (sa.select(batches.c.id).join(batch_completions, batch_completions.c.batch_id == batches.c.id)
+                 .order_by(batches.c.created_at.desc(), batches.c.id.desc()))
         if kind is not None:
             query = query.where(batches.c.kind == kind)
         with self._engine.connect() as conn:
             return conn.execute(query.limit(1)).scalar_one_or_none()
+
+    def batch_listing(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every batch, newest first, with `n_planned`, `n_recorded` and `status` (`complete` once
+        every slot is recorded and the batch was completed, else `pending`)."""
+        pr, b = planned_runs, batches
+        counts = (sa.select(pr.c.batch_id, sa.func.count().label("n_planned"), sa.func.count(runs.c.run_id).label("n_recorded"))
+                  .select_from(pr.outerjoin(runs, runs.c.run_id == pr.c.run_id)).group_by(pr.c.batch_id).subquery())
+        query = (sa.select(b.c.id, b.c.kind, b.c.suite_key, b.c.suite_version, b.c.agent_spec, b.c.agent_label,
+                           b.c.trials, b.c.created_at, sa.func.coalesce(counts.c.n_planned, 0).label("n_planned"),
+                           sa.func.coalesce(counts.c.n_recorded, 0).label("n_recorded"),
+                           batch_completions.c.created_at.label("completed_at"))
+                 .outerjoin(counts, counts.c.batch_id == b.c.id)
+                 .outerjoin(batch_completions, batch_completions.c.batch_id == b.c.id)
+                 .order_by(b.c.created_at.desc(), b.c.id.desc()))
+        if kind is not None:
+            query = query.where(b.c.kind == kind)
+        with self._engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for r in rows:
+            r["n_planned"], r["n_recorded"] = int(r["n_planned"]), int(r["n_recorded"])
+            r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
+        return rows
 
     def planned_runs(self, batch_id: str) -> list[dict[str, Any]]:
         with self._engine.connect() as conn:
@@ -443,30 +526,14 @@ class Store:
         return [{**row._mapping, "checks": by_run.get(row.run_id, [])} for row in slots]
 
     def resolve_run_id(self, run_id: str) -> str | None:
-        """The full run id for `run_id` or a unique prefix of it (at least 6 characters)."""
-        pr = planned_runs
+        """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`)."""
         with self._engine.connect() as conn:
-            exact = conn.execute(sa.select(pr.c.run_id).where(pr.c.run_id == run_id)).first()
-            if exact is not None:
-                return str(exact.run_id)
-            if len(run_id) < MIN_PREFIX:
-                raise BadInput(
-                    f"a run id prefix needs at least {MIN_PREFIX} characters", where=run_id
-                )
-            candidates = conn.execute(
-                sa.select(pr.c.run_id)
-                .where(pr.c.run_id.startswith(run_id, autoescape=True))
-                .order_by(pr.c.run_id)
-            ).scalars()
-            # SQLite's LIKE ignores ASCII case and PostgreSQL's does not: decide in Python so
-            # both backends agree.
-            matches = [str(m) for m in candidates if str(m).startswith(run_id)]
-        if len(matches) > 1:
-            raise BadInput(
-                f"run id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)",
-                where=run_id,
-            )
-        return matches[0] if matches else None
+            return resolve_prefix(conn, planned_runs.c.run_id, run_id, "run")
+
+    def resolve_batch_id(self, ident: str) -> str | None:
+        """The full batch (or submission) id for `ident` or a unique prefix of it."""
+        with self._engine.connect() as conn:
+            return resolve_prefix(conn, batches.c.id, ident, "batch")
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """One planned run with its run fields, checks and scenario row; None if unknown.

@@ -122,6 +122,8 @@ planned_runs = sa.Table(
     sa.Column("trial", sa.Integer, nullable=False),
     sa.Column("seed", sa.BigInteger, nullable=False),
     sa.UniqueConstraint("run_id", name="uq_planned_runs_run_id"),
+    # 0004: one slot per (batch, scenario, rep), by the database
+    sa.Index("uq_planned_runs_scenario_rep", "batch_id", "scenario_hash", "trial", unique=True),
 )
 
 runs = sa.Table(
@@ -157,6 +159,49 @@ check_outcomes = sa.Table(
     sa.Column("passed", sa.Boolean, nullable=False),
 )
 
+# -- 0004: durable batches ---------------------------------------------------------------------
+
+batch_agents = sa.Table(
+    "batch_agents",
+    metadata,
+    sa.Column("batch_id", sa.String(32), sa.ForeignKey("batches.id"), primary_key=True),
+    # the spec as another process loads it (a python file's path made absolute)
+    sa.Column("load_spec", sa.String, nullable=False),
+    # what load_agent was given besides the spec; never an API key
+    sa.Column("options", json_type(), nullable=False),
+    sa.Column("turn_limit", sa.Integer, nullable=False),
+    sa.Column("time_limit", sa.Float, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
+#: Processes that claim slots, with a heartbeat: operational liveness, the one updated table.
+claim_holders = sa.Table(
+    "claim_holders",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("host", sa.String, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", UTCDateTime(), nullable=False),
+    sa.Column("heartbeat_at", UTCDateTime(), nullable=False),
+    sa.Column("ended_at", UTCDateTime(), nullable=True),
+)
+
+run_claims = sa.Table(
+    "run_claims",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("planned_runs.run_id"), primary_key=True),
+    sa.Column("attempt", sa.Integer, primary_key=True),
+    sa.Column("holder", sa.String(32), sa.ForeignKey("claim_holders.id"), nullable=False),
+    sa.Column("claimed_at", UTCDateTime(), nullable=False),
+)
+
+batch_completions = sa.Table(
+    "batch_completions",
+    metadata,
+    sa.Column("batch_id", sa.String(32), sa.ForeignKey("batches.id"), primary_key=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
 APPEND_ONLY_TABLES: tuple[str, ...] = (
     "scenario_versions",
     "batches",
@@ -165,3 +210,6 @@ APPEND_ONLY_TABLES: tuple[str, ...] = (
     "check_outcomes",
 )
 """Tables 0001_core makes append-only in the database itself (see `triggers.py`)."""
+
+DURABLE_APPEND_ONLY_TABLES: tuple[str, ...] = ("batch_agents", "run_claims", "batch_completions")
+"""Tables 0004 makes append-only (`claim_holders` is the one operational, updated table)."""
