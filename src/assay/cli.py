@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 from assay.errors import BadInput
-from assay.ui import DbOpt, ExecutorOpt, JsonFlag, RayAddressOpt, WorkersOpt, err, open_store_at, out, print_json
+from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, err, open_store_at, out, print_json
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -85,17 +85,23 @@ def run(
     label: Optional[str] = typer.Option(None, "--label", help="Agent label (default: from the spec)."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write the results JSON to this file."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    fail_under: Optional[float] = typer.Option(
+        None, "--fail-under", min=0.0, max=1.0, metavar="RATE",
+        help="Exit 1 when the pass rate is below RATE (0..1), for CI pipelines; otherwise a batch that ran exits 0."),
+    quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
-    """Run an agent on every case × trial, score each run by oracle checks, store everything."""
+    """Run an agent on every case × trial, score each run by oracle checks, store everything.
+
+    The batch is stored before its first run and each run as it ends: if the process is stopped
+    (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left."""
     from assay.agents.loader import load_agent
     from assay.run.engine import Limits
+    from assay.run.executors import make_executor
     from assay.service.results import results_json
     from assay.service.runs import run_suite
     from assay.service.suites import resolve_suite
-    from assay.ui import print_summary, progress_bar
-
-    from assay.run.executors import make_executor
+    from assay.ui import BatchProgress, print_summary
 
     bundle = resolve_suite(suite)
     factory = load_agent(agent, base_url=base_url)
@@ -103,16 +109,22 @@ def run(
     if json_file is not None and (json_file.is_dir() or not json_file.parent.is_dir()):
         raise BadInput("is a directory" if json_file.is_dir() else "its directory does not exist", str(json_file))
     store = open_store_at(db)
-    with progress_bar(len(bundle.scenarios) * trials, f"{bundle.key} · {factory.spec}") as advance:
+    with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
-                           limits=Limits(turn_limit=turn_limit, time_limit=time_limit), progress=advance, store=store,
-                           executor=chosen)
+                           limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
+                           executor=chosen, on_created=progress.created, progress=progress.done)
     results = results_json(store, result.batch_id)
-    print_summary(out, [results])
+    if not quiet:
+        print_summary(out, [results])
     if json_file is not None:
         json_file.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        out.print(f"results JSON: {json_file}")
-    out.print(f"batch {result.batch_id} stored in {store.url}")
+        if not quiet:
+            out.print(f"results JSON: {json_file}")
+    out.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False)
+    if fail_under is not None and results["summary"]["pass_rate"] < fail_under:
+        err.print(f"assay: pass rate {results['summary']['pass_rate']:.4f} is below --fail-under {fail_under:g}",
+                  markup=False, highlight=False)
+        sys.exit(1)
 
 
 @app.command()
@@ -128,7 +140,9 @@ def results(
     store = open_store_at(db)
     ident = ident or store.latest_batch_id()
     if ident is None:
-        raise BadInput("the store holds no batches yet; run `assay run` first")
+        raise BadInput("the store holds no finished batches yet; run `assay run` first")
+    if store.resolve_batch_id(ident) is None and store.resolve_run_id(ident) is not None:
+        raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
     view = submission_results(store, ident)
     print_json(view if view is not None else results_json(store, ident))
 
@@ -175,22 +189,44 @@ def _register_board_commands() -> None:
     from assay.cli_board import register
 
     register(app)
+    from assay.cli_batches import register as register_batches
+
+    register_batches(app)
 
 
 _register_board_commands()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every executor stops the same way (and exits 143, not 130)."""
+
+
+_signalled: list[int] = []
+
+
+def _on_sigterm(signum: int, _frame: Any) -> None:
+    _signalled.append(signum)
+    raise Terminated()
+
+
+def _interrupt_code() -> int:
+    """128 + the signal: 143 after SIGTERM (however click re-wrapped it on the way), else 130."""
+    return 128 + (_signalled[0] if _signalled else 2)
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except BadInput as exc:
         err.print(f"assay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("assay: aborted")
-        sys.exit(130)
+        code = exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        code = 130
     except Exception as exc:  # click usage errors
         from typer._click import exceptions as click  # typer 0.2x vendors click; no `click` package is installed
 
@@ -200,6 +236,10 @@ def main() -> None:
             err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
         raise
+    if code == 130:  # typer turns Ctrl-C (and our SIGTERM, a KeyboardInterrupt) into Exit(130)
+        sys.exit(_interrupt_code())
+    if isinstance(code, int) and code:
+        sys.exit(code)  # a typer.Exit(code), which click hands back rather than raises here
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ import typer
 from rich.table import Table
 
 from assay.errors import BadInput
-from assay.ui import DbOpt, ExecutorOpt, JsonFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
+from assay.ui import (
+    BatchProgress, DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json,
+)
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
 
@@ -191,9 +193,13 @@ def submit(
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
-    """Submit an agent: the server runs every scenario × reps of the release, each with its own seed."""
+    """Submit an agent: the server runs every scenario × reps of the release, each with its own seed.
+
+    The submission id is printed (on stderr) as soon as the plan is stored, before the first run;
+    if the process is stopped or killed, `assay resume ID` finishes the submission."""
     from assay.agents.loader import load_agent
     from assay.run.executors import make_executor
     from assay.service import submissions
@@ -203,9 +209,11 @@ def submit(
     factory = load_agent(agent, base_url=base_url)
     make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
     store = open_store_at(db)
-    submission_id = submissions.submit(
-        store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
-        publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor, ray_address=ray_address)
+    with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
+        submission_id = submissions.submit(
+            store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
+            publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor,
+            ray_address=ray_address, on_created=progress.created, on_done=progress.done)
     view = submissions.results(store, submission_id)
     print_submission(view)
     if json_file is not None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 import typer
 
@@ -39,16 +39,28 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+QuietFlag = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary table: only what scripts read.")
+
+
 @contextlib.contextmanager
-def progress_bar(total: int, title: str) -> Iterator[Callable[[Any], None]]:
-    """A progress bar on a terminal; silent when stderr is not one (CI, pipes)."""
-    if not sys.stderr.isatty():
-        yield lambda _record: None
+def progress_bar(total: int, title: str, *, quiet: bool = False) -> Iterator[Callable[[Any, bool], None]]:
+    """Runs done / planned, passes so far, elapsed and ETA, on stderr when it is a terminal;
+    nothing when it is not (CI, pipes) or when `quiet`. The callback is thread-safe."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda _record, _passed: None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(title, total=total)
-        yield lambda _record: bar.advance(task)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[passes]} passed"), TimeElapsedColumn(), TextColumn("ETA"),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(title, total=total, passes=0)
+        passes = 0
+
+        def advance(_record: Any, passed: bool) -> None:
+            nonlocal passes
+            passes += bool(passed)
+            bar.update(task, advance=1, passes=passes)
+
+        yield advance
 
 
 def _pct(x: float) -> str:
@@ -109,3 +121,38 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
                 text = text if len(text) <= 300 else text[:300] + " …"
             who = role if source in ("harness", "tool", "agent", "") else f"{source} ({role})"
             console.print(f"  {who}: {text}", markup=False)
+
+
+class BatchProgress:
+    """A batch's progress for `run`, `submit` and `resume`: the id said as soon as it is stored,
+    then a progress bar (on a terminal, unless quiet) fed from the run writer's thread.
+
+        with BatchProgress("submission", title, quiet=quiet) as progress:
+            submit(..., on_created=progress.created, on_done=progress.done)
+    """
+
+    def __init__(self, noun: str, title: str, *, quiet: bool = False, announce: bool = True) -> None:
+        self.noun, self.title, self.quiet, self.announce = noun, title, quiet, announce
+        self.ident: str | None = None
+        self._stack = contextlib.ExitStack()
+        self._advance: Callable[[Any, bool], None] | None = None
+
+    def created(self, ident: str, total: int) -> None:
+        self.ident = ident
+        if self.announce:
+            err.print(f"{self.noun} {ident}: {total} runs planned", markup=False, highlight=False, soft_wrap=True)
+        self._advance = self._stack.enter_context(progress_bar(total, self.title, quiet=self.quiet))
+
+    def done(self, record: Any, passed: bool) -> None:
+        if self._advance is not None:
+            self._advance(record, passed)
+
+    def __enter__(self) -> BatchProgress:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        self._stack.close()
+        if isinstance(exc, KeyboardInterrupt) and self.ident is not None:
+            err.print(f"assay: interrupted: the runs that ended are stored; the rest of {self.noun} {self.ident} "
+                      f"is pending — `assay resume {self.ident}` finishes it", markup=False, highlight=False,
+                      soft_wrap=True)

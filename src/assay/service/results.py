@@ -26,6 +26,7 @@ def trial_view(row: dict[str, Any]) -> dict[str, Any]:
         "trial": row["trial"],
         "seed": row["seed"],
         "status": status,
+        "recorded": bool(row.get("status")),
         "reason": row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
         "score": v.score,
         "passed": v.passed,

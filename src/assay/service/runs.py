@@ -6,7 +6,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,8 @@ from assay.errors import BadInput
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task, make_executor
 from assay.records import CheckOutcome, PlannedRun, RunRecord
-from assay.score.oracle import evaluate_checks
+from assay.scenario.load import LoadedScenario
+from assay.score.oracle import evaluate_checks, verdict
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store
 
@@ -45,7 +46,17 @@ def plan_batch(bundle: SuiteBundle, trials: int, seed: int) -> list[PlannedRun]:
 
 
 def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> None:
-    """Append runs; a run the database cannot take is kept as an `error` run, never dropped."""
+    """Append runs; a run the database cannot take is kept as an `error` run, never dropped.
+
+    A run already recorded (another process played the slot after taking this one for dead) is
+    left as it was stored: a slot is recorded once, by whoever recorded it first."""
+    try:
+        store.add_runs(items)
+        return
+    except BadInput:
+        pass
+    taken = store.recorded([record.run_id for record, _ in items])
+    items = [(record, outcomes) for record, outcomes in items if record.run_id not in taken]
     try:
         store.add_runs(items)
         return
@@ -62,16 +73,17 @@ def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> 
 
 
 class RunWriter:
-    """Scores each finished run and streams it to the store from a thread of its own, in bounded
-    batches (by count and by age). The executor hands a record over and goes on at once, so a
-    store write never stalls the runs in flight; the hand-over queue is bounded, so a batch of any
+    """Scores each finished run (telling `on_done(record, passed)`, from its thread) and streams it
+    to the store from a thread of its own, in bounded batches (by count and by age). The executor
+    hands a record over and goes on at once, so a store write never stalls the runs in flight; the hand-over queue is bounded, so a batch of any
     size holds at most a few hundred finished runs in memory, and a store that falls behind slows
     the executor down rather than filling memory. A store fault is raised in the executor's thread
     at the next hand-over (or at `close`), never swallowed."""
 
-    def __init__(self, store: Store, bundle: SuiteBundle, on_done: Callable[[RunRecord], None] | None = None) -> None:
+    def __init__(self, store: Store, scenarios: Iterable[LoadedScenario],
+                 on_done: Callable[[RunRecord, bool], None] | None = None) -> None:
         self.store = store
-        self.checks = {s.id: s.scenario.checks for s in bundle.scenarios}
+        self.checks = {s.content_hash: s.scenario.checks for s in scenarios}
         self.on_done = on_done
         self.steps = 0
         self.written = 0
@@ -85,8 +97,6 @@ class RunWriter:
             raise self._fault
         self.steps += steps
         self._queue.put(record)
-        if self.on_done is not None:
-            self.on_done(record)
 
     def close(self) -> None:
         """Write what is left, and wait for it."""
@@ -106,7 +116,10 @@ class RunWriter:
                 except queue.Empty:
                     record = False  # type: ignore[assignment]
                 if record:
-                    buffer.append((record, evaluate_checks(self.checks[record.case_id], record.final_state)))
+                    outcomes = evaluate_checks(self.checks[record.scenario_hash], record.final_state)
+                    buffer.append((record, outcomes))
+                    if self.on_done is not None:
+                        self.on_done(record, verdict(outcomes, record.status).passed)
                 if buffer and (record is None or len(buffer) >= FLUSH_RUNS or time.monotonic() - since >= FLUSH_SECONDS):
                     _append(self.store, buffer)
                     self.written += len(buffer)
@@ -121,27 +134,60 @@ class RunWriter:
                 pass
 
 
-def execute_batch(
-    store: Store, bundle: SuiteBundle, factory: AgentFactory, planned: list[PlannedRun], limits: Limits,
-    executor: Executor, on_done: Callable[[RunRecord], None] | None = None,
+def execute_tasks(
+    store: Store, scenarios: dict[str, LoadedScenario], factory: AgentFactory, tasks: Iterable[Task],
+    limits: Limits, executor: Executor, on_done: Callable[[RunRecord, bool], None] | None = None,
 ) -> int:
-    """Play, score and append every planned run as it ends; returns the number of agent steps taken."""
-    by_id = {s.id: s for s in bundle.scenarios}
-    writer = RunWriter(store, bundle, on_done)
+    """Play, score and append every task's run as it ends; returns the number of agent steps taken."""
+    writer = RunWriter(store, scenarios.values(), on_done)
     try:
-        executor.execute((Task(by_id[p.case_id], p) for p in planned), factory, limits, writer)
+        executor.execute(tasks, factory, limits, writer)
     finally:
         writer.close()
     return writer.steps
 
 
+def execute_batch(
+    store: Store, bundle: SuiteBundle, factory: AgentFactory, planned: list[PlannedRun], limits: Limits,
+    executor: Executor, on_done: Callable[[RunRecord, bool], None] | None = None,
+) -> int:
+    """Play exactly `planned` (no claims: for callers that own the batch outright)."""
+    by_hash = {s.content_hash: s for s in bundle.scenarios}
+    return execute_tasks(store, by_hash, factory, (Task(by_hash[p.scenario_hash], p) for p in planned),
+                         limits, executor, on_done)
+
+
+def create_run_batch(store: Store, bundle: SuiteBundle, factory: AgentFactory, *, trials: int, seed: int,
+                     label: str | None, limits: Limits) -> tuple[str, list[PlannedRun]]:
+    """Store an `assay run` batch: its scenarios, its plan and its agent, in one go."""
+    from assay.service.batches import agent_row
+
+    record_scenarios(store, bundle.scenarios)
+    planned = plan_batch(bundle, trials, seed)
+    batch_id = uuid.uuid4().hex
+    store.add_batch(
+        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
+         "agent_spec": factory.spec, "agent_label": label or factory.default_label,
+         "config_signature": factory.config_signature, "harness_version": HARNESS_VERSION,
+         "trials": trials, "base_seed": seed},
+        planned, agent_row(factory, limits),
+    )
+    return batch_id, planned
+
+
 def run_suite(
     suite: str | SuiteBundle, *, agent_spec: str | None = None, factory: AgentFactory | None = None,
     trials: int = 3, workers: int = 1, db_url: str | None = None, seed: int = 0, label: str | None = None,
-    limits: Limits | None = None, progress: bool | Callable[[RunRecord], None] = False,
+    limits: Limits | None = None, progress: bool | Callable[[RunRecord, bool], None] = False,
     store: Store | None = None, agent_options: dict[str, Any] | None = None,
     executor: str | Executor | None = None, ray_address: str | None = None,
+    on_created: Callable[[str, int], None] | None = None,
 ) -> BatchResult:
+    """Create a run batch, execute it, complete it (`service/batches.py`).
+
+    `on_created(batch_id, n_planned)` is called once the batch is stored, before its first run."""
+    from assay.service.batches import complete, execute_pending
+
     if trials < 1:
         raise BadInput("must be at least 1", "--trials")
     bundle = resolve_suite(suite) if isinstance(suite, str) else suite
@@ -156,17 +202,14 @@ def run_suite(
     else:
         chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     store = store or open_store(db_url)
-    record_scenarios(store, bundle.scenarios)
-    planned = plan_batch(bundle, trials, seed)
-    batch_id = uuid.uuid4().hex
-    store.add_batch(
-        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
-         "agent_spec": factory.spec, "agent_label": label or factory.default_label,
-         "config_signature": factory.config_signature, "harness_version": HARNESS_VERSION,
-         "trials": trials, "base_seed": seed},
-        planned,
-    )
+    limits = limits or Limits()
+    batch_id, planned = create_run_batch(store, bundle, factory, trials=trials, seed=seed, label=label,
+                                         limits=limits)
+    if on_created is not None:
+        on_created(batch_id, len(planned))
     on_done = progress if callable(progress) else None
     start = time.perf_counter()
-    steps = execute_batch(store, bundle, factory, planned, limits or Limits(), chosen, on_done)
+    scenarios = {s.content_hash: s for s in bundle.scenarios}
+    steps = execute_pending(store, batch_id, factory, chosen, limits, scenarios, on_done)
+    complete(store, batch_id)
     return BatchResult(batch_id, len(planned), steps, time.perf_counter() - start, store.url)

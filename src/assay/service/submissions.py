@@ -27,9 +27,8 @@ from assay.errors import BadInput
 from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
-from assay.service import accounts, platform_config, releases
+from assay.service import accounts, batches, platform_config, releases
 from assay.service.board import entry_numbers
-from assay.service.runs import execute_batch
 from assay.service.suites import SuiteBundle
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
@@ -67,11 +66,15 @@ def submit(
     baseline: bool = False,
     workers: int = 4,
     limits: Limits | None = None,
-    on_done: Callable[[RunRecord], None] | None = None,
+    on_done: Callable[[RunRecord, bool], None] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    on_created: Callable[[str, int], None] | None = None,
 ) -> str:
-    """Create, run, sweep and finalise a submission; return its id. Every refusal comes first."""
+    """Create, run, sweep and finalise a submission; return its id. Every refusal comes first.
+
+    `on_created(id, n_planned)` is called once the submission and its plan are stored, before the
+    first run: from then on a killed process leaves a submission that `resume` finishes."""
     label = label.strip()
     if not label or len(label) > MAX_LABEL:
         raise BadInput(f"a label is 1 to {MAX_LABEL} characters", "--label")
@@ -133,9 +136,14 @@ def submit(
         if capped and repo.count_submissions(conn, account, release["id"], capped_only=True) >= cap:
             raise _cap_refusal(account, key, release["version"], cap)
 
-    repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap)
-    execute_batch(store, bundle, factory, planned, limits or Limits(), chosen, on_done)
-    complete(store, submission_id)
+    limits = limits or Limits()
+    repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap,
+                           agent=batches.agent_row(factory, limits))
+    if on_created is not None:
+        on_created(submission_id, len(planned))
+    batches.execute_pending(store, submission_id, factory, chosen, limits,
+                            {s.content_hash: s for s in bundle.scenarios}, on_done)
+    batches.complete(store, submission_id)
     return submission_id
 
 

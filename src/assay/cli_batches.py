@@ -1,0 +1,142 @@
+"""`assay resume|batches|submissions|runs`: finishing a stopped batch, and finding what is stored.
+
+`assay.cli` calls `register(app)`. A refusal is a `BadInput` (one stderr line, exit 2) raised
+before anything is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
+
+
+def _when(value: Any) -> str:
+    return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else str(value)
+
+
+def resume(
+    ident: str = typer.Argument(..., metavar="BATCH_OR_SUBMISSION", help="Batch or submission id (or a unique prefix)."),
+    agent: Optional[str] = typer.Option(
+        None, "--agent", help="The agent to play with (default: the one stored with the batch); its "
+        "configuration signature must be the stored one."),
+    workers: int = WorkersOpt,
+    executor: Optional[str] = ExecutorOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    quiet: bool = QuietFlag,
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Finish a batch or submission that a killed, stopped or failed process left.
+
+    Plays every slot that never ran or was held by a process that is gone; runs already recorded
+    are never played or recorded again. Several resumes of one batch at once split the work."""
+    from assay.run.executors import make_executor
+    from assay.service import batches
+    from assay.ui import BatchProgress
+
+    store = open_store_at(db)
+    batch = batches.find(store, ident)
+    factory, limits = batches.stored_agent(store, batch["id"], agent)
+    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
+    scenarios = batches.stored_scenarios(store, batch["id"])
+    noun = "submission" if batch["kind"] == "submission" else "batch"
+    with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
+                       announce=False) as progress:
+        progress.created(batch["id"], batches.pending(store, batch["id"]))
+        batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
+    finished = batches.complete(store, batch["id"])
+    listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
+    word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
+    out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
+              markup=False, highlight=False)
+
+
+def batches_cmd(
+    kind: Optional[str] = typer.Option(None, "--kind", metavar="run|submission", help="Only batches of this kind."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """Every stored batch, newest first: id, kind, suite, agent, when, status, runs recorded of planned."""
+    from rich.table import Table
+
+    from assay.errors import BadInput
+    from assay.service import batches
+
+    if kind not in (None, "run", "submission"):
+        raise BadInput("is run or submission", "--kind")
+    rows = batches.list_batches(open_store_at(db), kind)
+    if as_json:
+        print_json([{**r, "created_at": _when(r["created_at"])} for r in rows])
+        return
+    table = Table(title="batches")
+    for col in ("id", "kind", "suite", "agent", "created", "status", "recorded"):
+        table.add_column(col, no_wrap=col in ("id", "created"))
+    for r in rows:
+        table.add_row(r["id"], r["kind"], f"{r['suite_key']} {r['suite_version'] or ''}".strip(), r["agent_label"],
+                      _when(r["created_at"])[:19], r["status"], f"{r['n_recorded']}/{r['n_planned']}")
+    out.print(table)
+
+
+def submissions_cmd(
+    account: Optional[str] = typer.Option(None, "--account", help="Only this account's submissions."),
+    suite: Optional[str] = typer.Option(None, "--suite", help="Only submissions to this suite key."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """Submissions, newest first: id, suite, version, label, status, runs planned / recorded / scored."""
+    from rich.table import Table
+
+    from assay.service import batches
+
+    rows = batches.list_submissions(open_store_at(db), account, suite)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="submissions")
+    for col in ("id", "account", "suite", "label", "status", "planned", "recorded", "scored", "created"):
+        table.add_column(col, no_wrap=col in ("id", "created"))
+    for r in rows:
+        table.add_row(r["id"], r["account"], f"{r['suite']} {r['version']}", r["label"], r["status"],
+                      str(r["n_planned"]), str(r["n_recorded"]), str(r["n_scored"]), r["created_at"][:19])
+    out.print(table)
+
+
+def runs_cmd(
+    ident: str = typer.Argument(..., metavar="BATCH_OR_SUBMISSION", help="Batch or submission id (or a unique prefix)."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """The planned runs of a batch or submission: run id, case, trial, status, score, passed.
+
+    A slot with no run recorded yet is `pending` here (in the results JSON it counts as a failed
+    `error` trial, because the denominator is the plan)."""
+    from rich.table import Table
+
+    from assay.service import batches
+    from assay.service.results import results_json
+
+    store = open_store_at(db)
+    batch = batches.find(store, ident)
+    results = results_json(store, batch["id"])
+    rows = [{"run_id": t["run_id"], "case_id": c["case_id"], "trial": t["trial"],
+             "status": t["status"] if t["recorded"] else "pending",
+             "score": t["score"], "passed": t["passed"], "claimed_success": t["claimed_success"],
+             "false_success": t["false_success"]}
+            for c in results["cases"] for t in c["trials"]]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"runs of {batch['kind']} {batch['id']}")
+    for col in ("run", "case", "trial", "status", "score", "passed", "claimed"):
+        table.add_column(col, no_wrap=col == "run")
+    claim = {True: "success", False: "no", None: "-"}
+    for r in rows:
+        table.add_row(r["run_id"], r["case_id"], str(r["trial"]), r["status"], str(r["score"]),
+                      "yes" if r["passed"] else "no", claim[r["claimed_success"]])
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("resume")(resume)
+    app.command("batches")(batches_cmd)
+    app.command("submissions")(submissions_cmd)
+    app.command("runs")(runs_cmd)

@@ -1,0 +1,169 @@
+"""Durable batches: create, execute what is pending, complete — as three operations.
+
+    batch_id = create(store, bundle, factory, planned, batch, limits)   # plan + agent, stored at once
+    steps = execute_pending(store, batch_id, factory, executor)         # claim slots, play, write each run
+    complete(store, batch_id)                                           # score/stamp once all are recorded
+
+A batch is only ever what its stored rows say, so any process can pick it up: `execute_pending`
+claims the batch's pending slots a chunk at a time (`store/claims.py`: a slot is pending when no
+run is recorded for it and nobody alive holds it), plays them on the executor, and hands each run
+to the writer as it ends. A process killed mid-batch leaves its recorded runs stored and its
+claimed-but-unrecorded slots pending; `assay resume` runs this same function again, as many times
+and in as many processes at once as wanted: every slot is recorded exactly once.
+
+The agent is stored as the batch was planned for it: the spec another process loads (a python
+file's path made absolute) and the loader's options, never an API key (a resuming process reads
+`OPENAI_API_KEY` from its own environment), plus the run limits. A resume may name the agent
+again; it must be the same configuration (equal config signature), or the batch would mix agents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from assay.agents.loader import AgentFactory
+from assay.errors import BadInput
+from assay.records import PlannedRun, RunRecord
+from assay.run.engine import Limits
+from assay.run.executors import Executor, Task
+from assay.scenario.load import LoadedScenario
+from assay.store.claims import ClaimRepo, Holder
+from assay.store.repo import Store
+
+#: Slots claimed at a time, per executor worker (bounded below and above).
+CLAIM_MIN, CLAIM_MAX = 16, 256
+
+
+def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
+    """The `batch_agents` row of a batch played by `factory` under `limits` (never a secret)."""
+    return {"load_spec": factory.portable_spec or factory.spec, "options": dict(factory.options),
+            "turn_limit": limits.turn_limit, "time_limit": limits.time_limit}
+
+
+def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[AgentFactory, Limits]:
+    """The batch's agent and limits, loaded again; `spec` (a resume's `--agent`) must match it."""
+    from assay.agents.loader import load_agent
+
+    batch = store.batch(batch_id)
+    if batch is None:
+        raise BadInput("no such batch or submission", batch_id)
+    row = store.batch_agent(batch_id)
+    if row is None:
+        raise BadInput("this batch was stored before batches kept their agent and limits; it cannot be resumed",
+                       batch_id)
+    options = dict(row["options"] or {})
+    if spec is None:
+        # loaded by its portable spec, named as it was planned (the signature covers the name)
+        factory = dataclasses.replace(load_agent(row["load_spec"], **options), spec=batch["agent_spec"])
+    else:
+        factory = load_agent(spec, **options)
+    if factory.config_signature != batch["config_signature"]:
+        raise BadInput(
+            f"'{spec or row['load_spec']}' is not the agent this batch was planned for ({batch['agent_spec']}, "
+            f"configuration signature {batch['config_signature'][:12]}; this one is "
+            f"{factory.config_signature[:12]})", "--agent")
+    return factory, Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
+
+
+def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
+    """The batch's scenarios rebuilt from their stored documents, by content hash; refused if this
+    code no longer builds the same world from one of them (its hash would differ)."""
+    from assay.scenario.load import parse_scenario
+
+    loaded: dict[str, LoadedScenario] = {}
+    for slot in store.planned_runs(batch_id):
+        key = slot["scenario_hash"]
+        if key in loaded:
+            continue
+        stored = store.scenario_by_hash(key)
+        if stored is None:  # pragma: no cover - the plan's foreign key forbids it
+            raise BadInput(f"scenario {key[:12]} of the plan is not stored", batch_id)
+        rebuilt = parse_scenario(stored["document"], f"stored scenario {slot['case_id']}")
+        if rebuilt.content_hash != key:
+            raise BadInput(
+                f"scenario {slot['case_id']} now builds to content hash {rebuilt.content_hash[:12]}, not the "
+                f"planned {key[:12]} (the kit's code changed since the batch was planned); it cannot be resumed",
+                batch_id)
+        loaded[key] = rebuilt
+    return loaded
+
+
+def pending(store: Store, batch_id: str) -> int:
+    """Slots a resume would play now: unrecorded, and not held by a live process."""
+    return ClaimRepo(store).n_pending(batch_id)
+
+
+def execute_pending(
+    store: Store, batch_id: str, factory: AgentFactory, executor: Executor, limits: Limits,
+    scenarios: dict[str, LoadedScenario], on_done: Callable[[RunRecord, bool], None] | None = None,
+) -> int:
+    """Claim and play the batch's pending slots until none is left; each run is scored and
+    appended as it ends. Returns the agent steps taken. An interrupt (KeyboardInterrupt, or the
+    SIGTERM the CLI turns into one) stops claiming, keeps the runs that ended, and leaves every
+    other slot pending: the claims of this process end with it."""
+    from assay.service.runs import execute_tasks
+
+    plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
+                                      row["trial"], row["seed"])
+            for row in store.planned_runs(batch_id)}
+    chunk = max(CLAIM_MIN, min(CLAIM_MAX, getattr(executor, "workers", CLAIM_MIN)))
+    claims = ClaimRepo(store)
+    with Holder(store) as holder:
+        def tasks() -> Iterator[Task]:
+            cursor = -1
+            while True:
+                won, cursor = claims.claim(batch_id, holder.id, chunk, cursor)
+                for run_id in won:
+                    p = plan[run_id]
+                    yield Task(scenarios[p.scenario_hash], p)
+                if cursor == -1:
+                    return
+
+        return execute_tasks(store, scenarios, factory, tasks(), limits, executor, on_done)
+
+
+def complete(store: Store, batch_id: str) -> bool:
+    """Finish the batch if every planned slot is recorded: a run batch gets its completion row, a
+    submission is swept and finalised (`submissions.complete`). True when the batch is complete."""
+    batch = store.batch(batch_id)
+    if batch is None:
+        raise BadInput("no such batch or submission", batch_id)
+    if batch["kind"] == "submission":
+        from assay.service import submissions
+
+        submissions.complete(store, batch_id)
+    return store.add_completion(batch_id)
+
+
+def find(store: Store, ident: str) -> dict[str, Any]:
+    """The batch or submission `ident` names (an id or a unique prefix); refused if none does,
+    told what it is if `ident` names a run instead."""
+    batch_id = store.resolve_batch_id(ident)
+    if batch_id is None:
+        if store.resolve_run_id(ident) is not None:
+            raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
+        raise BadInput("no such batch or submission", ident)
+    batch = store.batch(batch_id)
+    assert batch is not None
+    return batch
+
+
+def list_batches(store: Store, kind: str | None = None) -> list[dict[str, Any]]:
+    """Every stored batch, newest first: id, kind, suite, agent, when, status and counts."""
+    return store.batch_listing(kind)
+
+
+def list_submissions(store: Store, account: str | None = None, suite: str | None = None) -> list[dict[str, Any]]:
+    """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
+    submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
+    from assay.store.board_repo import BoardRepo
+
+    rows = BoardRepo(store).submission_listing(account, suite)
+    return [{
+        "id": r["submission_id"], "account": r["account"], "suite": r["suite_key"], "version": r["version"],
+        "label": r["label"], "status": r["status"] if r["finalised"] else "pending",
+        "n_planned": r["n_planned"], "n_recorded": r["n_recorded"], "n_scored": r["n_scored"],
+        "created_at": r["created_at"].isoformat(),
+    } for r in rows]
