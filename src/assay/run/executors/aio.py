@@ -1,5 +1,8 @@
 """The asyncio executor: one event loop, `workers` runs in flight, one shared client per endpoint.
 
+A model agent's batch with many runs in flight is spread over one event loop per core, in child
+processes (`procs.py`), because one loop's core is what limits it; everything else runs here.
+
 Each of `workers` coroutines takes the next planned run, plays it with the async driver and hands
 its record to the sink; an async agent that overstays is cancelled under its time budget, never
 abandoned. Sync agents are called inline on the loop, so scripted agents keep their speed.
@@ -8,6 +11,7 @@ abandoned. Sync agents are called inline on the loop, so scripted agents keep th
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,15 +20,42 @@ from assay.run.engine import Limits, error_record, open_episode
 from assay.run.executors import Sink, Task
 
 
+#: Runs in flight per event loop before a model agent's batch is spread over more processes.
+RUNS_PER_LOOP = 100
+
+
+def auto_processes(workers: int, agent_factory: Any, cpus: int | None = None) -> int:
+    """Event loops for a batch: one per `RUNS_PER_LOOP` runs in flight, at most one per core, and
+    only for agents behind a model endpoint (their runs cost CPU per request; a scripted agent's
+    batch is faster in one process than the start-up of another) whose key a child inherits."""
+    endpoint = getattr(agent_factory, "endpoint", None)
+    if endpoint is None:
+        return 1
+    key = getattr(endpoint, "_key", None)
+    if key not in (os.environ.get("OPENAI_API_KEY"), "unset"):
+        return 1  # a key given in code, not in the environment a child process inherits
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(cpus, workers // RUNS_PER_LOOP))
+
+
 class AsyncExecutor:
     name = "async"
 
-    def __init__(self, workers: int = 100) -> None:
+    def __init__(self, workers: int = 100, processes: int | None = None) -> None:
+        """`processes`: event loops in child processes (`procs.py`); None chooses by `auto_processes`,
+        1 keeps every run on this process's own loop."""
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
+        self.processes = processes
 
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
+        processes = self.processes or auto_processes(self.workers, agent_factory)
+        if processes > 1:
+            from assay.run.executors.procs import ProcessAsyncExecutor
+
+            ProcessAsyncExecutor(self.workers, processes).execute(tasks, agent_factory, limits, sink)
+            return
         asyncio.run(self.play(tasks, agent_factory, limits, sink))
 
     async def play(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:

@@ -137,7 +137,7 @@ def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenar
         out.append((record.run_id, record.model_dump(), record.final_state_text, steps))
 
     width = max(1, min(len(tasks), at_once))
-    executor = AsyncExecutor(width) if factory.is_async else ThreadExecutor(width)
+    executor = AsyncExecutor(width, processes=1) if factory.is_async else ThreadExecutor(width)
     began = time.perf_counter()
     executor.execute(tasks, factory, Limits(**limits), sink)  # the async one in its own asyncio.run
     return time.perf_counter() - began, out

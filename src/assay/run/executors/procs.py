@@ -1,0 +1,190 @@
+"""The async executor across processes: one event loop per core, the runs of a batch spread over them.
+
+One event loop plays a thousand model runs in flight, but the CPU each run costs (building
+requests, parsing replies, the world's steps, the final-state hash) is spent on one core; at
+`--workers 1000` against an endpoint answering in 2 s, that core is the bottleneck long before the
+endpoint is. `ProcessAsyncExecutor` starts `processes` child processes (spawned: a fresh
+interpreter, never a fork of this one with its threads and database connections), each playing
+its share of the runs in flight on its own event loop with the async executor itself, and keeps
+the one process that scores and writes the store the only one.
+
+What travels is plain data, as with the Ray executor: the agent's portable spec and loader
+options (never an API key: a child reads `OPENAI_API_KEY` from the environment it inherits), the
+limits, each scenario's validated document once per child, the planned runs; records come back as
+plain fields. A child rebuilds each scenario and plays it only if the rebuilt content hash is the
+planned one. Each child is fed a bounded window of tasks (twice its runs in flight), so memory is
+bounded by `workers`, never by the batch. A child that dies takes only its runs in flight with it:
+they are recorded as `error` with the reason; none is lost, none is replayed. The sink is called
+in the calling thread, as every executor does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import queue
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from assay.records import PlannedRun, RunRecord
+from assay.run.engine import Limits, error_record
+from assay.run.executors import Sink, Task
+
+#: Seconds between looks at whether every child is still alive while waiting for results.
+POLL_S = 0.5
+
+
+def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any], at_once: int,
+           inbox: Any, outbox: Any) -> None:
+    """A child process: play the tasks `inbox` sends until it sends None; put each run's
+    (child, run id, fields | None, final state text | reason, steps) on `outbox`."""
+    import asyncio
+    import os
+    import signal
+    import threading
+    import time
+
+    from assay.agents.loader import load_agent
+    from assay.run.executors.aio import AsyncExecutor
+    from assay.scenario.load import parse_scenario
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
+
+    def orphaned() -> None:  # a parent killed outright (SIGKILL) cannot stop us: stop ourselves
+        parent = multiprocessing.parent_process()
+        while parent is None or parent.is_alive():
+            time.sleep(POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=orphaned, daemon=True).start()
+    rebuilt: dict[str, Any] = {}
+    why = ""
+    try:
+        factory = load_agent(agent[0], **agent[1])
+    except Exception as exc:  # noqa: BLE001 - every run it is given is then an error with the reason
+        factory, why = None, f"the worker process could not load the agent: {type(exc).__name__}: {exc}"
+
+    def tasks() -> Iterator[Task]:
+        while True:
+            item = inbox.get()
+            if item is None:
+                return
+            fields, document = item
+            planned = PlannedRun(**fields)
+            if document is not None and planned.scenario_hash not in rebuilt:
+                try:
+                    loaded = parse_scenario(document, f"scenario {planned.case_id}")
+                    rebuilt[planned.scenario_hash] = (
+                        loaded if loaded.content_hash == planned.scenario_hash else
+                        f"the worker process rebuilt scenario {planned.case_id} with content hash "
+                        f"{loaded.content_hash[:12]}, not the planned {planned.scenario_hash[:12]}")
+                except Exception as exc:  # noqa: BLE001
+                    rebuilt[planned.scenario_hash] = f"the worker process could not rebuild scenario " \
+                                                     f"{planned.case_id}: {type(exc).__name__}: {exc}"
+            loaded = rebuilt.get(planned.scenario_hash, "the worker process was not sent this scenario")
+            if isinstance(loaded, str) or factory is None:
+                outbox.put((index, planned.run_id, None, why if factory is None else loaded, 0))
+                continue
+            yield Task(loaded, planned)
+
+    def sink(record: RunRecord, steps: int) -> None:
+        outbox.put((index, record.run_id, record.model_dump(), record.final_state_text, steps))
+
+    if factory is None:
+        for _ in tasks():  # answers every task with the reason, until the parent says stop
+            pass
+        return
+    # the iterator blocks the loop only when this child has nothing left to start: the parent keeps
+    # its inbox ahead of what it plays
+    asyncio.run(AsyncExecutor(at_once).play(tasks(), factory, Limits(**limits), sink))
+
+
+class ProcessAsyncExecutor:
+    """`processes` event loops in child processes, `workers` runs in flight between them."""
+
+    name = "async"
+
+    def __init__(self, workers: int, processes: int) -> None:
+        if workers < 1 or processes < 1:
+            raise ValueError("workers and processes must be at least 1")
+        self.workers = workers
+        self.processes = min(processes, workers)
+
+    def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        spec = getattr(agent_factory, "portable_spec", None) or agent_factory.spec
+        agent = (spec, dict(getattr(agent_factory, "options", None) or {}))
+        n = self.processes
+        at_once = [self.workers // n + (1 if i < self.workers % n else 0) for i in range(n)]
+        outbox = ctx.Queue()
+        inboxes = [ctx.Queue() for _ in range(n)]
+        children = [ctx.Process(target=_child, args=(i, agent, dataclasses.asdict(limits), at_once[i],
+                                                     inboxes[i], outbox), daemon=True, name=f"assay-async-{i}")
+                    for i in range(n)]
+        for child in children:
+            child.start()
+        in_flight: list[dict[str, Task]] = [{} for _ in range(n)]
+        sent_documents: list[set[str]] = [set() for _ in range(n)]
+        source = iter(tasks)
+        exhausted = False
+
+        def feed(i: int) -> None:
+            nonlocal exhausted
+            while not exhausted and len(in_flight[i]) < 2 * at_once[i]:
+                task = next(source, None)
+                if task is None:
+                    exhausted = True
+                    for box in inboxes:
+                        box.put(None)
+                    return
+                key = task.planned.scenario_hash
+                document = None if key in sent_documents[i] else task.loaded.document
+                sent_documents[i].add(key)
+                in_flight[i][task.planned.run_id] = task
+                inboxes[i].put((dataclasses.asdict(task.planned), document))
+
+        try:
+            while True:
+                for i, child in enumerate(children):
+                    if child.is_alive():
+                        feed(i)
+                if not any(in_flight):
+                    if exhausted or not any(c.is_alive() for c in children):
+                        break
+                    continue
+                try:
+                    i, run_id, fields, text, steps = outbox.get(timeout=POLL_S)
+                except queue.Empty:
+                    self._bury_dead(children, in_flight, sink)
+                    continue
+                task = in_flight[i].pop(run_id, None)
+                if task is None:
+                    continue  # never settle a run twice
+                if fields is None:
+                    sink(error_record(task.planned, text or "the worker process could not play this run",
+                                      task.loaded), 0)
+                else:
+                    record = RunRecord.model_construct(**fields)
+                    sink(record.with_final_state_text(text) if text is not None else record, steps)
+            for task in source:  # every worker process died before the batch was done
+                sink(error_record(task.planned, "no worker process was left to play this run", task.loaded), 0)
+        finally:
+            for child in children:
+                if child.is_alive():
+                    child.terminate()
+            for child in children:
+                child.join(timeout=5)
+            outbox.close()
+            for box in inboxes:
+                box.close()
+
+    @staticmethod
+    def _bury_dead(children: list[Any], in_flight: list[dict[str, Task]], sink: Sink) -> None:
+        """Record the runs of a child that died as errors (every planned run yields one record)."""
+        for i, child in enumerate(children):
+            if child.is_alive() or not in_flight[i]:
+                continue
+            reason = f"the worker process playing this run died (exit code {child.exitcode})"
+            for task in in_flight[i].values():
+                sink(error_record(task.planned, reason, task.loaded), 0)
+            in_flight[i].clear()

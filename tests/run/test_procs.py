@@ -1,0 +1,88 @@
+"""The async executor across processes: the same runs as one event loop, played in child processes,
+with nothing lost when a child dies and nothing of this process's state shared with them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from assay.agents.loader import load_agent
+from assay.records import RunRecord
+from assay.run.engine import Limits
+from assay.run.executors import Task
+from assay.run.executors.aio import AsyncExecutor, auto_processes
+from assay.run.executors.procs import ProcessAsyncExecutor
+from assay.service.results import results_json
+from assay.service.runs import plan_batch, run_suite
+from assay.service.suites import SuiteBundle
+from assay.store import Store
+
+try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
+    from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
+except ModuleNotFoundError:  # pragma: no cover
+    from support.fake_openai import FakeOpenAI, assistant, tool_call  # type: ignore[no-redef]
+
+PID_AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "pid_agent.py"
+
+
+def _model(request: dict[str, Any]) -> dict[str, Any]:
+    """Look at the alerts, then at the first host's logs, then finish: the same words every time."""
+    said = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if said == 0:
+        return assistant(tool_calls=[tool_call("list_alerts", {})])
+    if said == 1:
+        return assistant(tool_calls=[tool_call("list_hosts", {})])
+    return assistant(tool_calls=[tool_call("finish", {"claimed_success": True, "summary": "done"})])
+
+
+def _by_run(results: dict[str, Any]) -> dict[tuple[str, int], tuple[Any, ...]]:
+    return {(c["case_id"], t["trial"]): (t["final_state_hash"], t["status"], t["score"], t["passed"], t["turns"])
+            for c in results["cases"] for t in c["trials"]}
+
+
+def test_child_event_loops_play_exactly_what_one_loop_plays(forge: SuiteBundle, sqlite_store: Store) -> None:
+    with FakeOpenAI(_model) as server:
+        options = {"base_url": server.base_url}
+        seen = []
+        for processes in (1, 2):
+            batch = run_suite(forge, agent_spec="openai:fake-model", trials=3, seed=11, store=sqlite_store,
+                              agent_options=options, executor=AsyncExecutor(6, processes=processes))
+            seen.append(_by_run(results_json(sqlite_store, batch.batch_id)))
+    assert len(seen[0]) == 3 * len(forge.scenarios)
+    assert {v[1] for v in seen[0].values()} == {"completed"}
+    assert seen[0] == seen[1]
+
+
+def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_store: Store) -> None:
+    batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:async_agent", trials=2, store=sqlite_store,
+                      executor=AsyncExecutor(4, processes=2))
+    rows = sqlite_store.runs_for_batch(batch.batch_id)
+    pids = {r["claim_summary"].split(" ", 1)[0] for r in rows}
+    assert [r["status"] for r in rows] == ["completed"] * len(rows)
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+
+
+def test_a_child_that_dies_loses_no_planned_run(forge: SuiteBundle) -> None:
+    planned = plan_batch(forge, 2, 0)
+    by_hash = {s.content_hash: s for s in forge.scenarios}
+    seen: list[tuple[RunRecord, int]] = []
+    ProcessAsyncExecutor(2, 2).execute([Task(by_hash[p.scenario_hash], p) for p in planned],
+                                       load_agent(f"python:{PID_AGENT}:dies"), Limits(),
+                                       lambda record, steps: seen.append((record, steps)))
+    assert sorted(r.run_id for r, _ in seen) == sorted(p.run_id for p in planned)  # each exactly once
+    assert {r.status for r, _ in seen} == {"error"}
+    reasons = {r.reason for r, _ in seen}
+    assert all(("died (exit code 17)" in why) or ("no worker process was left" in why) for why in reasons), reasons
+
+
+def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    model = load_agent("openai:m", base_url="http://127.0.0.1:9/v1")
+    assert auto_processes(1000, model, cpus=2) == 2
+    assert auto_processes(1000, model, cpus=8) == 8
+    assert auto_processes(150, model, cpus=8) == 1
+    assert auto_processes(1000, load_agent("reference:diligent"), cpus=8) == 1
+    # a key given in code never reaches a child's environment: such a batch stays in this process
+    assert auto_processes(1000, load_agent("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-code"),
+                          cpus=8) == 1
