@@ -21,6 +21,7 @@ in the calling thread, as every executor does.
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import queue
 from collections.abc import Iterable, Iterator
@@ -88,7 +89,13 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
             yield Task(loaded, planned)
 
     def sink(record: RunRecord, steps: int) -> None:
-        outbox.put((index, record.run_id, record.model_dump(), record.final_state_text, steps))
+        # the record's own fields (it is done: nothing changes them), the final state once, as the
+        # canonical text its hash was computed from; the parent decodes it for the scorer
+        fields = dict(record.__dict__)
+        text = record.final_state_text
+        if text is not None:
+            del fields["final_state"]
+        outbox.put((index, record.run_id, fields, text, steps))
 
     if factory is None:
         for _ in tasks():  # answers every task with the reason, until the parent says stop
@@ -164,6 +171,8 @@ class ProcessAsyncExecutor:
                     sink(error_record(task.planned, text or "the worker process could not play this run",
                                       task.loaded), 0)
                 else:
+                    if text is not None:
+                        fields["final_state"] = json.loads(text)
                     record = RunRecord.model_construct(**fields)
                     sink(record.with_final_state_text(text) if text is not None else record, steps)
             for task in source:  # every worker process died before the batch was done
