@@ -86,3 +86,46 @@ def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkey
     # a key given in code never reaches a child's environment: such a batch stays in this process
     assert auto_processes(1000, load_agent("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-code"),
                           cpus=8) == 1
+
+
+def test_an_interrupt_stops_the_children_and_lets_the_process_exit(tmp_path: Path) -> None:
+    """Ctrl-C reaches the parent as KeyboardInterrupt (here: from the sink); the children are
+    stopped, and tasks still queued for them never hold the interpreter at exit."""
+    import subprocess
+    import sys
+
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(
+        "import asyncio, json\n"
+        "async def slow(messages, tools):\n"
+        "    await asyncio.sleep(0.5)\n"
+        "    args = json.dumps({'claimed_success': False, 'summary': 'slow'})\n"
+        "    return {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c', 'type': 'function',\n"
+        "            'function': {'name': 'finish', 'arguments': args}}]}\n")
+    script = tmp_path / "interrupt.py"
+    script.write_text(f'''
+import sys
+from assay.agents.loader import load_agent
+from assay.run.engine import Limits
+from assay.run.executors import Task
+from assay.run.executors.procs import ProcessAsyncExecutor
+from assay.service.runs import plan_batch
+from assay.service.suites import resolve_suite
+
+forge = resolve_suite("forge")
+by_hash = {{s.content_hash: s for s in forge.scenarios}}
+tasks = [Task(by_hash[p.scenario_hash], p) for p in plan_batch(forge, 1000, 0)]
+seen = []
+def sink(record, steps):
+    seen.append(record)
+    if len(seen) == 3:
+        raise KeyboardInterrupt
+try:
+    # 1000 runs in flight per child and as many more queued for it: far more than a pipe holds
+    ProcessAsyncExecutor(2000, 2).execute(tasks, load_agent("python:{agent}:slow"), Limits(), sink)
+except KeyboardInterrupt:
+    print("stopped after", len(seen))
+''')
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stopped after 3"

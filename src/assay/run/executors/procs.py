@@ -183,8 +183,10 @@ class ProcessAsyncExecutor:
                     child.terminate()
             for child in children:
                 child.join(timeout=5)
-            outbox.close()
-            for box in inboxes:
+            # tasks still queued for a child that is gone must not hold this process at exit
+            # (a queue's feeder thread otherwise waits for a reader that will never come)
+            for box in (outbox, *inboxes):
+                box.cancel_join_thread()
                 box.close()
 
     @staticmethod
