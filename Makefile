@@ -17,8 +17,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m assay.demo
 
+# one worker per core (CI has two): each worker starts its own PostgreSQL; the Ray tests share
+# one worker (xdist_group "ray"), so one local Ray serves them all
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from assay.agents.loader import load_agent
 from assay.records import RunRecord
 from assay.run.engine import Limits
@@ -25,6 +27,9 @@ from assay.service.results import results_json
 from assay.service.runs import plan_batch, run_suite
 from assay.service.suites import SuiteBundle
 from assay.store import Store
+
+#: under pytest-xdist, every Ray test runs on one worker: one local Ray for them all
+pytestmark = pytest.mark.xdist_group("ray")
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 PID_AGENT = AGENTS / "pid_agent.py"
