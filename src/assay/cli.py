@@ -14,10 +14,42 @@ import typer
 from assay.errors import BadInput
 from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, err, open_store_at, out, print_json
 
+def _flags_without_placeholders() -> None:
+    """Typer's help shows a `<bool>` value placeholder after every flag (`--json <bool>`), though a
+    flag takes no value; show flags bare, as `--help` itself should read."""
+    option = getattr(getattr(typer, "core", None), "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "_assay_bare_flags", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        return None if getattr(self, "is_flag", False) and self.metavar is None else shown(self, ctx)
+
+    display_type_rich._assay_bare_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
+_flags_without_placeholders()
+
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from assay import HARNESS_VERSION, __version__
+
+        out.print(f"assay {__version__} ({HARNESS_VERSION})", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth."""
 
 
 @app.command()
@@ -93,8 +125,7 @@ def run(
 ) -> None:
     """Run an agent on every case × trial, score each run by oracle checks, store everything.
 
-    The batch is stored before its first run and each run as it ends: if the process is stopped
-    (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left."""
+    The batch is stored before its first run and each run as it ends: if the process is stopped (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left."""
     from assay.agents.loader import load_agent
     from assay.run.engine import Limits
     from assay.run.executors import make_executor

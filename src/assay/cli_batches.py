@@ -30,8 +30,7 @@ def resume(
 ) -> None:
     """Finish a batch or submission that a killed, stopped or failed process left.
 
-    Plays every slot that never ran or was held by a process that is gone; runs already recorded
-    are never played or recorded again. Several resumes of one batch at once split the work."""
+    Plays every slot that never ran or was held by a process that is gone; runs already recorded are never played or recorded again. Several resumes of one batch at once split the work."""
     from assay.run.executors import make_executor
     from assay.service import batches
     from assay.ui import BatchProgress
@@ -107,8 +106,7 @@ def runs_cmd(
 ) -> None:
     """The planned runs of a batch or submission: run id, case, trial, status, score, passed.
 
-    A slot with no run recorded yet is `pending` here (in the results JSON it counts as a failed
-    `error` trial, because the denominator is the plan)."""
+    A slot with no run recorded yet is `pending` here (in the results JSON it counts as a failed `error` trial, because the denominator is the plan)."""
     from rich.table import Table
 
     from assay.service import batches

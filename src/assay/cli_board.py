@@ -198,8 +198,7 @@ def submit(
 ) -> None:
     """Submit an agent: the server runs every scenario × reps of the release, each with its own seed.
 
-    The submission id is printed (on stderr) as soon as the plan is stored, before the first run;
-    if the process is stopped or killed, `assay resume ID` finishes the submission."""
+    The submission id is printed (on stderr) as soon as the plan is stored, before the first run; if the process is stopped or killed, `assay resume ID` finishes the submission."""
     from assay.agents.loader import load_agent
     from assay.run.executors import make_executor
     from assay.service import submissions
