@@ -46,7 +46,7 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
     import time
 
     from assay.agents.loader import load_agent
-    from assay.run.executors.aio import AsyncExecutor
+    from assay.run.executors.aio import AsyncExecutor, lenient_gc
     from assay.scenario.load import parse_scenario
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
@@ -103,7 +103,8 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
         return
     # the iterator blocks the loop only when this child has nothing left to start: the parent keeps
     # its inbox ahead of what it plays
-    asyncio.run(AsyncExecutor(at_once).play(tasks(), factory, Limits(**limits), sink))
+    with lenient_gc():
+        asyncio.run(AsyncExecutor(at_once).play(tasks(), factory, Limits(**limits), sink))
 
 
 class ProcessAsyncExecutor:
