@@ -251,8 +251,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = app(standalone_mode=False)
-    except BadInput as exc:
-        err.print(f"assay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+    except BadInput as exc:  # the domain errors among them name their flag here, and only here
+        from assay.cli_errors import cli_line, command_flags
+
+        line = cli_line(exc, command_flags(app, sys.argv[1:]))
+        err.print(f"assay: error: {line}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         code = exc.exit_code

@@ -150,7 +150,7 @@ def test_refusals_are_one_line_and_store_nothing(cli: Cli, tmp_path: Path) -> No
     before = cli.counts()
     assert "already has 3 submission(s) to mini 1.0" in cli.refused(
         "submit", "mini", "--agent", "reference:idle", "--account", "alice", "--label", "x")
-    assert "--publish needs a public handle" in cli.refused(
+    assert "--publish: publishing needs a public handle" in cli.refused(
         "submit", "mini", "--agent", "reference:idle", "--account", "bob", "--label", "x", "--publish")
     assert "no such account" in cli.refused(
         "submit", "mini", "--agent", "reference:idle", "--account", "ghost", "--label", "x")

@@ -97,7 +97,7 @@ def test_byok_and_baseline_submissions_are_not_capped(mini: Store) -> None:
 
 def test_publish_without_a_public_handle_is_refused(mini: Store) -> None:
     before = row_counts(mini)
-    with pytest.raises(BadInput, match="--publish needs a public handle"):
+    with pytest.raises(BadInput, match="publishing needs a public handle"):
         submit(mini, account="owner", publish=True)
     assert row_counts(mini) == before
 

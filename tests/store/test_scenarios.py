@@ -49,7 +49,7 @@ def test_frozen_case_with_changed_checks_is_refused_and_nothing_is_stored(store:
         store.add_scenario_version(**changed)
     assert caught.value.where == "estate-001"
     assert caught.value.message == (
-        "case 'estate-001' is frozen (since 2026-01-15) and its checks changed; "
+        "the case is frozen (since 2026-01-15) and its checks changed; "
         "a changed check needs a new case id"
     )
     assert _count(store) == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assay.errors import BadInput
+from assay.errors import Invalid, NotFound
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
@@ -20,21 +20,22 @@ HANDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-\.]{0,38}[A-Za-z0-9]$")
 
 def check_name(name: str) -> str:
     if not ACCOUNT_NAME.match(name):
-        raise BadInput("an account name is 3-64 characters of a-z, 0-9 and '-' (not at either end)", name)
+        raise Invalid("an account name is 3-64 characters of a-z, 0-9 and '-' (not at either end)", "account",
+                      value=name)
     return name
 
 
-def check_handle(handle: str, where: str = "HANDLE") -> str:
+def check_handle(handle: str) -> str:
     if not HANDLE.match(handle):
-        raise BadInput(f"a public handle is 2-40 characters of letters, digits, '_', '-' and '.', "
-                       f"starting and ending with a letter or digit (got '{handle}')", where)
+        raise Invalid("a public handle is 2-40 characters of letters, digits, '_', '-' and '.', "
+                      "starting and ending with a letter or digit", "public_handle", value=handle)
     return handle
 
 
 def create(store: Store, name: str, public_handle: str | None = None) -> dict[str, Any]:
     check_name(name)
     if public_handle is not None:
-        check_handle(public_handle, "--public-handle")
+        check_handle(public_handle)
     repo = BoardRepo(store)
     repo.add_account(name, public_handle)
     return view(store, name)
@@ -54,7 +55,7 @@ def revoke_handle(store: Store, name: str) -> dict[str, Any]:
 def get(store: Store, name: str) -> dict[str, Any]:
     account = BoardRepo(store).account(name)
     if account is None:
-        raise BadInput("no such account (create it with `assay account create NAME`)", name)
+        raise NotFound("no such account (create it with `assay account create NAME`)", "account", value=name)
     return account
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from assay.agents.loader import AgentFactory
-from assay.errors import BadInput
+from assay.errors import Conflict, NotFound
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
@@ -48,11 +48,11 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[
 
     batch = store.batch(batch_id)
     if batch is None:
-        raise BadInput("no such batch or submission", batch_id)
+        raise NotFound("no such batch or submission", "batch", value=batch_id)
     row = store.batch_agent(batch_id)
     if row is None:
-        raise BadInput("this batch was stored before batches kept their agent and limits; it cannot be resumed",
-                       batch_id)
+        raise Conflict("this batch was stored before batches kept their agent and limits; it cannot be resumed",
+                       "batch", value=batch_id)
     options = dict(row["options"] or {})
     if spec is None:
         # loaded by its portable spec, named as it was planned (the signature covers the name)
@@ -60,10 +60,10 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[
     else:
         factory = load_agent(spec, **options)
     if factory.config_signature != batch["config_signature"]:
-        raise BadInput(
+        raise Conflict(
             f"'{spec or row['load_spec']}' is not the agent this batch was planned for ({batch['agent_spec']}, "
             f"configuration signature {batch['config_signature'][:12]}; this one is "
-            f"{factory.config_signature[:12]})", "--agent")
+            f"{factory.config_signature[:12]})", "agent")
     return factory, Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
 
 
@@ -79,13 +79,13 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
             continue
         stored = store.scenario_by_hash(key)
         if stored is None:  # pragma: no cover - the plan's foreign key forbids it
-            raise BadInput(f"scenario {key[:12]} of the plan is not stored", batch_id)
+            raise Conflict(f"scenario {key[:12]} of the plan is not stored", "batch", value=batch_id)
         rebuilt = parse_scenario(stored["document"], f"stored scenario {slot['case_id']}")
         if rebuilt.content_hash != key:
-            raise BadInput(
+            raise Conflict(
                 f"scenario {slot['case_id']} now builds to content hash {rebuilt.content_hash[:12]}, not the "
                 f"planned {key[:12]} (the kit's code changed since the batch was planned); it cannot be resumed",
-                batch_id)
+                "batch", value=batch_id)
         loaded[key] = rebuilt
     return loaded
 
@@ -129,7 +129,7 @@ def complete(store: Store, batch_id: str) -> bool:
     submission is swept and finalised (`submissions.complete`). True when the batch is complete."""
     batch = store.batch(batch_id)
     if batch is None:
-        raise BadInput("no such batch or submission", batch_id)
+        raise NotFound("no such batch or submission", "batch", value=batch_id)
     if batch["kind"] == "submission":
         from assay.service import submissions
 
@@ -143,8 +143,9 @@ def find(store: Store, ident: str) -> dict[str, Any]:
     batch_id = store.resolve_batch_id(ident)
     if batch_id is None:
         if store.resolve_run_id(ident) is not None:
-            raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
-        raise BadInput("no such batch or submission", ident)
+            raise NotFound("this is a run id, not a batch or submission; `assay debrief` shows a run", "batch",
+                           value=ident)
+        raise NotFound("no such batch or submission", "batch", value=ident)
     batch = store.batch(batch_id)
     assert batch is not None
     return batch

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
-from assay.errors import BadInput
+from assay.errors import Invalid, NotFound
 from assay.scenario.load import describe_error
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -62,21 +62,22 @@ KNOWN_KEYS: tuple[str, ...] = (*MODELS, MEASUREMENT_ERA)
 
 def _model(key: str) -> type[_Strict]:
     if key == MEASUREMENT_ERA:
-        raise BadInput("era boundaries are added with `assay era add NAME --from ISO8601 --reason TEXT`", key)
+        raise Invalid("era boundaries are added with `assay era add`, not set as a config value", "config_key",
+                      value=key)
     model = MODELS.get(key)
     if model is None:
-        raise BadInput(f"unknown config key (known: {', '.join(KNOWN_KEYS)})", key)
+        raise NotFound(f"unknown config key (known: {', '.join(KNOWN_KEYS)})", "config_key", value=key)
     return model
 
 
 def validate_value(key: str, value: Any) -> dict[str, Any]:
     model = _model(key)
     if not isinstance(value, dict):
-        raise BadInput("a config value must be a JSON object", key)
+        raise Invalid("a config value must be a JSON object", "config_value", value=key)
     try:
         return model.model_validate(value).model_dump()
     except ValidationError as exc:
-        raise BadInput(describe_error(exc), key) from None
+        raise Invalid(describe_error(exc), "config_value", value=key) from None
 
 
 def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
@@ -114,13 +115,13 @@ def parse_json_value(text: str, key: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadInput(f"not valid JSON ({exc.msg} at column {exc.colno})", key) from None
+        raise Invalid(f"not valid JSON ({exc.msg} at column {exc.colno})", "config_value", value=key) from None
 
 
 # -- eras -------------------------------------------------------------------------------------
 
 
-def parse_moment(text: str, where: str = "--from") -> datetime:
+def parse_moment(text: str, field: str = "from") -> datetime:
     """An ISO 8601 date or timestamp. A date means midnight UTC; a timestamp needs its offset."""
     raw = text.strip()
     try:
@@ -129,9 +130,9 @@ def parse_moment(text: str, where: str = "--from") -> datetime:
             return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise BadInput(f"'{text}' is not an ISO 8601 date or timestamp", where) from None
+        raise Invalid(f"'{text}' is not an ISO 8601 date or timestamp", field) from None
     if moment.tzinfo is None:
-        raise BadInput(f"'{text}' has no time zone; add one (e.g. {raw}Z)", where)
+        raise Invalid(f"'{text}' has no time zone; add one (e.g. {raw}Z)", field)
     return moment.astimezone(timezone.utc)
 
 
@@ -143,9 +144,9 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
 def add_era(store: Store, name: str, starts: str, reason: str) -> dict[str, Any]:
     name = name.strip()
     if not name or len(name) > 80:
-        raise BadInput("an era needs a name of 1 to 80 characters", "NAME")
+        raise Invalid("an era needs a name of 1 to 80 characters", "era")
     if not reason.strip():
-        raise BadInput("an era needs a reason (what changed in the measurement stack)", "--reason")
+        raise Invalid("an era needs a reason (what changed in the measurement stack)", "reason")
     moment = parse_moment(starts)
     repo = BoardRepo(store)
     repo.add_era(name, moment, reason.strip())

@@ -19,7 +19,7 @@ from typing import Any
 
 import langcodes
 
-from assay.errors import BadInput
+from assay.errors import Conflict, Invalid, NotFound
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
 from assay.scenario.load import LoadedScenario, parse_scenario
@@ -38,7 +38,7 @@ def normalise_language(tag: str, where: str) -> str:
             raise ValueError
         return str(langcodes.standardize_tag(tag))
     except (ValueError, LookupError):
-        raise BadInput(f"'{tag}' is not a valid BCP-47 language tag", where) from None
+        raise Invalid(f"'{tag}' is not a valid BCP-47 language tag", "language", value=where) from None
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -57,13 +57,14 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
     """Validate a suite bundle for release and compute the row that pins it (no writes)."""
     suite = bundle.suite
     if suite is None:
-        raise BadInput("a release needs a suite document (key, version, scenarios, …), not bare scenarios",
-                       bundle.source)
+        raise Invalid("a release needs a suite document (key, version, scenarios, …), not bare scenarios",
+                      "suite", value=bundle.source)
     language = normalise_language(suite.language, f"{bundle.source}: language")
     for s in bundle.scenarios:
         theirs = normalise_language(s.scenario.language, s.id)
         if theirs != language:
-            raise BadInput(f"scenario language '{theirs}' does not match the suite language '{language}'", s.id)
+            raise Invalid(f"scenario language '{theirs}' does not match the suite language '{language}'",
+                          "language", value=s.id)
     owner = suite.owner or (BUILTIN_OWNER if builtin else None)
     document = suite.model_dump(mode="json")
     document.pop("scenarios")
@@ -109,9 +110,9 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, An
         changed = sorted(c for c in set(stored) | set(mine) if stored.get(c) != mine.get(c))
         fields = _differences(existing, row)
         what = ", ".join([*(f"scenario {c}" for c in changed), *fields]) or "its content"
-        raise BadInput(
+        raise Conflict(
             f"suite {key} {version} is already released and this document differs ({what}); releases are "
-            f"immutable: give the suite a new version and release that", f"{key} {version}")
+            f"immutable: give the suite a new version and release that", "version")
 
     existing = repo.release(key, version)
     if existing is not None:  # decide before writing anything, so a refusal stores nothing
@@ -127,7 +128,7 @@ def release_path(store: Store, path: str) -> tuple[dict[str, Any], bool]:
     """`assay suite release PATH`."""
     target = Path(path)
     if not target.exists():
-        raise BadInput("no such file or directory", path)
+        raise NotFound("no such file or directory", "path", value=path)
     bundle = resolve_suite(path)
     builtin = _is_builtin_path(target)
     return store_release(store, prepare(bundle, builtin=builtin))
@@ -175,7 +176,8 @@ def find_release(
     if release_builtin:
         ensure_builtin(store, key)
     releases = BoardRepo(store).releases(key)
-    unknown = BadInput(f"no released suite '{key}'" + (f" version {version}" if version else ""), key)
+    unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
+                       "version" if version else "suite")
     if public:
         releases = [r for r in releases if r["visibility"] != "internal"]
     if not releases:
@@ -188,7 +190,7 @@ def find_release(
     if public:
         listed = [r for r in releases if r["visibility"] == "public"]
         if not listed:
-            raise BadInput(f"suite '{key}' has no public version; name one with --version", key)
+            raise NotFound(f"suite '{key}' has no public version; name one", "version")
         releases = listed
     return max(releases, key=lambda r: version_key(r["version"]))
 
@@ -201,10 +203,10 @@ def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
     for row in repo.release_scenarios(release["id"]):
         scenario = parse_scenario(row["document"], f"stored scenario {row['case_id']} v{row['scenario_version']}")
         if scenario.content_hash != row["scenario_hash"]:
-            raise BadInput(
+            raise Conflict(
                 f"scenario {row['case_id']} no longer materialises the world this release pinned "
                 f"({row['scenario_hash'][:HASH_PREFIX]} → {scenario.content_hash[:HASH_PREFIX]}: the world kit "
-                "changed); release a new suite version to run it", where)
+                "changed); release a new suite version to run it", value=where)
         loaded.append(scenario)
     suite = Suite.model_validate({**release["document"], "scenarios": [s.id for s in loaded]})
     return SuiteBundle(release["suite_key"], release["version"], suite, tuple(loaded), f"release {where}")
@@ -267,7 +269,7 @@ def versions(store: Store, key: str) -> list[dict[str, Any]]:
     ensure_builtin(store, key)
     releases = sorted(BoardRepo(store).releases(key), key=lambda r: version_key(r["version"]))
     if not releases:
-        raise BadInput(f"no released suite '{key}'", key)
+        raise NotFound(f"no released suite '{key}'", "suite")
     return [{**release_view(store, r, full=False),
              "scenarios": [{"case_id": p["case_id"], "version": p["version"], "hash_prefix": p["hash_prefix"]}
                            for p in scenario_pins(store, r)]} for r in releases]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.errors import BadInput
+from assay.errors import NotFound
 from assay.records import PlannedRun, legacy_actions, transcript_events
 from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
@@ -42,7 +42,7 @@ def trial_view(row: dict[str, Any]) -> dict[str, Any]:
 def results_json(store: Store, batch_id: str) -> dict[str, Any]:
     batch = store.batch(batch_id)
     if batch is None:
-        raise BadInput("no such batch", batch_id)
+        raise NotFound("no such batch", "batch", value=batch_id)
     rows = store.runs_for_batch(batch_id, bodies=False)
     cases: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -78,9 +78,9 @@ def _iso(value: Any) -> str | None:
 def _stored_run(store: Store, run_id: str) -> dict[str, Any]:
     run = store.run(run_id)
     if run is None:
-        raise BadInput("no such run", run_id)
+        raise NotFound("no such run", "run", value=run_id)
     if not run.get("status"):
-        raise BadInput("this planned run never produced a record", run_id)
+        raise NotFound("this planned run never produced a record", "run", value=run_id)
     return run
 
 

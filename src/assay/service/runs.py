@@ -12,7 +12,7 @@ from typing import Any
 
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
-from assay.errors import BadInput
+from assay.errors import BadInput, Invalid
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task, make_executor
 from assay.records import CheckOutcome, PlannedRun, RunRecord
@@ -189,11 +189,11 @@ def run_suite(
     from assay.service.batches import complete, execute_pending
 
     if trials < 1:
-        raise BadInput("must be at least 1", "--trials")
+        raise Invalid("must be at least 1", "trials")
     bundle = resolve_suite(suite) if isinstance(suite, str) else suite
     if factory is None:
         if agent_spec is None:
-            raise BadInput("an agent spec is required", "--agent")
+            raise Invalid("an agent spec is required", "agent")
         from assay.agents.loader import load_agent
 
         factory = load_agent(agent_spec, **(agent_options or {}))

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
-from assay.errors import BadInput
+from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
@@ -77,17 +77,17 @@ def submit(
     first run: from then on a killed process leaves a submission that `resume` finishes."""
     label = label.strip()
     if not label or len(label) > MAX_LABEL:
-        raise BadInput(f"a label is 1 to {MAX_LABEL} characters", "--label")
+        raise Invalid(f"a label is 1 to {MAX_LABEL} characters", "label")
     if play_model is not None:
         play_model = play_model.strip() or None
         if play_model is not None and len(play_model) > 200:
-            raise BadInput("play_model is at most 200 characters", "--play-model")
+            raise Invalid("a play model is at most 200 characters", "play_model")
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     holder = accounts.get(store, account)
     if publish and holder["public_handle"] is None:
-        raise BadInput(
-            f"--publish needs a public handle on account '{account}'; set one with "
-            f"`assay account set-handle {account} HANDLE`", "--publish")
+        raise Conflict(
+            f"publishing needs a public handle on account '{account}'; set one with "
+            f"`assay account set-handle {account} HANDLE`", "publish")
     repo = BoardRepo(store)
     # Resolve without writing: a built-in not yet released is released only once every check passed.
     release = _stored_release(store, key, version)
@@ -95,7 +95,8 @@ def submit(
     if release is None:
         pending = releases.builtin_prepared(key)
         if pending is None or (version is not None and pending.row["version"] != version):
-            raise BadInput(f"no released suite '{key}'" + (f" version {version}" if version else ""), key)
+            raise NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
+                           "version" if version else "suite")
         owner = pending.row["owner"]
         bundle = pending.bundle
         reps = pending.row["reps_per_scenario"]
@@ -104,8 +105,8 @@ def submit(
         bundle = releases.pinned_bundle(store, release)
         reps = release["reps_per_scenario"]
     if baseline and account != owner:
-        raise BadInput(
-            f"only the suite owner ({owner or 'none recorded'}) may submit an official baseline", "--baseline")
+        raise Forbidden(
+            f"only the suite owner ({owner or 'none recorded'}) may submit an official baseline", "baseline")
     cap = platform_config.get(store, platform_config.SUBMISSION_CAP)["max_per_account_per_version"]
     capped = not (byok or baseline)
     if capped and release is not None:
@@ -160,10 +161,10 @@ def _stored_release(store: Store, key: str, version: str | None) -> dict[str, An
     return latest
 
 
-def _cap_refusal(account: str, key: str, version: str, cap: int) -> BadInput:
-    return BadInput(
+def _cap_refusal(account: str, key: str, version: str, cap: int) -> Conflict:
+    return Conflict(
         f"account '{account}' already has {cap} submission(s) to {key} {version}, the most allowed per "
-        f"suite version (platform config '{platform_config.SUBMISSION_CAP}')", "--account")
+        f"suite version (platform config '{platform_config.SUBMISSION_CAP}')", "account")
 
 
 # -- the completion sweep ---------------------------------------------------------------------
@@ -183,7 +184,7 @@ def complete(store: Store, submission_id: str) -> None:
     repo = BoardRepo(store)
     submission = repo.submission(submission_id)
     if submission is None:
-        raise BadInput("no such submission", submission_id)
+        raise NotFound("no such submission", "submission", value=submission_id)
     release = repo.release_by_id(submission["release_id"])
     assert release is not None
     floor = platform_config.get(store, platform_config.PARTICIPATION)
@@ -234,7 +235,7 @@ def find(store: Store, ident: str) -> str | None:
 def _require(store: Store, ident: str) -> str:
     found = find(store, ident)
     if found is None:
-        raise BadInput("no such submission", ident)
+        raise NotFound("no such submission", "submission", value=ident)
     return found
 
 
@@ -247,7 +248,7 @@ def unpublish(store: Store, ident: str) -> dict[str, Any]:
         assert facts is not None
         pending = facts["publish_requested"] and not facts["finalised"]
         if not facts["published"] and not pending:
-            raise BadInput("the submission is not published", submission_id)
+            raise Conflict("the submission is not published", "submission", value=submission_id)
 
     # An unpublication before completion also stops the automatic publication (any event does).
     repo.add_publication_event(submission_id, False, "unpublished by its owner", check)
@@ -259,7 +260,7 @@ def note(store: Store, ident: str, text: str) -> dict[str, Any]:
     submission_id = _require(store, ident)
     text = text.strip()
     if len(text) > 2000:
-        raise BadInput("a variance note is at most 2000 characters", "TEXT")
+        raise Invalid("a variance note is at most 2000 characters", "note")
     BoardRepo(store).add_note(submission_id, text)
     return results(store, submission_id)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.errors import BadInput, Problems
+from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
 from assay.scenario.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
 from assay.scenario.yamlsafe import load_yaml_file
@@ -77,7 +77,7 @@ def _examine(name_or_path: str) -> Findings:
             return _from_suite_file(path / "suite.yaml", load_yaml_file(path / "suite.yaml"))
         files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
         if not files:
-            raise BadInput("directory holds no .yaml scenarios", str(path))
+            raise Invalid("directory holds no .yaml scenarios", "suite", value=str(path))
         problems: list[BadInput] = []
         loaded = []
         for file in files:
@@ -94,7 +94,7 @@ def _examine(name_or_path: str) -> Findings:
         one = parse_scenario(raw, str(path))
         return Findings((one,), (), SuiteBundle(one.id, None, None, (one,), str(path)))
     known = ", ".join(builtin_suite_names())
-    raise BadInput(f"no built-in suite or file by that name (built-in suites: {known})", name_or_path)
+    raise NotFound(f"no built-in suite or file by that name (built-in suites: {known})", "suite", value=name_or_path)
 
 
 def _from_suite_file(path: Path, raw: Any) -> Findings:

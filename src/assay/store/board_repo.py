@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.errors import BadInput
+from assay.errors import Conflict, NotFound
 from assay.records import PlannedRun
 from assay.store.board_schema import (
     account_handles,
@@ -179,11 +179,11 @@ class BoardRepo:
         with self.write() as conn:
             self.lock(conn, "handles", "all")
             if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is not None:
-                raise BadInput("an account by that name already exists", name)
+                raise Conflict("an account by that name already exists", "account", value=name)
             if handle is not None:
                 holder = self._holder(conn, handle)
                 if holder is not None:
-                    raise BadInput(f"the public handle '{handle}' is taken", "--public-handle")
+                    raise Conflict("the public handle is taken", "public_handle", value=handle)
             now = utcnow()
             conn.execute(sa.insert(accounts).values(name=name, created_at=now))
             if handle is not None:
@@ -194,19 +194,19 @@ class BoardRepo:
         with self.write() as conn:
             self.lock(conn, "handles", "all")
             if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is None:
-                raise BadInput("no such account", name)
+                raise NotFound("no such account", "account", value=name)
             current = conn.execute(
                 sa.select(current_handles.c.handle).where(current_handles.c.account == name)
             ).scalar_one_or_none()
             if handle is None:
                 if current is None:
-                    raise BadInput("the account has no public handle to revoke", name)
+                    raise Conflict("the account has no public handle to revoke", "account", value=name)
             else:
                 holder = self._holder(conn, handle)
                 if holder is not None and holder != name:
-                    raise BadInput(f"the public handle '{handle}' is taken", handle)
+                    raise Conflict("the public handle is taken", "public_handle", value=handle)
                 if current == handle:
-                    raise BadInput(f"the account already holds the handle '{handle}'", name)
+                    raise Conflict(f"the account already holds the handle '{handle}'", "account", value=name)
             conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=utcnow()))
 
     # -- submissions --------------------------------------------------------------------------
@@ -397,15 +397,15 @@ class BoardRepo:
         with self.write() as conn:
             self.lock(conn, "eras", "all")
             if conn.execute(sa.select(measurement_eras.c.id).where(measurement_eras.c.name == name)).first():
-                raise BadInput("an era by that name already exists", name)
+                raise Conflict("an era by that name already exists", "era", value=name)
             latest = conn.execute(
                 sa.select(measurement_eras.c.name, measurement_eras.c.starts_at)
                 .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
             ).first()
             if latest is not None and starts_at <= latest.starts_at:
-                raise BadInput(
+                raise Conflict(
                     f"an era must begin after the latest boundary ({latest.name}, from "
-                    f"{latest.starts_at.isoformat()}); era boundaries only move forward", "--from")
+                    f"{latest.starts_at.isoformat()}); era boundaries only move forward", "from")
             conn.execute(sa.insert(measurement_eras).values(
                 name=name, starts_at=starts_at, reason=reason, created_at=utcnow()))
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.errors import BadInput
+from assay.errors import Conflict, Invalid, NotFound
 from assay.records import CheckOutcome, PlannedRun, RunRecord
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
@@ -60,13 +60,13 @@ def resolve_prefix(conn: sa.Connection, column: sa.ColumnElement[Any], ident: st
     if conn.execute(sa.select(column).where(column == ident)).first() is not None:
         return ident
     if len(ident) < MIN_PREFIX:
-        raise BadInput(f"no {noun} has this id, and a {noun} id prefix needs at least {MIN_PREFIX} characters",
-                       where=ident)
+        raise NotFound(f"no {noun} has this id, and a {noun} id prefix needs at least {MIN_PREFIX} characters",
+                       noun, value=ident)
     candidates = conn.execute(
         sa.select(column).where(column.startswith(ident, autoescape=True)).order_by(column)).scalars()
     matches = [str(m) for m in candidates if str(m).startswith(ident)]
     if len(matches) > 1:
-        raise BadInput(f"{noun} id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", where=ident)
+        raise Invalid(f"{noun} id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", noun, value=ident)
     return matches[0] if matches else None
 
 
@@ -75,10 +75,10 @@ def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]
         yield items[start : start + size]
 
 
-def _refused(exc: sa.exc.IntegrityError, what: str) -> BadInput:
+def _refused(exc: sa.exc.IntegrityError, what: str) -> Conflict:
     """A constraint the database enforced, told as one line: it is a refused operation."""
     lines = str(exc.orig).strip().splitlines()
-    return BadInput(f"{what} refused by the database: {lines[0] if lines else exc}")
+    return Conflict(f"{what} refused by the database: {lines[0] if lines else exc}")
 
 
 def _json_fault(exc: BaseException) -> bool:
@@ -190,7 +190,7 @@ class Store:
         for item in items:
             frozen_on = item["frozen_on"]
             if frozen_on is not None and not _DATE.match(frozen_on):
-                raise BadInput(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", where=item["case_id"])
+                raise Invalid(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", "frozen_on", value=item["case_id"])
         try:
             with self._write() as conn:
                 return [self._add_scenario_version(conn, **item) for item in items]
@@ -199,7 +199,7 @@ class Store:
                 for item in items:
                     fault = _first_unstorable({"document": item["document"]})
                     if fault:
-                        raise BadInput(fault, where=item["case_id"]) from None
+                        raise Invalid(fault, "document", value=item["case_id"]) from None
             raise
 
     def _add_scenario_version(
@@ -223,10 +223,10 @@ class Store:
         ).first()
         if existing is not None:
             if existing.case_id != case_id:
-                raise BadInput(
+                raise Conflict(
                     f"content hash {content_hash} is already stored as case "
                     f"'{existing.case_id}'",
-                    where=case_id,
+                    "case", value=case_id,
                 )
             return int(existing.version)
         frozen = conn.execute(
@@ -236,10 +236,10 @@ class Store:
         ).all()
         for row in frozen:
             if row.checks_hash != checks_hash:
-                raise BadInput(
-                    f"case '{case_id}' is frozen (since {row.frozen_on}) and its checks "
+                raise Conflict(
+                    f"the case is frozen (since {row.frozen_on}) and its checks "
                     "changed; a changed check needs a new case id",
-                    where=case_id,
+                    "case", value=case_id,
                 )
         latest = conn.execute(
             sa.select(sa.func.max(sv.c.version)).where(sv.c.case_id == case_id)
@@ -367,11 +367,11 @@ class Store:
         for p in planned:
             stored = known.get(p.scenario_hash)
             if stored is None:
-                raise BadInput(f"scenario {p.scenario_hash} is not stored", where=p.case_id)
+                raise Conflict(f"scenario {p.scenario_hash} is not stored", "plan", value=p.case_id)
             if stored != p.case_id:
-                raise BadInput(
+                raise Conflict(
                     f"slot {p.slot} plans scenario {p.scenario_hash}, which is case '{stored}'",
-                    where=p.case_id,
+                    "plan", value=p.case_id,
                 )
 
     def batch(self, batch_id: str) -> dict[str, Any] | None:
@@ -468,7 +468,7 @@ class Store:
                     {f: getattr(record, f) for f in ("final_state", "transcript", "actions")}
                 )
                 if fault:
-                    raise BadInput(f"run {record.run_id}: {fault}", where=record.case_id) from None
+                    raise Invalid(f"run {record.run_id}: {fault}", "record", value=record.case_id) from None
             raise
 
     def _check_against_plan(self, conn: sa.Connection, records: list[RunRecord]) -> None:
@@ -483,13 +483,13 @@ class Store:
         for record in records:
             slot = plan.get(record.run_id)
             if slot is None:
-                raise BadInput(f"run {record.run_id} is not in any plan", where=record.case_id)
+                raise Conflict(f"run {record.run_id} is not in any plan", "record", value=record.case_id)
             for field in _PLAN_FIELDS:
                 if getattr(slot, field) != getattr(record, field):
-                    raise BadInput(
+                    raise Conflict(
                         f"run {record.run_id} has {field}={getattr(record, field)!r} but its "
                         f"plan says {getattr(slot, field)!r}",
-                        where=record.case_id,
+                        "record", value=record.case_id,
                     )
 
     def _slots(self, *, bodies: bool) -> sa.Select[Any]:

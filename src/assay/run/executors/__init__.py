@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from assay.errors import BadInput
+from assay.errors import Invalid
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.scenario.load import LoadedScenario
@@ -50,9 +50,9 @@ def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
                   ray_address: str | None = None) -> Executor:
     name = name or default_executor(agent_factory)
     if not 1 <= workers <= MAX_WORKERS:
-        raise BadInput(f"must be between 1 and {MAX_WORKERS}", "--workers")
+        raise Invalid(f"must be between 1 and {MAX_WORKERS}", "workers")
     if ray_address is not None and name != "ray":
-        raise BadInput("only the ray executor takes a Ray address (add --executor ray)", "--ray-address")
+        raise Invalid("only the ray executor takes a Ray address", "ray_address")
     if name == "threads":
         from assay.run.executors.threads import ThreadExecutor
 
@@ -65,4 +65,4 @@ def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
         from assay.run.executors.ray import RayExecutor
 
         return RayExecutor(workers, address=ray_address)
-    raise BadInput(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})", "--executor")
+    raise Invalid(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})", "executor")
