@@ -77,7 +77,11 @@ def test_a_child_that_dies_loses_no_planned_run(forge: SuiteBundle) -> None:
 
 
 def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkeypatch) -> None:  # noqa: ANN001
+    import assay.run.executors.aio as aio
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert aio._main_is_ours() is False  # pytest's main module: a script a child would run again
+    monkeypatch.setattr(aio, "_main_is_ours", lambda: True)  # as under the `assay` console script
     model = load_agent("openai:m", base_url="http://127.0.0.1:9/v1")
     assert auto_processes(1000, model, cpus=2) == 2
     assert auto_processes(1000, model, cpus=8) == 8

@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import gc
 import os
+import sys
+from pathlib import Path
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -29,13 +31,16 @@ RUNS_PER_LOOP = 100
 def auto_processes(workers: int, agent_factory: Any, cpus: int | None = None) -> int:
     """Event loops for a batch: one per `RUNS_PER_LOOP` runs in flight, at most one per core, and
     only for agents behind a model endpoint (their runs cost CPU per request; a scripted agent's
-    batch is faster in one process than the start-up of another) whose key a child inherits."""
+    batch is faster in one process than the start-up of another) whose key a child inherits, and
+    only when this process's main module is safe to import again (`_main_is_ours`)."""
     endpoint = getattr(agent_factory, "endpoint", None)
     if endpoint is None:
         return 1
     key = getattr(endpoint, "_key", None)
     if key not in (os.environ.get("OPENAI_API_KEY"), "unset"):
         return 1  # a key given in code, not in the environment a child process inherits
+    if not _main_is_ours():
+        return 1
     cpus = cpus or os.cpu_count() or 1
     return max(1, min(cpus, workers // RUNS_PER_LOOP))
 
@@ -59,6 +64,18 @@ def lenient_gc() -> Iterator[None]:
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()
+
+
+def _main_is_ours() -> bool:
+    """Whether a spawned child may import this process's main module: a spawned interpreter runs
+    the parent's main script again (as `__mp_main__`), which is harmless for the `assay` console
+    script and `python -m assay...` but would replay a user's unguarded script. Elsewhere the batch
+    stays on one loop unless `processes` is asked for explicitly."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if path is None:
+        return True  # python -c, a REPL: nothing to re-import
+    main = Path(path).resolve()
+    return main.name == "assay" or Path(__file__).resolve().parents[2] in main.parents
 
 
 class AsyncExecutor:
