@@ -85,7 +85,8 @@ def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkey
     model = load_agent("openai:m", base_url="http://127.0.0.1:9/v1")
     assert auto_processes(1000, model, cpus=2) == 2
     assert auto_processes(1000, model, cpus=8) == 8
-    assert auto_processes(150, model, cpus=8) == 1
+    assert auto_processes(150, model, cpus=8) == 3
+    assert auto_processes(40, model, cpus=8) == 1
     assert auto_processes(1000, load_agent("reference:diligent"), cpus=8) == 1
     # a key given in code never reaches a child's environment: such a batch stays in this process
     assert auto_processes(1000, load_agent("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-code"),

@@ -25,7 +25,7 @@ from assay.run.executors import Sink, Task
 
 
 #: Runs in flight per event loop before a model agent's batch is spread over more processes.
-RUNS_PER_LOOP = 100
+RUNS_PER_LOOP = 50
 
 
 def auto_processes(workers: int, agent_factory: Any, cpus: int | None = None) -> int:
