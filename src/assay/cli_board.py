@@ -60,7 +60,7 @@ def suite_release(
 
 @suite_app.command("list")
 def suite_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
-    """Every released suite version in this store (built-in suites are released on first use)."""
+    """Every released suite version in this store (built-in suites are released when a store is first opened)."""
     from assay.service import releases
 
     rows = releases.list_releases(open_store_at(db))

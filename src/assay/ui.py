@@ -30,9 +30,13 @@ WorkersOpt = typer.Option(4, "--workers", min=1, max=4096, help="Runs in flight 
 
 
 def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+    """The store a command works on, bootstrapped: built-in suites released (once per version)."""
+    from assay.service.releases import bootstrap
     from assay.store.db import open_store
 
-    return open_store(db)
+    store = open_store(db)
+    bootstrap(store)
+    return store
 
 
 def print_json(value: Any) -> None:

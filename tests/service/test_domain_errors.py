@@ -58,7 +58,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     url = f"sqlite:///{path}"
     store = open_store(url)
     releases.release_path(store, str(mini_suite(root / "mini")))
-    releases.ensure_builtins(store)
+    releases.bootstrap(store)
     changed = mini_suite(root / "changed")
     edit_scenario(changed)
     accounts.create(store, "alice", "Alice")

@@ -8,7 +8,9 @@ resolving to the documents they pinned (read back from the store, not from disk)
 re-runnable byte for byte — unless the world kit itself changed, which changes the hash and is
 refused rather than run on different content.
 
-Built-in suites (`assay/suites/*/suite.yaml`) are released on first use.
+Built-in suites (`assay/suites/*/suite.yaml`) are released by `bootstrap`, once per store and
+version, when the store is opened for a command (`assay.ui.open_store_at`; the web app will do the
+same at start-up): reading a release never writes one.
 """
 
 from __future__ import annotations
@@ -148,33 +150,48 @@ def builtin_prepared(key: str) -> PreparedRelease | None:
     return prepare(resolve_suite(key), builtin=True)
 
 
-def ensure_builtin(store: Store, key: str) -> None:
-    """Release the built-in suite `key` into this store if its version is not released yet."""
-    prepared = builtin_prepared(key)
-    if prepared is None:
-        return
-    if BoardRepo(store).release(key, prepared.row["version"]) is None:
-        store_release(store, prepared)
+def _builtin_version(key: str) -> str | None:
+    """The version a built-in suite's document declares, read without materialising its worlds."""
+    from assay.scenario.yamlsafe import load_yaml_file
+
+    try:
+        document = load_yaml_file(builtin_suites_dir() / key / "suite.yaml")
+    except Exception:  # noqa: BLE001 - a broken built-in is reported when it is released
+        return None
+    version = document.get("version") if isinstance(document, dict) else None
+    return str(version) if version is not None else None
 
 
-def ensure_builtins(store: Store) -> None:
+def bootstrap(store: Store) -> list[tuple[str, str]]:
+    """Release every built-in suite version this store does not hold yet; what was released.
+
+    Cheap when there is nothing to do (one small YAML read and one query per built-in suite), so
+    it can run whenever a store is opened; the suite is loaded and pinned only when its version is
+    new to the store."""
+    done: list[tuple[str, str]] = []
+    repo = BoardRepo(store)
     for key in builtin_suite_names():
-        ensure_builtin(store, key)
+        declared = _builtin_version(key)
+        if declared is not None and repo.release(key, declared) is not None:
+            continue
+        prepared = builtin_prepared(key)
+        if prepared is not None and repo.release(key, prepared.row["version"]) is None:
+            store_release(store, prepared)
+            done.append((key, prepared.row["version"]))
+    return done
 
 
 # -- resolving releases -----------------------------------------------------------------------
 
 
 def find_release(
-    store: Store, key: str, version: str | None, *, public: bool = False, release_builtin: bool = True,
+    store: Store, key: str, version: str | None, *, public: bool = False,
 ) -> dict[str, Any]:
     """The release a command names. Without a version: the latest (public ones only if `public`).
 
     `public=True` is how the public surfaces (board, card) resolve: internal suites do not exist
     there, unlisted versions only when named, and the default is the latest public version.
     """
-    if release_builtin:
-        ensure_builtin(store, key)
     releases = BoardRepo(store).releases(key)
     unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
@@ -261,12 +278,10 @@ def release_view(store: Store, release: dict[str, Any], *, full: bool = True) ->
 
 
 def list_releases(store: Store) -> list[dict[str, Any]]:
-    ensure_builtins(store)
     return [release_view(store, r, full=False) for r in BoardRepo(store).releases()]
 
 
 def versions(store: Store, key: str) -> list[dict[str, Any]]:
-    ensure_builtin(store, key)
     releases = sorted(BoardRepo(store).releases(key), key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")
