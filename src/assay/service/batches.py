@@ -32,8 +32,11 @@ from assay.scenario.load import LoadedScenario
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.repo import Store
 
-#: Slots claimed at a time, per executor worker (bounded below and above).
-CLAIM_MIN, CLAIM_MAX = 16, 256
+#: Slots claimed at a time, at least (and twice the runs in flight when that is more). Claiming
+#: ahead costs little if the process dies (its claims are free again once it is seen gone), and a
+#: claim is a write transaction: a scripted batch plays hundreds of runs a second. Concurrent
+#: resumes split a batch at this grain.
+CLAIM_CHUNK = 64
 
 
 def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
@@ -108,7 +111,7 @@ def execute_pending(
     plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
                                       row["trial"], row["seed"])
             for row in store.planned_runs(batch_id)}
-    chunk = max(CLAIM_MIN, min(CLAIM_MAX, getattr(executor, "workers", CLAIM_MIN)))
+    chunk = max(CLAIM_CHUNK, 2 * getattr(executor, "workers", 1))
     claims = ClaimRepo(store)
     with Holder(store) as holder:
         def tasks() -> Iterator[Task]:
