@@ -79,9 +79,19 @@ def test_a_child_that_dies_loses_no_planned_run(forge: SuiteBundle) -> None:
 def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkeypatch) -> None:  # noqa: ANN001
     import assay.run.executors.aio as aio
 
+    import sys
+    import types
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    assert aio._main_is_ours() is False  # pytest's main module: a script a child would run again
-    monkeypatch.setattr(aio, "_main_is_ours", lambda: True)  # as under the `assay` console script
+    script = types.ModuleType("__main__")
+    script.__file__ = "/home/someone/my_eval.py"  # a user's script, which a spawned child would run again
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert aio._main_is_ours() is False
+    assert auto_processes(1000, load_agent("openai:m", base_url="http://127.0.0.1:9/v1"), cpus=2) == 1
+    script.__file__ = str(Path(sys.executable).with_name("assay"))  # the console script
+    assert aio._main_is_ours() is True
+    del script.__file__  # python -c, a REPL
+    assert aio._main_is_ours() is True
     model = load_agent("openai:m", base_url="http://127.0.0.1:9/v1")
     assert auto_processes(1000, model, cpus=2) == 2
     assert auto_processes(1000, model, cpus=8) == 8
