@@ -18,6 +18,7 @@ FLAGS: dict[str, str] = {
     "account": "--account",
     "agent": "--agent",
     "baseline": "--baseline",
+    "db": "--db",
     "executor": "--executor",
     "from": "--from",
     "kind": "--kind",

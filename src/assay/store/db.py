@@ -23,7 +23,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from assay.errors import BadInput
+from assay.errors import BadInput, Invalid
 from assay.store.jsonvalue import dumps
 from assay.store.repo import Store
 
@@ -172,11 +172,38 @@ def _is_unknown(script: ScriptDirectory, rev: str) -> bool:
         return True
 
 
+#: The database kinds a store can live in.
+SUPPORTED = ("sqlite", "postgresql")
+
+
+def _refuse_unusable(url: str, shown: str) -> None:
+    """A URL that names no lasting store, or a kind of database the store is not written for.
+
+    An in-memory SQLite database vanishes with the process (and with every connection of the
+    pool), so anything stored there is silently lost: refused, as is an empty URL."""
+    if not url.strip():
+        raise Invalid("an empty URL names no store (leave the option out for the default one)", "db")
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return  # reported as unparseable below, with the driver's own words
+    backend = parsed.get_backend_name()
+    if backend == "postgres":
+        backend = "postgresql"
+    if backend not in SUPPORTED:
+        raise Invalid(f"cannot open database {shown}: '{backend}' is not supported "
+                      f"(supported: {', '.join(SUPPORTED)})", "db")
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise Invalid(f"cannot open database {shown}: an in-memory SQLite database is lost when the "
+                      "command ends; name a file (sqlite:///path/to/assay.db)", "db")
+
+
 def open_store(url: str | None = None) -> Store:
     """Open (creating and migrating if needed) the store at `url`, default `default_url()`."""
-    url = url or default_url()
+    url = default_url() if url is None else url
     shown = mask_url(url)
     secret = _password(url)
+    _refuse_unusable(url, shown)
     try:
         engine = create_store_engine(url)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
