@@ -16,7 +16,8 @@ from assay.errors import BadInput
 from assay.run.engine import Limits
 from assay.run.executors.threads import ThreadExecutor
 from assay.service.results import debrief, replay, results_json
-from assay.service.runs import execute_batch, plan_batch
+from assay.run.executors import Task
+from assay.service.runs import execute_tasks, plan_batch
 from assay.service.suites import record_scenarios, resolve_suite
 from assay.store.repo import Store
 
@@ -34,7 +35,9 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
         planned,
     )
     arrived = [p for p in planned if p.trial == 1]  # every trial 2 is lost
-    execute_batch(store, bundle, factory, arrived, Limits(), ThreadExecutor(2))
+    by_hash = {s.content_hash: s for s in bundle.scenarios}
+    execute_tasks(store, by_hash, factory, [Task(by_hash[p.scenario_hash], p) for p in arrived], Limits(),
+                  ThreadExecutor(2))
 
     results = results_json(store, batch_id)
     trials = [t for c in results["cases"] for t in c["trials"]]

@@ -147,16 +147,6 @@ def execute_tasks(
     return writer.steps
 
 
-def execute_batch(
-    store: Store, bundle: SuiteBundle, factory: AgentFactory, planned: list[PlannedRun], limits: Limits,
-    executor: Executor, on_done: Callable[[RunRecord, bool], None] | None = None,
-) -> int:
-    """Play exactly `planned` (no claims: for callers that own the batch outright)."""
-    by_hash = {s.content_hash: s for s in bundle.scenarios}
-    return execute_tasks(store, by_hash, factory, (Task(by_hash[p.scenario_hash], p) for p in planned),
-                         limits, executor, on_done)
-
-
 def create_run_batch(store: Store, bundle: SuiteBundle, factory: AgentFactory, *, trials: int, seed: int,
                      label: str | None, limits: Limits) -> tuple[str, list[PlannedRun]]:
     """Store an `assay run` batch: its scenarios, its plan and its agent, in one go."""

@@ -66,3 +66,19 @@ def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
 
         return RayExecutor(workers, address=ray_address)
     raise Invalid(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})", "executor")
+
+
+def rebuild_scenario(document: Any, planned_hash: str, case_id: str, who: str) -> LoadedScenario | str:
+    """A planned scenario rebuilt from its document in another process (`who`: "the Ray worker",
+    "the worker process"), or why it cannot be played there: it would not parse, or this process's
+    kit code builds another world from it (another content hash)."""
+    from assay.scenario.load import parse_scenario
+
+    try:
+        loaded = parse_scenario(document, f"scenario {case_id}")
+    except Exception as exc:  # noqa: BLE001 - a BadInput, or a kit fault
+        return f"{who} could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
+    if loaded.content_hash != planned_hash:
+        return (f"{who} rebuilt scenario {case_id} with content hash {loaded.content_hash[:12]}, "
+                f"not the planned {planned_hash[:12]} (does it run other Assay code?)")
+    return loaded

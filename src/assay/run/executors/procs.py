@@ -29,7 +29,7 @@ from typing import Any
 
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task
+from assay.run.executors import Sink, Task, rebuild_scenario
 
 #: Seconds between looks at whether every child is still alive while waiting for results.
 POLL_S = 0.5
@@ -47,7 +47,6 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
 
     from assay.agents.loader import load_agent
     from assay.run.executors.aio import AsyncExecutor, lenient_gc
-    from assay.scenario.load import parse_scenario
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
 
@@ -73,15 +72,8 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
             fields, document = item
             planned = PlannedRun(**fields)
             if document is not None and planned.scenario_hash not in rebuilt:
-                try:
-                    loaded = parse_scenario(document, f"scenario {planned.case_id}")
-                    rebuilt[planned.scenario_hash] = (
-                        loaded if loaded.content_hash == planned.scenario_hash else
-                        f"the worker process rebuilt scenario {planned.case_id} with content hash "
-                        f"{loaded.content_hash[:12]}, not the planned {planned.scenario_hash[:12]}")
-                except Exception as exc:  # noqa: BLE001
-                    rebuilt[planned.scenario_hash] = f"the worker process could not rebuild scenario " \
-                                                     f"{planned.case_id}: {type(exc).__name__}: {exc}"
+                rebuilt[planned.scenario_hash] = rebuild_scenario(
+                    document, planned.scenario_hash, planned.case_id, "the worker process")
             loaded = rebuilt.get(planned.scenario_hash, "the worker process was not sent this scenario")
             if isinstance(loaded, str) or factory is None:
                 outbox.put((index, planned.run_id, None, why if factory is None else loaded, 0))

@@ -59,7 +59,7 @@ from typing import Any
 from assay.errors import BadInput
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task
+from assay.run.executors import Sink, Task, rebuild_scenario
 from assay.scenario.load import LoadedScenario
 
 #: A group is sized to keep its worker busy this long (seconds), as far as earlier groups tell ...
@@ -90,15 +90,13 @@ def _scenario(planned_hash: str, case_id: str, ref: Any) -> LoadedScenario | str
         return cached
     import ray
 
-    from assay.scenario.load import parse_scenario
-
     try:
-        loaded = parse_scenario(ray.get(ref), f"scenario {case_id}")
-    except Exception as exc:  # noqa: BLE001 - a BadInput, or the object store failing
+        document = ray.get(ref)
+    except Exception as exc:  # noqa: BLE001 - the object store failing
         return f"the Ray worker could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
-    if loaded.content_hash != planned_hash:
-        return (f"the Ray worker rebuilt scenario {case_id} with content hash {loaded.content_hash[:12]}, "
-                f"not the planned {planned_hash[:12]} (does that node run other Assay code?)")
+    loaded = rebuild_scenario(document, planned_hash, case_id, "the Ray worker")
+    if isinstance(loaded, str):
+        return loaded
     _rebuilt[planned_hash] = loaded
     while len(_rebuilt) > SCENARIO_CACHE:
         _rebuilt.popitem(last=False)
