@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import assay
 from assay.canonical import canonical_bytes, canonical_hash
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
+from assay.worlds.kits import get_kit
 from assay.scenario.yamlsafe import load_yaml_file
 
 FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
@@ -36,7 +37,7 @@ def raw(case: str) -> dict[str, Any]:
 
 
 def parse(doc: dict[str, Any]) -> LoadedScenario:
-    return parse_scenario(doc, "test-document")
+    return parse_scenario(doc, "test-document", get_kit)
 
 
 # ---- canonical_hash ------------------------------------------------------------------------
@@ -104,14 +105,14 @@ def test_canonical_form_is_rfc8785() -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_loading_the_same_file_twice_gives_the_same_hashes(case: str) -> None:
-    first, second = load_scenario(FORGE / f"{case}.yaml"), load_scenario(FORGE / f"{case}.yaml")
+    first, second = load_scenario(FORGE / f"{case}.yaml", get_kit), load_scenario(FORGE / f"{case}.yaml", get_kit)
     assert (first.content_hash, first.checks_hash, first.world_fingerprint) == (
         second.content_hash, second.checks_hash, second.world_fingerprint)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_hash_is_defined_over_document_and_world_fingerprint(case: str) -> None:
-    loaded = load_scenario(FORGE / f"{case}.yaml")
+    loaded = load_scenario(FORGE / f"{case}.yaml", get_kit)
     assert loaded.world_fingerprint == canonical_hash(loaded.initial_state)
     assert loaded.content_hash == canonical_hash({"document": loaded.document, "world": loaded.world_fingerprint})
     assert loaded.checks_hash == canonical_hash(loaded.document["checks"])
@@ -120,13 +121,13 @@ def test_hash_is_defined_over_document_and_world_fingerprint(case: str) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_reserialising_with_sorted_keys_keeps_the_hash(case: str, tmp_path: Path) -> None:
-    original = load_scenario(FORGE / f"{case}.yaml")
+    original = load_scenario(FORGE / f"{case}.yaml", get_kit)
     as_yaml = tmp_path / "sorted.yaml"
     as_yaml.write_text(yaml.safe_dump(raw(case), sort_keys=True, allow_unicode=True), encoding="utf-8")
     as_json = tmp_path / "as.json.yaml"  # JSON is YAML: the same document in another layout
     as_json.write_text(json.dumps(raw(case), indent=1, sort_keys=True), encoding="utf-8")
-    assert load_scenario(as_yaml).content_hash == original.content_hash
-    assert load_scenario(as_json).content_hash == original.content_hash
+    assert load_scenario(as_yaml, get_kit).content_hash == original.content_hash
+    assert load_scenario(as_json, get_kit).content_hash == original.content_hash
 
 
 @SLOW
@@ -138,7 +139,7 @@ def test_any_key_order_gives_the_same_content_hash(case: str, rnd: random.Random
 @pytest.mark.parametrize("case", CASES)
 def test_stored_document_revalidates_to_the_same_hash(case: str) -> None:
     """The stored (validated, JSON) document is what a replay parses again: it must round-trip."""
-    loaded = load_scenario(FORGE / f"{case}.yaml")
+    loaded = load_scenario(FORGE / f"{case}.yaml", get_kit)
     again = parse(json.loads(json.dumps(loaded.document)))
     assert again.content_hash == loaded.content_hash
     assert again.document == loaded.document
@@ -223,7 +224,7 @@ def test_world_change_moves_the_fingerprint() -> None:
 
 def test_the_five_forge_cases_are_distinct_frozen_and_gated() -> None:
     assert len(CASES) == 5
-    loaded = [load_scenario(FORGE / f"{c}.yaml") for c in CASES]
+    loaded = [load_scenario(FORGE / f"{c}.yaml", get_kit) for c in CASES]
     assert [s.id for s in loaded] == [f"forge-{c}" for c in CASES]
     assert len({s.content_hash for s in loaded}) == 5
     assert len({s.checks_hash for s in loaded}) == 5

@@ -23,6 +23,7 @@ import yaml
 import assay
 from assay.errors import BadInput
 from assay.scenario.load import load_scenario
+from assay.worlds.kits import get_kit
 from assay.scenario.yamlsafe import MAX_DOCUMENT_BYTES, load_yaml_text
 
 FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
@@ -198,7 +199,7 @@ def test_malformed_document_is_one_line_naming_file_and_problem(
         path.write_text(content, encoding="utf-8")
 
     with pytest.raises(BadInput) as caught:
-        load_scenario(path)
+        load_scenario(path, get_kit)
 
     line = str(caught.value)
     assert "\n" not in line and "\r" not in line, f"not one line: {line!r}"
@@ -217,20 +218,20 @@ def test_base_document_is_valid(tmp_path: Path) -> None:
     """Every row is one edit away from a valid document, so each fails for its own reason."""
     path = tmp_path / "case.yaml"
     path.write_text(edit(lambda d: None)(), encoding="utf-8")
-    assert load_scenario(path).id == "forge-second-host"
+    assert load_scenario(path, get_kit).id == "forge-second-host"
 
 
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nowhere" / "case.yaml"
     with pytest.raises(BadInput) as caught:
-        load_scenario(path)
+        load_scenario(path, get_kit)
     assert caught.value.where == str(path)
     assert str(caught.value) == f"{path}: no such file"
 
 
 def test_directory_is_not_a_file(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as caught:
-        load_scenario(tmp_path)
+        load_scenario(tmp_path, get_kit)
     assert str(caught.value) == f"{tmp_path}: no such file"
 
 
@@ -251,16 +252,16 @@ def _write(tmp_path: Path, content: str) -> Path:
 
 def test_unquoted_frozen_on_stays_the_string(tmp_path: Path) -> None:
     """Timestamps are not resolved, so `frozen_on: 2026-12-01` is the string, not a date."""
-    unquoted = load_scenario(_write(tmp_path, BASE_TEXT.replace('frozen_on: "2026-12-01"', "frozen_on: 2026-12-01")))
+    unquoted = load_scenario(_write(tmp_path, BASE_TEXT.replace('frozen_on: "2026-12-01"', "frozen_on: 2026-12-01")), get_kit)
     assert unquoted.scenario.frozen_on == "2026-12-01"
     assert type(unquoted.scenario.frozen_on) is str
-    quoted = load_scenario(FORGE / "second-host.yaml")
+    quoted = load_scenario(FORGE / "second-host.yaml", get_kit)
     assert unquoted.content_hash == quoted.content_hash
 
 
 def test_language_no_is_norwegian_not_false(tmp_path: Path) -> None:
     """`no` is a valid BCP-47 tag (Norwegian) and must arrive as the string, never as False."""
-    loaded = load_scenario(_write(tmp_path, BASE_TEXT.replace("language: en", "language: no")))
+    loaded = load_scenario(_write(tmp_path, BASE_TEXT.replace("language: en", "language: no")), get_kit)
     assert loaded.scenario.language == "no"
     assert type(loaded.scenario.language) is str
     assert loaded.document["language"] == "no"

@@ -29,6 +29,7 @@ import assay
 from assay.cli import app
 from assay.errors import BadInput, Problems
 from assay.scenario.load import describe_errors, load_scenario, parse_scenario
+from assay.worlds.kits import get_kit
 from assay.scenario.models import Scenario, bcp47
 from assay.scenario.predicates import why_unresolved
 from assay.scenario.suite import Suite
@@ -57,7 +58,7 @@ def doc(**changes: Any) -> dict[str, Any]:
 
 def problems_of(document: dict[str, Any], where: str = "case.yaml") -> list[str]:
     with pytest.raises(BadInput) as caught:
-        parse_scenario(document, where)
+        parse_scenario(document, where, get_kit)
     exc = caught.value
     lines = [str(p) for p in exc.problems] if isinstance(exc, Problems) else [str(exc)]
     assert all(line.startswith(f"{where}: ") for line in lines), lines
@@ -81,7 +82,7 @@ def test_the_refusal_happens_for_a_run_too(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="resolves to nothing"):
         resolve_suite(str(path))
     with pytest.raises(BadInput, match="resolves to nothing"):
-        load_scenario(path)
+        load_scenario(path, get_kit)
 
 
 @pytest.mark.parametrize(
@@ -128,12 +129,12 @@ def test_every_kind_of_predicate_has_its_paths_checked(expect: dict[str, Any], p
 )
 def test_the_last_key_alone_may_be_absent(expect: dict[str, Any]) -> None:
     """A check may name one key the world does not have yet (or no longer has), never a chain."""
-    assert parse_scenario(doc(checks_0=expect), "case.yaml").id == "forge-backup-running"
+    assert parse_scenario(doc(checks_0=expect), "case.yaml", get_kit).id == "forge-backup-running"
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_no_built_in_check_path_is_refused(case: str) -> None:
-    loaded = load_scenario(FORGE / f"{case}.yaml")
+    loaded = load_scenario(FORGE / f"{case}.yaml", get_kit)
     items = [*loaded.scenario.checks, *loaded.scenario.win_conditions]
     assert items and all(why_unresolved(loaded.initial_state, p) is None for c in items for p in c.expect.paths())
     assert {s.id for s in resolve_suite("forge").scenarios} >= {loaded.id}
@@ -177,7 +178,7 @@ def test_a_document_reports_every_problem_in_order() -> None:
 
 def test_the_single_line_is_the_first_problem_and_how_many_more() -> None:
     with pytest.raises(Problems) as caught:
-        parse_scenario(doc(title="", checks_0={"path": "backups.nightlyy.status", "equals": "running"}), "case.yaml")
+        parse_scenario(doc(title="", checks_0={"path": "backups.nightlyy.status", "equals": "running"}), "case.yaml", get_kit)
     assert str(caught.value) == "case.yaml: title: String should have at least 1 character (and 1 more)"
     assert caught.value.where == "case.yaml" and isinstance(caught.value, BadInput)
     again = pickle.loads(pickle.dumps(caught.value))
@@ -258,17 +259,17 @@ def test_a_directory_reports_every_file(tmp_path: Path) -> None:
 ])
 def test_language_tags_are_canonical(given_tag: str, canonical: str) -> None:
     assert bcp47(given_tag) == canonical
-    loaded = parse_scenario(doc(language=given_tag), "case.yaml")
+    loaded = parse_scenario(doc(language=given_tag), "case.yaml", get_kit)
     assert loaded.scenario.language == loaded.document["language"] == canonical
     assert Suite.model_validate({"key": "mini", "version": "1", "title": "t", "language": given_tag,
                                  "scenarios": ["a.yaml"]}).language == canonical
 
 
 def test_spellings_of_one_language_are_one_hash_and_built_in_hashes_do_not_move() -> None:
-    original = load_scenario(FORGE / "backup-running.yaml")
+    original = load_scenario(FORGE / "backup-running.yaml", get_kit)
     assert original.scenario.language == "en"
-    assert {parse_scenario(doc(language=t), "case.yaml").content_hash for t in ("en", "EN", "En")} == {original.content_hash}
-    british = {parse_scenario(doc(language=t), "case.yaml").content_hash for t in ("en-gb", "EN-GB", "en-GB")}
+    assert {parse_scenario(doc(language=t), "case.yaml", get_kit).content_hash for t in ("en", "EN", "En")} == {original.content_hash}
+    british = {parse_scenario(doc(language=t), "case.yaml", get_kit).content_hash for t in ("en-gb", "EN-GB", "en-GB")}
     assert len(british) == 1 and british != {original.content_hash}
 
 
@@ -338,7 +339,7 @@ def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -
     (tmp_path / "c.yaml").write_text((FORGE / "all-quiet.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     result = subprocess.run([str(ASSAY), "validate", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result
-    assert result.stdout.splitlines() == [f"ok  forge-all-quiet  {load_scenario(tmp_path / 'c.yaml').content_hash}"]
+    assert result.stdout.splitlines() == [f"ok  forge-all-quiet  {load_scenario(tmp_path / 'c.yaml', get_kit).content_hash}"]
     assert result.stderr.splitlines() == [
         f"assay: error: {tmp_path / 'a.yaml'}: {TYPO}",
         f"assay: error: {tmp_path / 'b.yaml'}: language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?",

@@ -95,7 +95,7 @@ def test_false_success_needs_a_claim_of_success_on_a_failed_run(
 # ---- on real forge worlds --------------------------------------------------------------------
 
 def case(name: str) -> LoadedScenario:
-    return load_scenario(FORGE / f"{name}.yaml")
+    return load_scenario(FORGE / f"{name}.yaml", get_kit)
 
 
 def play(loaded: LoadedScenario, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ KIT = get_kit("estate")
 
 
 def case(name: str) -> LoadedScenario:
-    return load_scenario(FORGE / f"{name}.yaml")
+    return load_scenario(FORGE / f"{name}.yaml", get_kit)
 
 
 def fork(loaded: LoadedScenario, trial: int = 0) -> Any:

@@ -9,9 +9,10 @@ and the hash changes with it.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import rfc8785
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -21,8 +22,23 @@ from assay.canonical import canonical_hash
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import Predicate, why_unresolved
 from assay.scenario.yamlsafe import load_yaml_file
-from assay.worlds.base import Kit
-from assay.worlds.kits import get_kit
+
+
+class WorldKit(Protocol):
+    """What validating a scenario needs of its kit: to parse the kit's `world` block and to
+    materialise the initial state from it and the seed (the state the checks are held against and
+    the content hash fingerprints). `assay.worlds.base.Kit` is one; this room names only the part it
+    uses, so `scenario/` does not import `worlds/` (the caller passes `worlds.kits.get_kit`)."""
+
+    name: str
+
+    def parse_world(self, world: dict[str, Any]) -> BaseModel: ...
+
+    def materialise(self, spec: Any, seed: int) -> dict[str, Any]: ...
+
+
+KitSource = Callable[[str], WorldKit]
+"""A kit by name; raises BadInput for a name it does not know (`assay.worlds.kits.get_kit`)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +120,7 @@ def _drop_union_tags(loc: str) -> str:
 _PREDICATE: TypeAdapter[Any] = TypeAdapter(Predicate)
 
 
-def parse_scenario(raw: Any, where: str) -> LoadedScenario:
+def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     """Validate a parsed document and compute its hashes.
 
     Every problem that can be found is reported, each as its own `BadInput` line, together in one
@@ -128,10 +144,10 @@ def parse_scenario(raw: Any, where: str) -> LoadedScenario:
     def field(name: str) -> Any:
         return getattr(scenario, name) if scenario is not None else raw[name]
 
-    kit: Kit | None = None
+    kit: WorldKit | None = None
     if not unsound & {"kit", None}:
         try:
-            kit = get_kit(field("kit"))
+            kit = kits(field("kit"))
         except BadInput as exc:
             problems.append(f"kit: {exc.message}")
     world_spec: BaseModel | None = None
@@ -176,5 +192,5 @@ def _predicates(scenario: Scenario | None, raw: dict[str, Any], section: str) ->
     return found
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
-    return parse_scenario(load_yaml_file(path), str(path))
+def load_scenario(path: str | Path, kits: KitSource) -> LoadedScenario:
+    return parse_scenario(load_yaml_file(path), str(path), kits)

@@ -29,6 +29,7 @@ from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
 from assay.scenario.load import LoadedScenario
+from assay.worlds.kits import get_kit
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.repo import Store
 
@@ -83,7 +84,7 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
         stored = store.scenario_by_hash(key)
         if stored is None:  # pragma: no cover - the plan's foreign key forbids it
             raise Conflict(f"scenario {key[:12]} of the plan is not stored", "batch", value=batch_id)
-        rebuilt = parse_scenario(stored["document"], f"stored scenario {slot['case_id']}")
+        rebuilt = parse_scenario(stored["document"], f"stored scenario {slot['case_id']}", get_kit)
         if rebuilt.content_hash != key:
             raise Conflict(
                 f"scenario {slot['case_id']} now builds to content hash {rebuilt.content_hash[:12]}, not the "

@@ -25,6 +25,7 @@ from assay.errors import Conflict, Invalid, NotFound
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
 from assay.scenario.load import LoadedScenario, parse_scenario
+from assay.worlds.kits import get_kit
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -218,7 +219,7 @@ def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
     loaded: list[LoadedScenario] = []
     where = f"{release['suite_key']} {release['version']}"
     for row in repo.release_scenarios(release["id"]):
-        scenario = parse_scenario(row["document"], f"stored scenario {row['case_id']} v{row['scenario_version']}")
+        scenario = parse_scenario(row["document"], f"stored scenario {row['case_id']} v{row['scenario_version']}", get_kit)
         if scenario.content_hash != row["scenario_hash"]:
             raise Conflict(
                 f"scenario {row['case_id']} no longer materialises the world this release pinned "

@@ -11,6 +11,7 @@ from assay.run.engine import Episode, Limits, fork_world
 from assay.score.oracle import false_success, verdict
 from assay.canonical import canonical_hash
 from assay.scenario.load import parse_scenario
+from assay.worlds.kits import get_kit
 from assay.stats.trials import TrialOutcome, consistent, summary
 from assay.store.db import Store
 
@@ -139,7 +140,7 @@ def replay(store: Store, run_id: str) -> dict[str, Any]:
     """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
     run = _stored_run(store, run_id)
     scen = run["scenario"]
-    loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}")
+    loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
     world_same = loaded.world_fingerprint == scen["world_fingerprint"]
     planned = PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
     actions = legacy_actions(run["actions"])

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
+from assay.worlds.kits import get_kit
 from assay.scenario.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
 from assay.scenario.yamlsafe import load_yaml_file
 
@@ -81,7 +82,7 @@ def _examine(name_or_path: str) -> Findings:
         problems: list[BadInput] = []
         loaded = []
         for file in files:
-            one = _attempt(lambda: load_scenario(file), problems)
+            one = _attempt(lambda: load_scenario(file, get_kit), problems)
             if one is not None:
                 loaded.append(one)
         if problems:
@@ -91,7 +92,7 @@ def _examine(name_or_path: str) -> Findings:
         raw = load_yaml_file(path)
         if is_suite_document(raw):
             return _from_suite_file(path, raw)
-        one = parse_scenario(raw, str(path))
+        one = parse_scenario(raw, str(path), get_kit)
         return Findings((one,), (), SuiteBundle(one.id, None, None, (one,), str(path)))
     known = ", ".join(builtin_suite_names())
     raise NotFound(f"no built-in suite or file by that name (built-in suites: {known})", "suite", value=name_or_path)
@@ -111,7 +112,7 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
         if not target.is_file():
             problems.append(BadInput(f"scenario file '{rel}' not found next to the suite", str(path)))
             continue
-        one = _attempt(lambda: load_scenario(target), problems)
+        one = _attempt(lambda: load_scenario(target, get_kit), problems)
         if one is not None:
             loaded.append(one)
     ids = [s.id for s in loaded]

@@ -19,6 +19,7 @@ from assay.errors import Invalid
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.scenario.load import LoadedScenario
+from assay.worlds.kits import get_kit
 
 EXECUTORS = ("threads", "async", "ray")
 MAX_WORKERS = 4096
@@ -75,7 +76,7 @@ def rebuild_scenario(document: Any, planned_hash: str, case_id: str, who: str) -
     from assay.scenario.load import parse_scenario
 
     try:
-        loaded = parse_scenario(document, f"scenario {case_id}")
+        loaded = parse_scenario(document, f"scenario {case_id}", get_kit)
     except Exception as exc:  # noqa: BLE001 - a BadInput, or a kit fault
         return f"{who} could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
     if loaded.content_hash != planned_hash:
