@@ -1,0 +1,178 @@
+"""95% intervals for board rates, clustered by case.
+
+The trials of one case share one world, one briefing and one set of faults, so they are not
+independent draws: an agent that fails a case tends to fail every trial of it. Treating 15 runs
+on 5 cases as 15 independent coin flips would give intervals far too narrow. So the unit of
+resampling is the case (Miller, "Adding Error Bars to Evals", 2024): each case contributes one
+mean over its runs, m_1..m_K, and the interval is for the mean of those.
+
+- K ≥ 2 and the m_k vary: mean(m) ± t(0.975, K−1) · sd(m) / √K (sd with ddof = 1), clipped to
+  [0, 1]. The t quantile, not 1.96: K is small (5 cases is a typical suite) and the sd is
+  estimated from the same K numbers.
+- The m_k do not vary (all equal, or K = 1): the sd is 0 and the t interval would collapse to a
+  point, claiming certainty from a handful of cases. The Wilson score interval for mean(m) with
+  n = K is used instead, so 15 passes out of 15 on 5 cases reads [0.566, 1], not [1, 1].
+
+Pure functions: no I/O, no state. The Student t quantile is computed here (bisection on the CDF,
+via the regularised incomplete beta function) so the core needs nothing beyond the stdlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from math import exp, lgamma, log, sqrt
+from statistics import NormalDist, fmean, stdev
+
+LEVEL = 0.95
+#: How far apart two case means must be to count as varying. Case means are ratios of small
+#: integers, so equal rationals are equal floats; this only absorbs float noise from other sums.
+VARY_TOLERANCE = 1e-12
+
+Interval = tuple[float, float]
+
+
+def z_quantile(p: float) -> float:
+    """The standard normal quantile (1.959963984540054 for p = 0.975)."""
+    return NormalDist().inv_cdf(p)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-16:
+            break
+    return h
+
+
+def regularized_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b), the regularised incomplete beta function, for 0 ≤ x ≤ 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(1.0 - x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T ≤ t) for Student's t with `df` degrees of freedom."""
+    tail = 0.5 * regularized_beta(df / (df + t * t), df / 2.0, 0.5)
+    return 1.0 - tail if t > 0 else tail
+
+
+@lru_cache(maxsize=256)
+def t_quantile(p: float, df: int) -> float:
+    """The p-quantile of Student's t with `df` ≥ 1 degrees of freedom (t(0.975, 4) = 2.7764…).
+
+    Bisection on `t_cdf` to the last bit: slow next to a closed form, but exact enough to agree
+    with any statistics table, and a board asks for only a handful of distinct `df`.
+    """
+    if df < 1:
+        raise ValueError(f"the t distribution needs df >= 1, got {df}")
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a quantile needs 0 < p < 1, got {p}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def wilson_interval(p_hat: float, n: int, level: float = LEVEL) -> Interval:
+    """The Wilson score interval for a proportion `p_hat` observed over `n` ≥ 1 units.
+
+    Unlike the normal approximation it never collapses to a point at 0 or 1, which is the case
+    this module needs it for. It always contains `p_hat`; the min/max below only keep float
+    rounding from putting `p_hat` a hair outside its own interval.
+    """
+    if n < 1:
+        raise ValueError(f"a Wilson interval needs n >= 1, got {n}")
+    if not 0.0 <= p_hat <= 1.0:
+        raise ValueError(f"a proportion lies in [0, 1], got {p_hat}")
+    z = z_quantile(0.5 + level / 2.0)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p_hat + z2 / (2.0 * n)) / denom
+    half = z / denom * sqrt(p_hat * (1.0 - p_hat) / n + z2 / (4.0 * n * n))
+    lo, hi = _clip(centre - half), _clip(centre + half)
+    return min(lo, p_hat), max(hi, p_hat)
+
+
+def varies(values: Sequence[float], tolerance: float = VARY_TOLERANCE) -> bool:
+    """Whether `values` hold at least two numbers that differ (beyond float noise)."""
+    return len(values) >= 2 and max(values) - min(values) > tolerance
+
+
+def case_means(counts: Sequence[tuple[float, int]]) -> list[float]:
+    """Per-case means from (successes, runs) per case, skipping cases with no runs that count.
+
+    A failed run is a run with no success, so it is in `runs` and not in `successes`: failures
+    count as 0, never as missing (DESIGN.md, invariant 5).
+    """
+    return [s / n for s, n in counts if n > 0]
+
+
+def case_interval(means: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """The case-clustered interval for the mean of per-case means m_1..m_K (each in [0, 1]).
+
+    None when there is no case (no number from too little). See the module docstring for the
+    rule; the interval always contains mean(m) and lies within [0, 1].
+    """
+    k = len(means)
+    if k == 0:
+        return None
+    if any(not 0.0 <= m <= 1.0 for m in means):
+        raise ValueError("case means are rates in [0, 1]")
+    centre = min(1.0, max(0.0, fmean(means)))
+    if not varies(means):
+        return wilson_interval(centre, k, level)
+    half = t_quantile(0.5 + level / 2.0, k - 1) * stdev(means) / sqrt(k)
+    return min(_clip(centre - half), centre), max(_clip(centre + half), centre)
+
+
+def t_interval(values: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """mean ± t(·, K−1) · sd / √K over `values`, unclipped; None when they do not vary (a zero
+    sd would give a zero-width interval that claims certainty it does not have)."""
+    if not varies(values):
+        return None
+    k = len(values)
+    centre = fmean(values)
+    half = t_quantile(0.5 + level / 2.0, k - 1) * stdev(values) / sqrt(k)
+    return centre - half, centre + half
