@@ -169,3 +169,139 @@ def legacy_actions(actions: list[Any]) -> list[dict[str, Any]]:
                 {"id": f"replay_{i}", "type": "function", "function": {"name": action["tool"], "arguments": text}}]}
         out.append(action)
     return out
+
+
+# --- Views of stored runs: the results JSON, the debrief, the replay report -----------------------
+# The contracts of DESIGN.md ("Results JSON") as models, so the CLI's `--json`, the demo and the
+# HTTP responses are one shape, validated where it is made, with a schema version of its own.
+
+#: Version of the results JSON's shape; bump when a key changes meaning or goes away.
+RESULTS_VERSION = 1
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON document (keys in declaration order)."""
+        return self.model_dump(mode="json")
+
+
+class CheckResult(_View):
+    id: str
+    weight: int
+    safety: bool
+    passed: bool
+
+
+class TrialResult(_View):
+    """One planned run. A slot with no record is a failed `error` trial: the plan is the denominator."""
+
+    run_id: str
+    trial: int  # 1-based
+    seed: int
+    status: Status
+    recorded: bool
+    reason: str | None
+    score: int  # 0..100, the weights of the passed checks
+    passed: bool  # score >= 75 and no safety check failed, and the run completed
+    safety_failures: list[str]
+    claimed_success: bool | None
+    false_success: bool  # claimed success on a run that did not pass
+    final_state_hash: str | None
+    turns: int
+    checks: list[CheckResult]
+
+
+class CaseResult(_View):
+    case_id: str
+    hash: str
+    title: str | None
+    frozen_on: str | None
+    trials: list[TrialResult]
+    consistent: bool  # every trial agrees (all passed or none)
+    pass_rate: float
+
+
+class SuiteRef(_View):
+    key: str
+    version: str | None  # None for scenario files run ad hoc, outside any released suite
+    scenario_hashes: dict[str, str]
+
+
+class AgentRef(_View):
+    spec: str
+    label: str
+    config_signature: str
+
+
+class Summary(_View):
+    cases: int
+    trials: int
+    pass_rate: float  # passed trials / planned trials
+    consistency: float  # share of cases whose trials all agree
+    false_success_rate: float
+    false_successes: int
+    pass_hat_k: dict[str, float]  # k -> mean over cases of C(c,k)/C(n,k)
+
+
+class BatchResults(_View):
+    """`assay run --json`, `assay results BATCH`: a batch and every planned run of it."""
+
+    schema_version: int = RESULTS_VERSION
+    batch_id: str
+    suite: SuiteRef
+    agent: AgentRef
+    harness_version: str
+    trials_per_case: int
+    seed: int
+    created_at: str | None
+    cases: list[CaseResult]
+    summary: Summary
+
+
+class DebriefCheck(_View):
+    id: str
+    weight: int
+    safety: bool
+    description: str
+    passed: bool
+
+
+class Debrief(_View):
+    """One run after the fact, its hidden truth included: never shown during a run."""
+
+    schema_version: int = RESULTS_VERSION
+    run_id: str
+    case_id: str
+    title: str
+    scenario_hash: str
+    trial: int
+    seed: int
+    status: Status
+    reason: str | None
+    hidden_truth: str
+    checks: list[DebriefCheck]
+    score: int
+    passed: bool
+    safety_failures: list[str]
+    claimed_success: bool | None
+    claim_summary: str | None
+    false_success: bool
+    final_state_hash: str
+    transcript: list[dict[str, Any]]  # TranscriptEvent's shape, only the keys each event has
+
+
+class ReplayReport(_View):
+    """A run's recorded actions re-applied to a fresh fork, and whether the final state is the same."""
+
+    schema_version: int = RESULTS_VERSION
+    run_id: str
+    case_id: str
+    scenario_hash: str
+    actions: int
+    stored_final_state_hash: str
+    replayed_final_state_hash: str
+    identical: bool
+    world_fingerprint_matches: bool
+    differences: list[str]

@@ -66,3 +66,32 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
 def test_results_of_an_unknown_batch_is_bad_input(store: Store) -> None:
     with pytest.raises(BadInput, match="no such batch"):
         results_json(store, "0" * 32)
+
+
+def test_results_debrief_and_replay_are_the_typed_models_the_contract_names(store: Store) -> None:
+    """The JSON documents are dumps of `assay.records` models (the same ones the HTTP API will
+    answer with): each validates back into its model unchanged, carries the schema version, and a
+    document missing a contract key or with a stray one is refused by the model."""
+    from assay.records import RESULTS_VERSION, BatchResults, Debrief, ReplayReport
+    from assay.service.runs import run_suite
+
+    bundle = resolve_suite("forge")
+    result = run_suite(bundle, factory=load_agent("reference:diligent"), trials=1, seed=3, workers=2,
+                       label="typed", limits=Limits(), store=store, executor=ThreadExecutor(2))
+    doc = results_json(store, result.batch_id)
+    assert doc["schema_version"] == RESULTS_VERSION
+    assert BatchResults.model_validate(doc).as_json() == doc
+    run_id = doc["cases"][0]["trials"][0]["run_id"]
+    for model, view in ((Debrief, debrief(store, run_id)), (ReplayReport, replay(store, run_id))):
+        assert model.model_validate(view).as_json() == view
+    assert replay(store, run_id)["identical"] is True
+
+    broken = {k: v for k, v in doc.items() if k != "summary"}
+    with pytest.raises(ValueError, match="summary"):
+        BatchResults.model_validate(broken)
+    with pytest.raises(ValueError, match="surprise"):
+        BatchResults.model_validate({**doc, "surprise": 1})
+    schema = BatchResults.model_json_schema()
+    trial_keys = set(schema["$defs"]["TrialResult"]["properties"])
+    assert {"run_id", "trial", "seed", "status", "score", "passed", "safety_failures", "claimed_success",
+            "false_success", "final_state_hash", "checks", "reason", "turns"} <= trial_keys

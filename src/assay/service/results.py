@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import NotFound
-from assay.records import PlannedRun, legacy_actions, transcript_events
+from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
+                           ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
 from assay.score.oracle import false_success, verdict
@@ -16,60 +17,55 @@ from assay.stats.trials import TrialOutcome, consistent, summary
 from assay.store.db import Store
 
 
-def trial_view(row: dict[str, Any]) -> dict[str, Any]:
+def trial_view(row: dict[str, Any]) -> TrialResult:
     """One planned run as the results JSON shows it. A slot with no run is a failed `error` trial."""
     status = row.get("status") or "error"
     checks = row.get("checks") or []
     v = verdict(checks, status)
     claim = row.get("claimed_success")
-    return {
-        "run_id": row["run_id"],
-        "trial": row["trial"],
-        "seed": row["seed"],
-        "status": status,
-        "recorded": bool(row.get("status")),
-        "reason": row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
-        "score": v.score,
-        "passed": v.passed,
-        "safety_failures": list(v.safety_failures),
-        "claimed_success": claim,
-        "false_success": false_success(claim, v.passed),
-        "final_state_hash": row.get("final_state_hash"),
-        "turns": row.get("turns") or 0,
-        "checks": [{"id": c["check_id"], "weight": c["weight"], "safety": c["safety"], "passed": c["passed"]} for c in checks],
-    }
+    return TrialResult(
+        run_id=row["run_id"], trial=row["trial"], seed=row["seed"], status=status,
+        recorded=bool(row.get("status")),
+        reason=row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
+        score=v.score, passed=v.passed, safety_failures=list(v.safety_failures), claimed_success=claim,
+        false_success=false_success(claim, v.passed), final_state_hash=row.get("final_state_hash"),
+        turns=row.get("turns") or 0,
+        checks=[CheckResult(id=c["check_id"], weight=c["weight"], safety=c["safety"], passed=c["passed"]) for c in checks],
+    )
 
 
-def results_json(store: Store, batch_id: str) -> dict[str, Any]:
+def batch_results(store: Store, batch_id: str) -> BatchResults:
+    """A batch and every planned run of it, from what is stored (the results JSON contract)."""
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch", "batch", value=batch_id)
     rows = store.runs_for_batch(batch_id, bodies=False)
-    cases: dict[str, dict[str, Any]] = {}
+    heads: dict[str, dict[str, Any]] = {}
+    trials: dict[str, list[TrialResult]] = {}
     for row in rows:
-        case = cases.get(row["case_id"])
-        if case is None:
+        if row["case_id"] not in heads:
             scen = store.scenario_by_hash(row["scenario_hash"]) or {}
-            case = cases[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
-                                            "title": scen.get("title"), "frozen_on": scen.get("frozen_on"), "trials": []}
-        case["trials"].append(trial_view(row))
-    outcomes: dict[str, list[TrialOutcome]] = {}
-    for cid, case in cases.items():
-        outcomes[cid] = [TrialOutcome(t["passed"], t["false_success"]) for t in case["trials"]]
-        case["consistent"] = consistent(outcomes[cid])
-        case["pass_rate"] = sum(o.passed for o in outcomes[cid]) / len(outcomes[cid])
-    return {
-        "batch_id": batch_id,
-        "suite": {"key": batch["suite_key"], "version": batch["suite_version"],
-                  "scenario_hashes": {cid: c["hash"] for cid, c in cases.items()}},
-        "agent": {"spec": batch["agent_spec"], "label": batch["agent_label"], "config_signature": batch["config_signature"]},
-        "harness_version": batch["harness_version"],
-        "trials_per_case": batch["trials"],
-        "seed": batch["base_seed"],
-        "created_at": _iso(batch.get("created_at")),
-        "cases": list(cases.values()),
-        "summary": summary(outcomes),
-    }
+            heads[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
+                                     "title": scen.get("title"), "frozen_on": scen.get("frozen_on")}
+            trials[row["case_id"]] = []
+        trials[row["case_id"]].append(trial_view(row))
+    outcomes = {cid: [TrialOutcome(t.passed, t.false_success) for t in ts] for cid, ts in trials.items()}
+    cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),
+                        pass_rate=sum(o.passed for o in outcomes[cid]) / len(outcomes[cid]))
+             for cid, ts in trials.items()]
+    return BatchResults(
+        batch_id=batch_id,
+        suite=SuiteRef(key=batch["suite_key"], version=batch["suite_version"],
+                       scenario_hashes={c.case_id: c.hash for c in cases}),
+        agent=AgentRef(spec=batch["agent_spec"], label=batch["agent_label"], config_signature=batch["config_signature"]),
+        harness_version=batch["harness_version"], trials_per_case=batch["trials"], seed=batch["base_seed"],
+        created_at=_iso(batch.get("created_at")), cases=cases, summary=Summary(**summary(outcomes)),
+    )
+
+
+def results_json(store: Store, batch_id: str) -> dict[str, Any]:
+    """`batch_results` as the JSON document the CLI prints and writes."""
+    return batch_results(store, batch_id).as_json()
 
 
 def _iso(value: Any) -> str | None:
@@ -87,34 +83,26 @@ def _stored_run(store: Store, run_id: str) -> dict[str, Any]:
 
 def debrief(store: Store, run_id: str) -> dict[str, Any]:
     """Everything about one run, the hidden truth included: for after the run, never during it."""
+    return debrief_view(store, run_id).as_json()
+
+
+def debrief_view(store: Store, run_id: str) -> Debrief:
     run = _stored_run(store, run_id)
     doc = run["scenario"]["document"]
     outcome = {c["check_id"]: c for c in run["checks"]}
     view = trial_view(run)
-    return {
-        "run_id": run["run_id"],
-        "case_id": run["case_id"],
-        "title": doc["title"],
-        "scenario_hash": run["scenario_hash"],
-        "trial": run["trial"],
-        "seed": run["seed"],
-        "status": view["status"],
-        "reason": run.get("reason"),
-        "hidden_truth": doc["hidden_truth"],
-        "checks": [
-            {"id": c["id"], "weight": c["weight"], "safety": c["safety"], "description": c["description"],
-             "passed": outcome[c["id"]]["passed"] if c["id"] in outcome else False}
-            for c in doc["checks"]
-        ],
-        "score": view["score"],
-        "passed": view["passed"],
-        "safety_failures": view["safety_failures"],
-        "claimed_success": run.get("claimed_success"),
-        "claim_summary": run.get("claim_summary"),
-        "false_success": view["false_success"],
-        "final_state_hash": run["final_state_hash"],
-        "transcript": transcript_events(run["transcript"]),
-    }
+    return Debrief(
+        run_id=run["run_id"], case_id=run["case_id"], title=doc["title"], scenario_hash=run["scenario_hash"],
+        trial=run["trial"], seed=run["seed"], status=view.status, reason=run.get("reason"),
+        hidden_truth=doc["hidden_truth"],
+        checks=[DebriefCheck(id=c["id"], weight=c["weight"], safety=c["safety"], description=c["description"],
+                             passed=outcome[c["id"]]["passed"] if c["id"] in outcome else False)
+                for c in doc["checks"]],
+        score=view.score, passed=view.passed, safety_failures=view.safety_failures,
+        claimed_success=run.get("claimed_success"), claim_summary=run.get("claim_summary"),
+        false_success=view.false_success, final_state_hash=run["final_state_hash"],
+        transcript=transcript_events(run["transcript"]),
+    )
 
 
 def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:
@@ -138,6 +126,10 @@ def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: i
 
 def replay(store: Store, run_id: str) -> dict[str, Any]:
     """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
+    return replay_view(store, run_id).as_json()
+
+
+def replay_view(store: Store, run_id: str) -> ReplayReport:
     run = _stored_run(store, run_id)
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
@@ -149,14 +141,9 @@ def replay(store: Store, run_id: str) -> dict[str, Any]:
     world = replay_actions(episode, actions).world
     replayed_hash = canonical_hash(world.state())
     identical = replayed_hash == run["final_state_hash"]
-    return {
-        "run_id": run["run_id"],
-        "case_id": run["case_id"],
-        "scenario_hash": run["scenario_hash"],
-        "actions": len(actions),
-        "stored_final_state_hash": run["final_state_hash"],
-        "replayed_final_state_hash": replayed_hash,
-        "identical": identical,
-        "world_fingerprint_matches": world_same,
-        "differences": [] if identical else _diff(run["final_state"], world.state()),
-    }
+    return ReplayReport(
+        run_id=run["run_id"], case_id=run["case_id"], scenario_hash=run["scenario_hash"], actions=len(actions),
+        stored_final_state_hash=run["final_state_hash"], replayed_final_state_hash=replayed_hash,
+        identical=identical, world_fingerprint_matches=world_same,
+        differences=[] if identical else _diff(run["final_state"], world.state()),
+    )
