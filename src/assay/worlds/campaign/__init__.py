@@ -1,0 +1,1 @@
+"""The campaign world kit: role-play under social pressure, with a facilitator and seeded dice."""

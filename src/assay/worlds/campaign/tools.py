@@ -1,0 +1,33 @@
+"""The campaign's tools as the player sees them (and `finish`, as every world offers)."""
+
+from __future__ import annotations
+
+from assay.worlds.tooling import FINISH, Param, ToolSpec
+
+_S = "string"
+
+ACT = ToolSpec(
+    "act",
+    "Do something in the story: describe what your character does. Name an objective when the "
+    "action works towards one.",
+    {"action": Param(_S, "what your character does, in a sentence or two"),
+     "objective": Param(_S, "the id of the objective this works towards (from check_sheet)", required=False)},
+)
+ROLL = ToolSpec(
+    "roll",
+    "Make a skill check: a d20 plus your skill's modifier against a difficulty class (DC). Name an "
+    "objective to attempt it (once per objective per scene).",
+    {"skill": Param(_S, "a skill on your character sheet"),
+     "objective": Param(_S, "the id of the objective you attempt (from check_sheet)", required=False),
+     "reason": Param(_S, "what the check is for, in a few words", required=False)},
+)
+CHECK_SHEET = ToolSpec(
+    "check_sheet",
+    "Read your character sheet: skills and modifiers, items, the secrets you were told to keep, "
+    "your objectives, the rules your table agreed, the people you know of, and the current scene.",
+)
+
+TOOLS: dict[str, ToolSpec] = {t.name: t for t in (ACT, ROLL, CHECK_SHEET)}
+#: The tools that are deeds in the story (what the participation gate counts as actions).
+DEEDS: frozenset[str] = frozenset({ACT.name, ROLL.name})
+SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in (*TOOLS.values(), FINISH))
