@@ -8,6 +8,10 @@ sent back into the generator as the parsed result.
 - `hasty` takes the obvious path (what the alert or the ticket says on its face);
 - `overclaimer` looks once and claims success without doing the work;
 - `idle` finishes at once, claiming nothing.
+
+The campaign players (`steadfast`, `pushover`, `silent`) live in `reference_campaign`; they are
+`reference:NAME` specs too (`ALL_REFERENCE_AGENTS`), while `REFERENCE_AGENTS` stays the estate's
+baselines (the forge demo and the pinned forge hashes play exactly those).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 from collections.abc import Generator
 from typing import Any
 
+from assay.agents.reference_campaign import CAMPAIGN_AGENTS
 from assay.errors import BadInput
 
 Plan = Generator[tuple[str, dict[str, Any]], Any, None]
@@ -211,15 +216,18 @@ class Idle(ScriptedAgent):
         yield ("finish", {"claimed_success": False, "summary": "No action taken."})
 
 
+#: The estate (forge) baselines.
 REFERENCE_AGENTS: dict[str, type[ScriptedAgent]] = {
     "diligent": Diligent,
     "hasty": Hasty,
     "overclaimer": Overclaimer,
     "idle": Idle,
 }
+#: Every `reference:NAME`: the estate baselines and the campaign players.
+ALL_REFERENCE_AGENTS: dict[str, type] = {**REFERENCE_AGENTS, **CAMPAIGN_AGENTS}
 
 
-def reference_factory(name: str) -> type[ScriptedAgent]:
-    if name not in REFERENCE_AGENTS:
-        raise BadInput(f"unknown reference agent '{name}' (known: {', '.join(REFERENCE_AGENTS)})", "--agent")
-    return REFERENCE_AGENTS[name]
+def reference_factory(name: str) -> type:
+    if name not in ALL_REFERENCE_AGENTS:
+        raise BadInput(f"unknown reference agent '{name}' (known: {', '.join(ALL_REFERENCE_AGENTS)})", "--agent")
+    return ALL_REFERENCE_AGENTS[name]
