@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from assay.errors import Invalid, NotFound
+from assay.service.actors import OPERATOR, Actor, require_owner, require_speaks_for, require_staff
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
@@ -32,24 +33,29 @@ def check_handle(handle: str) -> str:
     return handle
 
 
-def create(store: Store, name: str, public_handle: str | None = None) -> dict[str, Any]:
+def create(store: Store, name: str, public_handle: str | None = None, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    require_staff(actor, "create accounts", "account")
     check_name(name)
     if public_handle is not None:
         check_handle(public_handle)
     repo = BoardRepo(store)
     repo.add_account(name, public_handle)
-    return view(store, name)
+    return view(store, name, actor=actor)
 
 
-def set_handle(store: Store, name: str, handle: str) -> dict[str, Any]:
+def set_handle(store: Store, name: str, handle: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    if not actor.is_staff:
+        require_speaks_for(actor, name, "set the public handle")
     check_handle(handle)
     BoardRepo(store).add_handle_event(name, handle)
-    return view(store, name)
+    return view(store, name, actor=actor)
 
 
-def revoke_handle(store: Store, name: str) -> dict[str, Any]:
+def revoke_handle(store: Store, name: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    if not actor.is_staff:
+        require_speaks_for(actor, name, "revoke the public handle")
     BoardRepo(store).add_handle_event(name, None)
-    return view(store, name)
+    return view(store, name, actor=actor)
 
 
 def get(store: Store, name: str) -> dict[str, Any]:
@@ -59,7 +65,10 @@ def get(store: Store, name: str) -> dict[str, Any]:
     return account
 
 
-def view(store: Store, name: str) -> dict[str, Any]:
+def view(store: Store, name: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    """An account and its handle history: for the account itself and the platform's staff."""
+    if not actor.is_staff:
+        require_owner(actor, name, "account", name, "account")
     account = get(store, name)
     history = BoardRepo(store).handle_history(name)
     return {

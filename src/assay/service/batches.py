@@ -25,6 +25,7 @@ from typing import Any
 
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, NotFound
+from assay.service.actors import OPERATOR, Actor, require_owner, require_staff
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
@@ -141,9 +142,10 @@ def complete(store: Store, batch_id: str) -> bool:
     return store.add_completion(batch_id)
 
 
-def find(store: Store, ident: str) -> dict[str, Any]:
+def find(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
     """The batch or submission `ident` names (an id or a unique prefix); refused if none does,
-    told what it is if `ident` names a run instead."""
+    told what it is if `ident` names a run instead. A run batch is the operator's; a submission
+    is also its account's."""
     batch_id = store.resolve_batch_id(ident)
     if batch_id is None:
         if store.resolve_run_id(ident) is not None:
@@ -152,19 +154,37 @@ def find(store: Store, ident: str) -> dict[str, Any]:
         raise NotFound("no such batch or submission", "batch", value=ident)
     batch = store.batch(batch_id)
     assert batch is not None
+    if not actor.is_staff:
+        require_owner(actor, owner_of(store, batch), "batch or submission", ident, "batch")
     return batch
 
 
-def list_batches(store: Store, kind: str | None = None) -> list[dict[str, Any]]:
+def owner_of(store: Store, batch: dict[str, Any]) -> str | None:
+    """The account a batch belongs to: a submission's account; None for the operator's run batches."""
+    if batch["kind"] != "submission":
+        return None
+    from assay.store.board_repo import BoardRepo
+
+    submission = BoardRepo(store).submission(batch["id"])
+    return submission["account"] if submission is not None else None
+
+
+def list_batches(store: Store, kind: str | None = None, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+    require_staff(actor, "list every batch", "batch")
     """Every stored batch, newest first: id, kind, suite, agent, when, status and counts."""
     return store.batch_listing(kind)
 
 
-def list_submissions(store: Store, account: str | None = None, suite: str | None = None) -> list[dict[str, Any]]:
+def list_submissions(store: Store, account: str | None = None, suite: str | None = None, *,
+                     actor: Actor = OPERATOR) -> list[dict[str, Any]]:
     """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
     submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
     from assay.store.board_repo import BoardRepo
 
+    if not actor.is_staff:  # an account lists its own, whatever it asked for
+        if actor.kind != "account" or account not in (None, actor.account):
+            return []
+        account = actor.account
     rows = BoardRepo(store).submission_listing(account, suite)
     return [{
         "id": r["submission_id"], "account": r["account"], "suite": r["suite_key"], "version": r["version"],

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from assay.errors import Invalid, NotFound
+from assay.service.actors import OPERATOR, Actor, require_staff
 from assay.scenario.load import describe_error
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -103,7 +104,8 @@ def describe(store: Store, key: str) -> dict[str, Any]:
     }
 
 
-def set_value(store: Store, key: str, value: Any) -> dict[str, Any]:
+def set_value(store: Store, key: str, value: Any, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    require_staff(actor, "change the platform configuration", "config_key")
     clean = validate_value(key, value)
     BoardRepo(store).add_config(key, clean)
     return clean
@@ -141,7 +143,8 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
             "current": bool(row.get("current"))}
 
 
-def add_era(store: Store, name: str, starts: str, reason: str) -> dict[str, Any]:
+def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    require_staff(actor, "open a measurement era", "era")
     name = name.strip()
     if not name or len(name) > 80:
         raise Invalid("an era needs a name of 1 to 80 characters", "era")

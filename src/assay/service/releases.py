@@ -22,6 +22,7 @@ from typing import Any
 import langcodes
 
 from assay.errors import Conflict, Invalid, NotFound
+from assay.service.actors import OPERATOR, Actor, require_staff
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
 from assay.scenario.load import LoadedScenario, parse_scenario
@@ -127,8 +128,9 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, An
     return repo.add_release(row, pinned, refuse)
 
 
-def release_path(store: Store, path: str) -> tuple[dict[str, Any], bool]:
-    """`assay suite release PATH`."""
+def release_path(store: Store, path: str, *, actor: Actor = OPERATOR) -> tuple[dict[str, Any], bool]:
+    """`assay suite release PATH`: the platform's staff release suites."""
+    require_staff(actor, "release a suite", "path")
     target = Path(path)
     if not target.exists():
         raise NotFound("no such file or directory", "path", value=path)
@@ -186,13 +188,15 @@ def bootstrap(store: Store) -> list[tuple[str, str]]:
 
 
 def find_release(
-    store: Store, key: str, version: str | None, *, public: bool = False,
+    store: Store, key: str, version: str | None, *, public: bool = False, actor: Actor = OPERATOR,
 ) -> dict[str, Any]:
     """The release a command names. Without a version: the latest (public ones only if `public`).
 
     `public=True` is how the public surfaces (board, card) resolve: internal suites do not exist
-    there, unlisted versions only when named, and the default is the latest public version.
+    there, unlisted versions only when named, and the default is the latest public version. Anyone
+    but the platform's staff only ever resolves that way.
     """
+    public = public or not actor.is_staff
     releases = BoardRepo(store).releases(key)
     unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
@@ -278,12 +282,16 @@ def release_view(store: Store, release: dict[str, Any], *, full: bool = True) ->
     return out
 
 
-def list_releases(store: Store) -> list[dict[str, Any]]:
-    return [release_view(store, r, full=False) for r in BoardRepo(store).releases()]
+def list_releases(store: Store, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+    """Every release for the staff; the public versions only for anyone else."""
+    return [release_view(store, r, full=False) for r in BoardRepo(store).releases()
+            if actor.is_staff or r["visibility"] == "public"]
 
 
-def versions(store: Store, key: str) -> list[dict[str, Any]]:
-    releases = sorted(BoardRepo(store).releases(key), key=lambda r: version_key(r["version"]))
+def versions(store: Store, key: str, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+    """A suite's versions, oldest first; an internal one exists only for the staff."""
+    releases = sorted((r for r in BoardRepo(store).releases(key) if actor.is_staff or r["visibility"] != "internal"),
+                      key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")
     return [{**release_view(store, r, full=False),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import NotFound
+from assay.service.actors import OPERATOR, Actor, require_owner
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -34,11 +35,12 @@ def trial_view(row: dict[str, Any]) -> TrialResult:
     )
 
 
-def batch_results(store: Store, batch_id: str) -> BatchResults:
+def batch_results(store: Store, batch_id: str, *, actor: Actor = OPERATOR) -> BatchResults:
     """A batch and every planned run of it, from what is stored (the results JSON contract)."""
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch", "batch", value=batch_id)
+    _require_owner(store, actor, batch, batch_id, "batch")
     rows = store.runs_for_batch(batch_id, bodies=False)
     heads: dict[str, dict[str, Any]] = {}
     trials: dict[str, list[TrialResult]] = {}
@@ -63,31 +65,41 @@ def batch_results(store: Store, batch_id: str) -> BatchResults:
     )
 
 
-def results_json(store: Store, batch_id: str) -> dict[str, Any]:
+def results_json(store: Store, batch_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
     """`batch_results` as the JSON document the CLI prints and writes."""
-    return batch_results(store, batch_id).as_json()
+    return batch_results(store, batch_id, actor=actor).as_json()
+
+
+def _require_owner(store: Store, actor: Actor, batch: dict[str, Any] | None, ident: str, noun: str) -> None:
+    """Seeds, hidden truths and transcripts are for the owner of the batch (and the operator)."""
+    if actor.is_staff and actor.kind == "operator":
+        return
+    from assay.service.batches import owner_of
+
+    require_owner(actor, owner_of(store, batch) if batch is not None else None, noun, ident, noun)
 
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def _stored_run(store: Store, run_id: str) -> dict[str, Any]:
+def _stored_run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
     run = store.run(run_id)
     if run is None:
         raise NotFound("no such run", "run", value=run_id)
+    _require_owner(store, actor, store.batch(run["batch_id"]), run_id, "run")
     if not run.get("status"):
         raise NotFound("this planned run never produced a record", "run", value=run_id)
     return run
 
 
-def debrief(store: Store, run_id: str) -> dict[str, Any]:
+def debrief(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
     """Everything about one run, the hidden truth included: for after the run, never during it."""
-    return debrief_view(store, run_id).as_json()
+    return debrief_view(store, run_id, actor=actor).as_json()
 
 
-def debrief_view(store: Store, run_id: str) -> Debrief:
-    run = _stored_run(store, run_id)
+def debrief_view(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> Debrief:
+    run = _stored_run(store, run_id, actor)
     doc = run["scenario"]["document"]
     outcome = {c["check_id"]: c for c in run["checks"]}
     view = trial_view(run)
@@ -124,13 +136,13 @@ def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: i
     return out
 
 
-def replay(store: Store, run_id: str) -> dict[str, Any]:
+def replay(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
     """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
-    return replay_view(store, run_id).as_json()
+    return replay_view(store, run_id, actor=actor).as_json()
 
 
-def replay_view(store: Store, run_id: str) -> ReplayReport:
-    run = _stored_run(store, run_id)
+def replay_view(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> ReplayReport:
+    run = _stored_run(store, run_id, actor)
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
     world_same = loaded.world_fingerprint == scen["world_fingerprint"]

@@ -28,6 +28,7 @@ from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_even
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
 from assay.service import accounts, batches, platform_config, releases
+from assay.service.actors import OPERATOR, Actor, require_operator, require_owner, require_speaks_for
 from assay.service.board import entry_numbers
 from assay.service.suites import SuiteBundle
 from assay.scenario.models import Scenario
@@ -70,11 +71,18 @@ def submit(
     executor: str | None = None,
     ray_address: str | None = None,
     on_created: Callable[[str, int], None] | None = None,
+    actor: Actor = OPERATOR,
 ) -> str:
     """Create, run, sweep and finalise a submission; return its id. Every refusal comes first.
 
     `on_created(id, n_planned)` is called once the submission and its plan are stored, before the
-    first run: from then on a killed process leaves a submission that `resume` finishes."""
+    first run: from then on a killed process leaves a submission that `resume` finishes.
+
+    `actor` submits as `account`: the account itself, or the operator on its behalf; only the
+    operator files an official baseline (and only for the suite's owner)."""
+    require_speaks_for(actor, account, "submit")
+    if baseline:
+        require_operator(actor, "file an official baseline", "baseline")
     label = label.strip()
     if not label or len(label) > MAX_LABEL:
         raise Invalid(f"a label is 1 to {MAX_LABEL} characters", "label")
@@ -232,15 +240,20 @@ def find(store: Store, ident: str) -> str | None:
     return BoardRepo(store).resolve_submission_id(ident)
 
 
-def _require(store: Store, ident: str) -> str:
+def _require(store: Store, ident: str, actor: Actor) -> str:
+    """The submission `ident` names, if `actor` may see its owner view (others: no such submission)."""
     found = find(store, ident)
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
+    submission = BoardRepo(store).submission(found)
+    assert submission is not None
+    require_owner(actor, submission["account"], "submission", ident, "submission")
     return found
 
 
-def unpublish(store: Store, ident: str) -> dict[str, Any]:
-    submission_id = _require(store, ident)
+def unpublish(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    """Take a published (or to-be-published) entry off the board: its owner, or the operator."""
+    submission_id = _require(store, ident, actor)
     repo = BoardRepo(store)
 
     def check(conn: sa.Connection) -> None:
@@ -252,22 +265,24 @@ def unpublish(store: Store, ident: str) -> dict[str, Any]:
 
     # An unpublication before completion also stops the automatic publication (any event does).
     repo.add_publication_event(submission_id, False, "unpublished by its owner", check)
-    return results(store, submission_id)
+    return results(store, submission_id, actor=actor)
 
 
-def note(store: Store, ident: str, text: str) -> dict[str, Any]:
+def note(store: Store, ident: str, text: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
     """Set the operator's variance note on an entry (an empty text withdraws it)."""
-    submission_id = _require(store, ident)
+    require_operator(actor, "file a variance note", "note")
+    submission_id = _require(store, ident, actor)
     text = text.strip()
     if len(text) > 2000:
         raise Invalid("a variance note is at most 2000 characters", "note")
     BoardRepo(store).add_note(submission_id, text)
-    return results(store, submission_id)
+    return results(store, submission_id, actor=actor)
 
 
-def results(store: Store, ident: str) -> dict[str, Any]:
-    """The owner's view of a submission: status, class, aggregates and every run with its seed."""
-    submission_id = _require(store, ident)
+def results(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+    """The owner's view of a submission: status, class, aggregates and every run with its seed.
+    Only the owner (and the operator) sees it; to anyone else the submission does not exist."""
+    submission_id = _require(store, ident, actor)
     repo = BoardRepo(store)
     facts = repo.submission_facts(submission_id)
     assert facts is not None
