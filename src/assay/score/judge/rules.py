@@ -1,0 +1,116 @@
+"""The `rules` judge: trait scores read off a transcript by the evidence its rubric declares.
+
+Deterministic and offline (the default judge): the same transcript and rubric always give the same
+scores, so one evaluation is the whole judgement, a single pass with variance 0. For each trait the
+score starts at `evidence.default`; each rule, in order, counts the transcript events its `when`
+matches and, when at least `count_at_least` do, `set`s the score or `add`s to it; the result is
+clipped to [0, 1] (and rounded to 12 decimals, so `1 - 0.3 - 0.3` is 0.4). The evidence language
+itself is described in `assay.scenario.rubric`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from assay.errors import Invalid
+from assay.records import transcript_events
+from assay.scenario.rubric import Evidence, Rubric
+from assay.score.judge.base import JudgePass, JudgeRun, OnPass, RunJudgement, notify, run_sync, summarize
+
+__all__ = ["RULES_JUDGE_VERSION", "RulesJudge", "evidence_score", "rules_scores"]
+
+#: Version of the rules judge's semantics (what evidence means); part of its `prompt_hash`.
+RULES_JUDGE_VERSION = 1
+_SEMANTICS = ("assay rules judge: default, then rules in order (set replaces, add adds) over events "
+              "matched by source, text_regex (case-insensitive, content), tool (agent calls), data "
+              "(equal values), count_at_least; clipped to [0, 1] at the end; rounded to 12 places")
+
+
+def evidence_score(evidence: Evidence, events: Sequence[Mapping[str, Any]]) -> tuple[float, str]:
+    """(score, rationale): the trait's score from `events` and which rules fired, in words."""
+    events = list(events)
+    value = evidence.default
+    fired = []
+    for i, rule in enumerate(evidence.rules, start=1):
+        n = rule.when.count(events)  # type: ignore[arg-type]
+        if n < rule.when.count_at_least:
+            continue
+        if rule.set_to is not None:
+            value = rule.set_to
+            fired.append(f"rule {i} set {rule.set_to:g} ({n} event(s) matched)")
+        else:
+            assert rule.add is not None
+            value += rule.add
+            fired.append(f"rule {i} added {rule.add:+g} ({n} event(s) matched)")
+    score = round(min(1.0, max(0.0, value)), 12)
+    why = f"default {evidence.default:g}" + ("; " + "; ".join(fired) if fired else "; no rule fired")
+    return score, why
+
+
+def rules_scores(transcript: Sequence[Mapping[str, Any]], rubric: Rubric) -> dict[str, float]:
+    """{trait: score} for every trait of `rubric` (each must have evidence)."""
+    return _evaluate(transcript, rubric)[0]
+
+
+def _evaluate(transcript: Sequence[Mapping[str, Any]], rubric: Rubric) -> tuple[dict[str, float], dict[str, str]]:
+    _require_evidence(rubric)
+    events = transcript_events(list(transcript))
+    scores, rationale = {}, {}
+    for trait in rubric.traits:
+        assert trait.evidence is not None
+        scores[trait.key], rationale[trait.key] = evidence_score(trait.evidence, events)
+    return scores, rationale
+
+
+def _require_evidence(rubric: Rubric) -> None:
+    missing = rubric.without_evidence()
+    if missing:
+        raise Invalid(f"rubric '{rubric.key}' declares no evidence for {', '.join(missing)}; "
+                      "the rules judge needs evidence for every trait", "judge", value="rules")
+
+
+class RulesJudge:
+    """The deterministic judge behind the spec `rules`: one pass per run, no model, no I/O."""
+
+    spec = "rules"
+    passes = 1
+    min_valid = 1
+    temperature = 0
+    prompt_version = RULES_JUDGE_VERSION
+    prompt_hash = hashlib.sha256(f"{RULES_JUDGE_VERSION}\n{_SEMANTICS}".encode()).hexdigest()
+
+    def provenance(self) -> dict[str, Any]:
+        return {"model": self.spec, "prompt_version": self.prompt_version, "prompt_hash": self.prompt_hash,
+                "passes": self.passes, "temperature": self.temperature}
+
+    def check(self, rubric: Rubric) -> None:
+        """Refuse, at configuration, a rubric this judge cannot score (a trait without evidence)."""
+        _require_evidence(rubric)
+
+    def judge(self, run: JudgeRun) -> RunJudgement:
+        indices = list(run.pass_indices) if run.pass_indices is not None else [0]
+        scores, rationale = _evaluate(run.transcript, run.rubric)
+        raw = json.dumps({"scores": scores, "rationale": rationale}, ensure_ascii=False, sort_keys=True)
+        passes = [JudgePass(index=i, raw=raw, scores=dict(scores), rationale=dict(rationale)) for i in indices]
+        return summarize(run.run_id, run.rubric.keys, passes, self.min_valid)
+
+    async def score_runs(self, runs: Sequence[JudgeRun], concurrency: int = 1,
+                         on_pass: OnPass | None = None) -> list[RunJudgement]:
+        """Judge every run (`concurrency` is accepted for the common interface and unused)."""
+        out = []
+        for run in runs:
+            judged = self.judge(run)
+            for p in judged.passes:
+                await notify(on_pass, run.run_id, p)
+            out.append(judged)
+        return out
+
+    def score_runs_sync(self, runs: Sequence[JudgeRun], concurrency: int = 1,
+                        on_pass: OnPass | None = None) -> list[RunJudgement]:
+        return run_sync(self.score_runs(runs, concurrency, on_pass))
+
+    def __repr__(self) -> str:
+        return "RulesJudge()"
