@@ -96,6 +96,7 @@ def test_one_request_per_run_and_pass_at_temperature_0_with_json_object(server: 
         assert body["model"] == "judge-model" and "tools" not in body
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert call.headers["Authorization"] == f"Bearer {KEY}"
+        assert call.headers["Content-Type"].startswith("application/json")
         assert call.traits == RUBRIC.keys  # the TRAITS line, parsed as the server reads it
     assert all(r.scored and len(r.passes) == 5 for r in results)
 
@@ -386,6 +387,23 @@ def test_async_on_pass_and_order_of_results(server: FakeJudgeServer) -> None:
     results = asyncio.run(judge(server).score_runs(runs(3), concurrency=2, on_pass=record))
     assert [r.run_id for r in results] == ["run-0", "run-1", "run-2"]
     assert sorted(seen) == sorted(f"run-{r}/{p}" for r in range(3) for p in range(5))
+
+
+def test_a_failing_on_pass_stops_the_scoring_and_is_raised() -> None:
+    class Refused(Exception):
+        pass
+
+    def refuse(run_id: str, judged: JudgePass) -> None:
+        if judged.index == 2:
+            raise Refused(run_id)
+
+    with FakeJudgeServer(by_pass, latency=0.05) as server:
+        with pytest.raises(Refused):
+            judge(server).score_runs_sync(runs(8), concurrency=4, on_pass=refuse)
+        time.sleep(0.2)
+        seen = len(server.calls)
+        time.sleep(0.2)
+        assert len(server.calls) == seen < 40  # no worker carried on after the error
 
 
 def test_an_interrupted_scoring_is_finished_pass_by_pass(server: FakeJudgeServer) -> None:

@@ -398,7 +398,16 @@ class LLMJudge:
                         done[r].append(judged)
                         await notify(on_pass, run.run_id, judged)
 
-                await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+                workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(jobs)))]
+                try:
+                    await asyncio.gather(*workers)
+                except BaseException:
+                    # an `on_pass` that raised (a store that refused), a cancellation: stop every
+                    # worker before the client closes under them, then let the error through
+                    for task in workers:
+                        task.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    raise
             finally:
                 await client.close()
         return [summarize(run.run_id, run.rubric.keys, done[r], self.min_valid) for r, run in enumerate(runs)]
