@@ -34,6 +34,13 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
+def _rate_ci(value: float | None, ci: list[float] | None) -> str:
+    """A figure with its 95% interval beside it: `1.0000 [0.5655, 1.0000]`."""
+    if value is None or ci is None:
+        return _rate(value)
+    return f"{value:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
 # -- suite --------------------------------------------------------------------------------------
 
 
@@ -311,16 +318,18 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     out.print(f"{s['key']} {s['version']} — {s['title']} ({s['language']})", markup=False)
     out.print("pinned: " + " ".join(f"{p['case_id']}@{p['hash_prefix']}" for p in value["provenance"]["scenarios"]),
               markup=False)
-    table = Table()
-    for col in ("rank", "agent (self-declared)", "handle", "class", "runs", "pass", "consistency", "false success",
-                "objective", "era"):
+    table = Table(caption=r"\[lo, hi]: 95% interval, clustered by case")
+    for col in ("rank", "agent (self-declared)", "handle", "class", "cases", "runs", "pass", "consistency",
+                "false success", "objective", "era"):
         table.add_column(col)
     for e in value["entries"]:
         era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
         table.add_row(str(e["rank"]) if e["rank"] is not None else "-", e["agent_label"], e["public_handle"],
-                      e["leaderboard_class"], str(e["n_runs"]), _rate(e["pass_rate"]), _rate(e["consistency"]),
-                      _rate(e["false_success_rate"]), _rate(e["objective_met_rate"]), era)
+                      e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]),
+                      *(_rate_ci(e[k], e[f"{k}_ci"]) for k in
+                        ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era)
     out.print(table)
+    out.print(f"rank: {value['ranking']}", markup=False)
     if len(value["versions"]) > 1:
         out.print("versions: " + ", ".join(v["version"] + (" *" if v["current"] else "") for v in value["versions"]),
                   markup=False)

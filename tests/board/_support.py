@@ -93,3 +93,11 @@ def copy_rows(source: Store, target: Store) -> None:
                     dst.execute(sa.text(
                         f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
                         f"COALESCE((SELECT MAX(id) FROM {table.name}), 1))"))
+
+
+def recounted_ranks(entries: list[dict[str, Any]]) -> list[int | None]:
+    """Each entry's rank by the board's rule, recounted from the JSON alone: 1 + the number of
+    ranked entries whose pass_rate_ci lies wholly above this entry's (their lo > this hi)."""
+    ranked = [e for e in entries if e["rank"] is not None]
+    return [None if e["rank"] is None else 1 + sum(1 for o in ranked if o["pass_rate_ci"][0] > e["pass_rate_ci"][1])
+            for e in entries]

@@ -22,7 +22,7 @@ from assay.store import db as store_db
 from assay.store.board_schema import BOARD_TABLES, BOARD_VIEWS
 from assay.store.schema import metadata
 
-from ._support import account, copy_rows, flaky, mini_suite, submit
+from ._support import account, copy_rows, flaky, mini_suite, recounted_ranks, submit
 
 
 @pytest.fixture
@@ -181,7 +181,12 @@ def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg
         assert a == b
         shown = board(lite, "mini")["entries"]
         assert len(shown) == 4  # crashed: incomplete; dave: revoked; overclaimer: unpublished
-        assert [e["rank"] for e in shown] == [1, 1, 3, None]
+        # Two cases cannot separate anyone: diligent, the baseline and hasty share rank 1 (their
+        # 95% pass_rate intervals overlap), where the old order-by-estimate rank said 1, 1, 3.
+        assert [e["rank"] for e in shown] == [1, 1, 1, None] == recounted_ranks(shown)
+        assert [e["pass_rate"] for e in shown[:2]] == [1.0, 1.0] and shown[2]["pass_rate"] < 1.0
+        assert all(e["n_cases"] == 2 and e["pass_rate_ci"][0] <= e["pass_rate"] <= e["pass_rate_ci"][1]
+                   for e in shown)
         assert card(lite, "mini") == card(pg, "mini")
         for sid in sids:
             assert submissions.results(lite, sid) == submissions.results(pg, sid)

@@ -1,9 +1,12 @@
 """The public board of one suite version: entries from the `board_entries` view, formatted.
 
-Every number and every rank comes from the SQL views over append-only rows; this module only
-shapes their rows into JSON, with rates rounded to 4 places and a fixed order, so the same
-submissions give byte-identical board JSON on SQLite and PostgreSQL. Nothing public carries a
-seed: seeds are for the suite owner (`assay results SUBMISSION`), never for the board.
+Every count comes from the SQL views over append-only rows. The uncertainty on each figure and
+the statistical rank come from pure functions in `stats/` fed with per-case counts read from the
+same views (issue 12): a 95% interval clustered by case on every rate, and a rank that only
+separates entries whose intervals do not overlap. This module shapes them into JSON, with rates
+and interval ends rounded to 4 places and a fixed order, so the same submissions give
+byte-identical board JSON on SQLite and PostgreSQL. Nothing public carries a seed: seeds are for
+the suite owner (`assay results SUBMISSION`), never for the board.
 
 Visibility: the default is the latest *public* version, with the history of public versions;
 an unlisted version only when named; internal suites never (they do not exist here).
@@ -15,11 +18,29 @@ import json
 from typing import Any
 
 from assay.service import releases
+from assay.stats.intervals import case_interval
+from assay.stats.ranks import statistical_ranks
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
 RATE_PLACES = 4
 RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
+#: The figure ranks are decided on (its interval), and the point estimates entries are listed by.
+RANKING_FIGURE = "pass_rate"
+RANKING = (
+    "platform-class, complete entries only, listed by pass_rate desc, then false_success_rate asc, "
+    "then consistency desc; rank = 1 + the number of ranked entries whose 95% pass_rate interval "
+    "(clustered by case) lies wholly above this entry's (their lower bound above its upper bound), "
+    "so ties and entries the data cannot tell apart share a rank"
+)
+
+#: For each rate: per-case (numerator, denominator) from `BoardRepo.case_counts` rows.
+_CASE_PARTS: dict[str, tuple[str, str | None]] = {
+    "pass_rate": ("n_passed", "n_runs"),
+    "false_success_rate": ("n_false_successes", "n_runs"),
+    "objective_met_rate": ("win_met", "win_total"),
+    "consistency": ("consistent", None),  # 0 or 1 per case with counted runs
+}
 
 
 def round_rate(value: float | None) -> float | None:
@@ -29,6 +50,70 @@ def round_rate(value: float | None) -> float | None:
 def entry_numbers(facts: dict[str, Any]) -> dict[str, Any]:
     """The aggregates an entry shows (rates rounded); None where nothing counts yet."""
     return {"n_runs": facts["n_runs"], **{k: round_rate(facts[k]) for k in RATES}}
+
+
+def case_rates(cases: list[dict[str, Any]], metric: str) -> dict[str, float]:
+    """Each case's mean of `metric` over its counted runs, in case order (failures count as 0).
+
+    Cases with nothing counted for the metric (no counted run; no win condition, for
+    `objective_met_rate`) have no mean and are left out: no number from too little.
+    """
+    numerator, denominator = _CASE_PARTS[metric]
+    out: dict[str, float] = {}
+    for case in cases:
+        if case["n_runs"] <= 0:
+            continue
+        if denominator is None:
+            out[case["case_id"]] = float(case[numerator])
+        elif case[denominator] > 0:
+            out[case["case_id"]] = case[numerator] / case[denominator]
+    return out
+
+
+def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [round(interval[0], RATE_PLACES), round(interval[1], RATE_PLACES)]
+
+
+def entry_intervals(facts: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, list[float] | None]:
+    """`<rate>_ci` for every rate: the case-clustered 95% interval, rounded as the rates are;
+    None wherever the figure itself is None."""
+    return {f"{k}_ci": None if facts[k] is None else _rounded(case_interval(list(case_rates(cases, k).values())))
+            for k in RATES}
+
+
+def _rankable(facts: dict[str, Any]) -> bool:
+    # Which entries are ranked is the view's decision (it ranks only complete platform entries);
+    # its RANK() value itself is the point-estimate order, superseded by the statistical rank.
+    return facts["rank"] is not None
+
+
+def statistical_ranks_of(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The statistical rank of each rankable entry among the rankable ones, on the rounded
+    `RANKING_FIGURE` interval — the interval the board shows, so anyone can recount a rank from
+    the JSON alone. `rows` carry the `<rate>_ci` keys of `entry_intervals`."""
+    ranked = [r for r in rows if _rankable(r) and r[f"{RANKING_FIGURE}_ci"] is not None]
+    ranks = statistical_ranks([tuple(r[f"{RANKING_FIGURE}_ci"]) for r in ranked])
+    return {r["submission_id"]: rank for r, rank in zip(ranked, ranks)}
+
+
+def release_entries(store: Store, release_id: int) -> list[dict[str, Any]]:
+    """The `board_entries` rows of a release, each with its intervals, `n_cases` and its
+    statistical `rank` (None when unranked)."""
+    repo = BoardRepo(store)
+    rows = repo.entries(release_id)
+    cases = repo.case_counts([r["submission_id"] for r in rows])
+    rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
+    ranks = statistical_ranks_of(rows)
+    return [{**r, "rank": ranks.get(r["submission_id"])} for r in rows]
+
+
+def entry_rank(store: Store, submission_id: str) -> int | None:
+    """The board rank of one submission (None when it is not a ranked entry)."""
+    entry = BoardRepo(store).entry(submission_id)
+    if entry is None or not _rankable(entry):
+        return None
+    found = {r["submission_id"]: r for r in release_entries(store, entry["release_id"])}
+    return found[submission_id]["rank"]
 
 
 def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +140,10 @@ def _entry(facts: dict[str, Any], models: list[str], harness: str | None) -> dic
         "model_provenance": facts["model_provenance"],
         "leaderboard_class": facts["leaderboard_class"],
         "status": facts["status"],
-        **entry_numbers(facts),
+        "n_runs": facts["n_runs"],
+        "n_cases": facts["n_cases"],
+        **{key: value for rate in RATES
+           for key, value in ((rate, round_rate(facts[rate])), (f"{rate}_ci", facts[f"{rate}_ci"]))},
         "measurement_era": facts["measurement_era"],
         "measurement_era_is_current": facts["measurement_era_is_current"],
         "variance_note": facts["variance_note"],
@@ -66,8 +154,11 @@ def _entry(facts: dict[str, Any], models: list[str], harness: str | None) -> dic
 
 
 def _order(entry: dict[str, Any]) -> tuple[Any, ...]:
-    # Ranked entries by rank; then the unranked, best pass rate first; ties by id (stable).
-    return (entry["rank"] is None, entry["rank"] or 0, -(entry["pass_rate"] or 0.0), entry["submission_id"])
+    # Ranked entries first, then the unranked; each by point estimate (best pass rate, fewest false
+    # successes, most consistent), ties by id (stable). A statistical rank is not an order: two
+    # entries that share rank 1 are still listed best estimate first.
+    return (entry["rank"] is None, -(entry["pass_rate"] or 0.0), entry["false_success_rate"] or 0.0,
+            -(entry["consistency"] or 0.0), entry["submission_id"])
 
 
 def board(store: Store, key: str, version: str | None = None) -> dict[str, Any]:
@@ -77,7 +168,7 @@ def board(store: Store, key: str, version: str | None = None) -> dict[str, Any]:
         (r for r in repo.releases(key) if r["visibility"] == "public"),
         key=lambda r: releases.version_key(r["version"]), reverse=True,
     )
-    rows = repo.entries(release["id"])
+    rows = release_entries(store, release["id"])
     ids = [r["submission_id"] for r in rows]
     models = repo.facilitator_models(ids)
     harness = repo.harness_versions(ids)
@@ -91,8 +182,7 @@ def board(store: Store, key: str, version: str | None = None) -> dict[str, Any]:
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
-        "ranking": "platform-class, complete entries only: pass_rate desc, then false_success_rate asc, "
-                   "then consistency desc (ties share a rank)",
+        "ranking": RANKING,
         "entries": entries,
     }
 

@@ -22,6 +22,7 @@ from assay.records import PlannedRun
 from assay.store.board_schema import (
     account_handles,
     accounts,
+    board_case_facts,
     board_entries,
     board_facilitator_models,
     board_run_facts,
@@ -500,6 +501,49 @@ class BoardRepo:
                 d[key] = int(d[key])
             out.append(d)
         return out
+
+    def case_counts(self, submission_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """Per submission, one row per planned case, in case order: the counts its per-case means
+        are made of, over the runs that count (`included`, as every board figure is).
+
+        `n_runs` counted runs, `n_passed`, `n_false_successes`, `win_total`, `win_met`, and
+        `consistent` from `board_case_facts` (one definition of a consistent case). Counts only:
+        the division happens in Python, so both backends give the same floats.
+        """
+        if not submission_ids:
+            return {}
+        f, c = board_run_facts, board_case_facts
+        ids = list(submission_ids)
+        per_case = (
+            sa.select(
+                f.c.submission_id, f.c.case_id,
+                sa.func.min(f.c.slot).label("first_slot"),
+                sa.func.sum(f.c.included).label("n_runs"),
+                sa.func.sum(f.c.included * f.c.passed).label("n_passed"),
+                sa.func.sum(f.c.included * f.c.false_success).label("n_false_successes"),
+                sa.func.sum(f.c.included * f.c.win_total).label("win_total"),
+                sa.func.sum(f.c.included * f.c.win_met).label("win_met"),
+            )
+            .where(f.c.submission_id.in_(ids))
+            .group_by(f.c.submission_id, f.c.case_id)
+            .subquery()
+        )
+        query = (
+            sa.select(per_case, c.c.consistent)
+            .join(c, sa.and_(c.c.submission_id == per_case.c.submission_id, c.c.case_id == per_case.c.case_id))
+            .where(c.c.submission_id.in_(ids))
+            .order_by(per_case.c.submission_id, per_case.c.first_slot)
+        )
+        found: dict[str, list[dict[str, Any]]] = {s: [] for s in ids}
+        with self.read() as conn:
+            for r in conn.execute(query):
+                found[r.submission_id].append({
+                    "case_id": r.case_id,
+                    **{k: int(getattr(r, k) or 0) for k in
+                       ("n_runs", "n_passed", "n_false_successes", "win_total", "win_met")},
+                    "consistent": bool(r.consistent),
+                })
+        return found
 
     def facilitator_models(self, submission_ids: Sequence[str]) -> dict[str, list[str]]:
         found: dict[str, set[str]] = {s: set() for s in submission_ids}

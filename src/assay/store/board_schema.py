@@ -225,6 +225,11 @@ board_run_facts = sa.table(
     )),
 )
 
+board_case_facts = sa.table(
+    "board_case_facts",
+    *(_col(n) for n in ("submission_id", "case_id", "n_included", "n_passed", "consistent")),
+)
+
 board_submission_facts = sa.table(
     "board_submission_facts",
     *(_col(n) for n in (
