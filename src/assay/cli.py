@@ -220,6 +220,9 @@ def _register_board_commands() -> None:
     from assay.cli_board import register
 
     register(app)
+    from assay.cli_board import compare
+
+    app.command("compare")(compare)
     from assay.cli_batches import register as register_batches
 
     register_batches(app)

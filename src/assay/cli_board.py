@@ -1,4 +1,4 @@
-"""`assay suite|account|submit|unpublish|config|note|era|board|card`: releases, submissions, the board.
+"""`assay suite|account|submit|unpublish|config|note|era|board|card|compare`: releases, submissions, the board.
 
 `assay.cli` calls `register(app)`. Every command takes `--db URL` like the rest of the CLI, and
 follows its error contract: a refusal is a `BadInput` (one stderr line, exit 2) raised before
@@ -21,6 +21,9 @@ from assay.ui import (
 )
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
+#: What `assay compare --metric` accepts (assay.service.compare.METRICS; named here so --help
+#: stays fast, and checked equal by the tests).
+COMPARE_METRICS = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
 
 suite_app = typer.Typer(no_args_is_help=True, help="Release suites and read what each release pins.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts and their public handles.")
@@ -333,6 +336,37 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     if len(value["versions"]) > 1:
         out.print("versions: " + ", ".join(v["version"] + (" *" if v["current"] else "") for v in value["versions"]),
                   markup=False)
+
+
+def compare(
+    submission_a: str = typer.Argument(..., metavar="SUBMISSION_A", help="Submission id (or a unique prefix)."),
+    submission_b: str = typer.Argument(..., metavar="SUBMISSION_B", help="Submission id (or a unique prefix)."),
+    metric: str = typer.Option("pass_rate", "--metric", metavar="|".join(COMPARE_METRICS),
+                               help="The rate compared, case by case."),
+    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+) -> None:
+    """Compare two submissions on the same suite version, case by case: the mean per-case difference
+    (A − B), its paired 95% interval and the exact sign-flip p-value."""
+    from assay.service.compare import compare as run_compare
+
+    if metric not in COMPARE_METRICS:
+        raise BadInput(f"unknown metric '{metric}' (one of: {', '.join(COMPARE_METRICS)})", "--metric")
+    value = run_compare(open_store_at(db), submission_a, submission_b, metric)
+    if as_json:
+        print_json(value)
+        return
+    a, b = value["a"], value["b"]
+    out.print(f"{value['suite']['key']} {value['suite']['version']} · {metric}: "
+              f"{a['agent_label']} ({a['submission_id'][:12]}) {_rate(a[metric])} − "
+              f"{b['agent_label']} ({b['submission_id'][:12]}) {_rate(b[metric])}", markup=False)
+    ci = value["ci"]
+    shown_ci = f"[{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci is not None else "— (the differences do not vary)"
+    out.print(f"  difference {value['difference']:+.4f} · 95% CI {shown_ci} · p = {value['p_value']:.4g} "
+              f"({value['test']}) · {value['n_cases']} cases", markup=False)
+    for c in value["cases"]:
+        out.print(f"  {c['case_id']}  {c['a']:.4f} − {c['b']:.4f} = {c['difference']:+.4f}", markup=False)
+    if value["note"]:
+        out.print(f"  {value['note']}", markup=False)
 
 
 def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,

@@ -1,0 +1,91 @@
+"""`assay compare A B`: a paired comparison of two submissions on the same suite version.
+
+Two submissions on one release met the same cases, so the question "is A better than B?" is
+answered case by case: the per-case differences of their case means, a paired t-interval, and
+the exact sign-flip p-value (`stats.pairwise`). Two overlapping board intervals do not mean "no
+difference"; this is the test that can tell. With few cases no difference can be significant at
+all (5 cases: p ≥ 0.0625), and the answer says so in words rather than leaving a reader to
+mistake "p = 0.0625" for weak evidence against a real gap.
+
+Per-case means come from the same store counts as the board's figures (`board.case_rates`), over
+each submission's counted runs; cases are paired by id, over the cases where both have a mean.
+
+Visibility: like `assay results`, this reads any submission in the store the CLI opens; a public
+front end (`GET /api/compare`) must first refuse submissions that are not on the public board.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.errors import Conflict, Invalid, NotFound
+from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
+from assay.stats.pairwise import ALPHA, paired_comparison
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+METRICS: tuple[str, ...] = RATES
+P_PLACES = 6
+
+
+def _resolve(repo: BoardRepo, ident: str) -> dict[str, Any]:
+    found = repo.resolve_submission_id(ident)
+    if found is None:
+        raise NotFound("no such submission", "submission", value=ident)
+    facts = repo.submission_facts(found)
+    assert facts is not None
+    return facts
+
+
+def _side(facts: dict[str, Any], metric: str) -> dict[str, Any]:
+    return {"submission_id": facts["submission_id"], "agent_label": facts["label"],
+            "status": facts["status"], "n_runs": facts["n_runs"], metric: round_rate(facts[metric])}
+
+
+def _round(value: float) -> float:
+    return round(value, RATE_PLACES) + 0.0  # + 0.0: no "-0.0" in the JSON
+
+
+def too_few_cases_note(n_cases: int, min_p: float) -> str:
+    return (f"with {n_cases} case{'s' if n_cases != 1 else ''} no difference can reach p < {ALPHA:g}: "
+            f"the smallest p the sign-flip test can give is {min_p:.4g}")
+
+
+def compare(store: Store, a: str, b: str, metric: str = "pass_rate") -> dict[str, Any]:
+    """Compare submissions `a` and `b` (ids or unique prefixes) on `metric`, case by case."""
+    if metric not in METRICS:
+        raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
+    repo = BoardRepo(store)
+    fa, fb = _resolve(repo, a), _resolve(repo, b)
+    if fa["release_id"] != fb["release_id"]:
+        ra, rb = repo.release_by_id(fa["release_id"]), repo.release_by_id(fb["release_id"])
+        assert ra is not None and rb is not None
+        raise Conflict(
+            f"submissions on different suite versions cannot be compared: {fa['submission_id']} is on "
+            f"{ra['suite_key']} {ra['version']}, {fb['submission_id']} on {rb['suite_key']} {rb['version']}")
+    release = repo.release_by_id(fa["release_id"])
+    assert release is not None
+    cases = repo.case_counts([fa["submission_id"], fb["submission_id"]])
+    ma, mb = case_rates(cases[fa["submission_id"]], metric), case_rates(cases[fb["submission_id"]], metric)
+    paired = [c for c in ma if c in mb]
+    if not paired:
+        raise Conflict(f"no case has a counted {metric} in both submissions yet", "submission",
+                       value=f"{fa['submission_id']} {fb['submission_id']}")
+    found = paired_comparison([ma[c] for c in paired], [mb[c] for c in paired])
+    return {
+        "suite": {"key": release["suite_key"], "version": release["version"]},
+        "metric": metric,
+        "a": _side(fa, metric),
+        "b": _side(fb, metric),
+        "difference": _round(found.difference),
+        "ci": None if found.ci is None else [_round(found.ci[0]), _round(found.ci[1])],
+        "p_value": round(found.p_value, P_PLACES),
+        "test": "exact two-sided sign-flip permutation over cases" if found.exact
+                else f"two-sided sign-flip permutation over cases, {found.patterns} seeded random patterns",
+        "n_cases": found.n_cases,
+        "min_p": round(found.min_p, P_PLACES) if found.min_p >= 10**-P_PLACES else found.min_p,
+        "too_few_cases": found.too_few_cases,
+        "note": too_few_cases_note(found.n_cases, found.min_p) if found.too_few_cases else None,
+        "cases": [{"case_id": c, "a": _round(ma[c]), "b": _round(mb[c]), "difference": _round(ma[c] - mb[c])}
+                  for c in paired],
+    }
