@@ -5,6 +5,8 @@ Bad input prints one line to stderr and exits 2, changing nothing stored (DESIGN
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 import sys
 from pathlib import Path
@@ -144,7 +146,7 @@ def run(
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
                            executor=chosen, on_created=progress.created, progress=progress.done)
-    results = results_json(store, result.batch_id)
+    results = results_json(store, result.batch_id, actor=OPERATOR)
     if not quiet:
         print_summary(out, [results])
     if json_file is not None:
@@ -175,7 +177,7 @@ def results(
     if store.resolve_batch_id(ident) is None and store.resolve_run_id(ident) is not None:
         raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
     view = submission_results(store, ident)
-    print_json(view if view is not None else results_json(store, ident))
+    print_json(view if view is not None else results_json(store, ident, actor=OPERATOR))
 
 
 @app.command()
@@ -186,7 +188,7 @@ def replay(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."
     Exit 0 when the final state hash is identical, 1 when it diverged."""
     from assay.service.results import replay as do_replay
 
-    report = do_replay(open_store_at(db), run_id)
+    report = do_replay(open_store_at(db), run_id, actor=OPERATOR)
     if as_json:
         print_json(report)
     else:
@@ -208,7 +210,7 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
     from assay.ui import print_debrief
     from assay.service.results import debrief as do_debrief
 
-    report = do_debrief(open_store_at(db), run_id)
+    report = do_debrief(open_store_at(db), run_id, actor=OPERATOR)
     if as_json:
         print_json(report)
     else:

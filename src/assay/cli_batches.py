@@ -6,6 +6,8 @@ before anything is written.
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 from typing import Any, Optional
 
 import typer
@@ -36,7 +38,7 @@ def resume(
     from assay.ui import BatchProgress
 
     store = open_store_at(db)
-    batch = batches.find(store, ident)
+    batch = batches.find(store, ident, actor=OPERATOR)
     factory, limits = batches.stored_agent(store, batch["id"], agent)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     scenarios = batches.stored_scenarios(store, batch["id"])
@@ -64,7 +66,7 @@ def batches_cmd(
 
     if kind not in (None, "run", "submission"):
         raise BadInput("is run or submission", "--kind")
-    rows = batches.list_batches(open_store_at(db), kind)
+    rows = batches.list_batches(open_store_at(db), kind, actor=OPERATOR)
     if as_json:
         print_json([{**r, "created_at": _when(r["created_at"])} for r in rows])
         return
@@ -87,7 +89,7 @@ def submissions_cmd(
 
     from assay.service import batches
 
-    rows = batches.list_submissions(open_store_at(db), account, suite)
+    rows = batches.list_submissions(open_store_at(db), account, suite, actor=OPERATOR)
     if as_json:
         print_json(rows)
         return
@@ -113,8 +115,8 @@ def runs_cmd(
     from assay.service.results import results_json
 
     store = open_store_at(db)
-    batch = batches.find(store, ident)
-    results = results_json(store, batch["id"])
+    batch = batches.find(store, ident, actor=OPERATOR)
+    results = results_json(store, batch["id"], actor=OPERATOR)
     rows = [{"run_id": t["run_id"], "case_id": c["case_id"], "trial": t["trial"],
              "status": t["status"] if t["recorded"] else "pending",
              "score": t["score"], "passed": t["passed"], "claimed_success": t["claimed_success"],

@@ -7,6 +7,8 @@ anything is written.
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 import sys
 from pathlib import Path
@@ -56,7 +58,7 @@ def suite_release(
     from assay.service import releases
 
     store = open_store_at(db)
-    release, created = releases.release_path(store, path)
+    release, created = releases.release_path(store, path, actor=OPERATOR)
     view = releases.release_view(store, release)
     if as_json:
         print_json({**view, "created": created})
@@ -73,7 +75,7 @@ def suite_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Every released suite version in this store (built-in suites are released when a store is first opened)."""
     from assay.service import releases
 
-    rows = releases.list_releases(open_store_at(db))
+    rows = releases.list_releases(open_store_at(db), actor=OPERATOR)
     if as_json:
         print_json(rows)
         return
@@ -93,7 +95,7 @@ def suite_show(key: str = typer.Argument(..., help="Suite key."), version: Optio
     from assay.service import releases
 
     store = open_store_at(db)
-    view = releases.release_view(store, releases.find_release(store, key, version))
+    view = releases.release_view(store, releases.find_release(store, key, version, actor=OPERATOR))
     if as_json:
         print_json(view)
         return
@@ -112,7 +114,7 @@ def suite_versions(key: str = typer.Argument(..., help="Suite key."), as_json: b
     """Every released version of a suite, oldest first, with its scenario hash prefixes."""
     from assay.service import releases
 
-    rows = releases.versions(open_store_at(db), key)
+    rows = releases.versions(open_store_at(db), key, actor=OPERATOR)
     if as_json:
         print_json(rows)
         return
@@ -144,7 +146,7 @@ def account_create(
     """Create an account, optionally with a public handle (needed to publish)."""
     from assay.service import accounts
 
-    _print_account(accounts.create(open_store_at(db), name, public_handle), as_json)
+    _print_account(accounts.create(open_store_at(db), name, public_handle, actor=OPERATOR), as_json)
 
 
 @account_app.command("set-handle")
@@ -153,7 +155,7 @@ def account_set_handle(name: str = typer.Argument(...), handle: str = typer.Argu
     """Set an account's public handle (a new handle event; the history is kept)."""
     from assay.service import accounts
 
-    _print_account(accounts.set_handle(open_store_at(db), name, handle), as_json)
+    _print_account(accounts.set_handle(open_store_at(db), name, handle, actor=OPERATOR), as_json)
 
 
 @account_app.command("revoke-handle")
@@ -162,7 +164,7 @@ def account_revoke_handle(name: str = typer.Argument(...), as_json: bool = JsonF
     """Revoke an account's public handle: its entries leave the public board at once."""
     from assay.service import accounts
 
-    _print_account(accounts.revoke_handle(open_store_at(db), name), as_json)
+    _print_account(accounts.revoke_handle(open_store_at(db), name, actor=OPERATOR), as_json)
 
 
 @account_app.command("show")
@@ -170,7 +172,7 @@ def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: 
     """An account, its public handle and the handle's history."""
     from assay.service import accounts
 
-    _print_account(accounts.view(open_store_at(db), name), as_json)
+    _print_account(accounts.view(open_store_at(db), name, actor=OPERATOR), as_json)
 
 
 # -- submissions --------------------------------------------------------------------------------
@@ -222,8 +224,8 @@ def submit(
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
             publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor,
-            ray_address=ray_address, on_created=progress.created, on_done=progress.done)
-    view = submissions.results(store, submission_id)
+            ray_address=ray_address, on_created=progress.created, on_done=progress.done, actor=OPERATOR)
+    view = submissions.results(store, submission_id, actor=OPERATOR)
     print_submission(view)
     if json_file is not None:
         json_file.write_text(json.dumps(view, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -235,7 +237,7 @@ def unpublish(submission: str = typer.Argument(..., help="Submission id (or a un
     """Take a submission off the public board (at any time; a new publication event)."""
     from assay.service import submissions
 
-    view = submissions.unpublish(open_store_at(db), submission)
+    view = submissions.unpublish(open_store_at(db), submission, actor=OPERATOR)
     out.print(f"submission {view['id']} unpublished", markup=False)
 
 
@@ -245,7 +247,7 @@ def note(submission: str = typer.Argument(..., help="Submission id (or a unique 
     """File an operator's variance note on an entry (the latest note is shown)."""
     from assay.service import submissions
 
-    view = submissions.note(open_store_at(db), submission, text)
+    view = submissions.note(open_store_at(db), submission, text, actor=OPERATOR)
     out.print(f"submission {view['id']}: variance note {'set' if view['variance_note'] else 'withdrawn'}",
               markup=False)
 
@@ -275,7 +277,7 @@ def config_set(key: str = typer.Argument(..., help="Config key."),
 
     parsed = platform_config.parse_json_value(value, key)
     platform_config.validate_value(key, parsed)
-    print_json({"key": key, "value": platform_config.set_value(open_store_at(db), key, parsed)})
+    print_json({"key": key, "value": platform_config.set_value(open_store_at(db), key, parsed, actor=OPERATOR)})
 
 
 @era_app.command("add")
@@ -286,7 +288,7 @@ def era_add(name: str = typer.Argument(..., help="Era name, e.g. 2026-06-scoring
     """Add a measurement-era boundary; submissions created from then on are stamped with it."""
     from assay.service import platform_config
 
-    era = platform_config.add_era(open_store_at(db), name, starts, reason)
+    era = platform_config.add_era(open_store_at(db), name, starts, reason, actor=OPERATOR)
     out.print(f"era {era['name']} from {era['from']}", markup=False)
 
 
@@ -313,7 +315,7 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     """The public board of a suite version (default: the latest public one)."""
     from assay.service.board import board as build, board_text
 
-    value = build(open_store_at(db), key, version)
+    value = build(open_store_at(db), key, version, actor=OPERATOR)
     if as_json:
         sys.stdout.write(board_text(value))
         return
@@ -351,7 +353,7 @@ def compare(
 
     if metric not in COMPARE_METRICS:
         raise BadInput(f"unknown metric '{metric}' (one of: {', '.join(COMPARE_METRICS)})", "--metric")
-    value = run_compare(open_store_at(db), submission_a, submission_b, metric)
+    value = run_compare(open_store_at(db), submission_a, submission_b, metric, actor=OPERATOR)
     if as_json:
         print_json(value)
         return
@@ -374,7 +376,7 @@ def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[st
     """Print a suite version's eval card as Markdown."""
     from assay.service.cards import card as build
 
-    sys.stdout.write(build(open_store_at(db), key, version))
+    sys.stdout.write(build(open_store_at(db), key, version, actor=OPERATOR))
 
 
 # -- results for a submission (wired by assay.cli's `results`) ----------------------------------
@@ -385,7 +387,7 @@ def submission_results(store: Any, ident: str) -> dict[str, Any] | None:
     from assay.service import submissions
 
     found = submissions.find(store, ident)
-    return submissions.results(store, found) if found is not None else None
+    return submissions.results(store, found, actor=OPERATOR) if found is not None else None
 
 
 def register(app: typer.Typer) -> None:

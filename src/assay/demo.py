@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import sys
 
 from rich.console import Console
@@ -24,7 +26,7 @@ def main() -> int:
         for name in REFERENCE_AGENTS:
             with progress_bar(len(bundle.scenarios) * 3, f"forge · reference:{name}") as advance:
                 batch = run_suite(bundle, agent_spec=f"reference:{name}", trials=3, workers=4, progress=advance, store=store)
-            results.append(results_json(store, batch.batch_id))
+            results.append(results_json(store, batch.batch_id, actor=OPERATOR))
     except BadInput as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
         return 2

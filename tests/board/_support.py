@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import shutil
 from pathlib import Path
 from typing import Any
@@ -58,13 +60,13 @@ def set_version(root: Path, version: str, **changes: Any) -> None:
 
 
 def account(store: Store, name: str, handle: str | None = None) -> None:
-    accounts.create(store, name, handle)
+    accounts.create(store, name, handle, actor=OPERATOR)
 
 
 def submit(store: Store, key: str = "mini", *, agent: str = "reference:diligent", account: str = "alice",
            label: str | None = None, **kwargs: Any) -> str:
     return submissions.submit(store, key, factory=load_agent(agent), account=account,
-                              label=label or agent.rsplit(":", 1)[-1], workers=kwargs.pop("workers", 2), **kwargs)
+                              label=label or agent.rsplit(":", 1)[-1], workers=kwargs.pop("workers", 2), **kwargs, actor=OPERATOR)
 
 
 def flaky(name: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 from pathlib import Path
 
 import pytest
@@ -19,9 +21,9 @@ from ._support import account, flaky, mini_suite, set_version, submit
 
 @pytest.fixture
 def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")))
+    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
     account(store, "alice", "Alice")
-    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10})
+    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
     return store
 
 
@@ -41,24 +43,24 @@ def test_case_counts_are_the_runs_that_count_case_by_case(mini: Store) -> None:
 def test_compare_pairs_cases_and_refuses_with_domain_errors(mini: Store, tmp_path: Path) -> None:
     good = submit(mini)
     idle = submit(mini, agent="reference:idle")
-    found = compare(mini, good, idle)
+    found = compare(mini, good, idle, actor=OPERATOR)
     assert (found["difference"], found["p_value"], found["n_cases"], found["min_p"]) == (1.0, 0.5, 2, 0.5)
     assert found["too_few_cases"] and "2 cases" in found["note"]
     assert [c["case_id"] for c in found["cases"]] == ["forge-all-quiet", "forge-wrong-fix"]
 
     with pytest.raises(NotFound) as missing:
-        compare(mini, "f" * 32, idle)
+        compare(mini, "f" * 32, idle, actor=OPERATOR)
     assert http_status(missing.value) == 404 and missing.value.field == "submission"
     with pytest.raises(Invalid) as metric:
-        compare(mini, good, idle, metric="speed")
+        compare(mini, good, idle, metric="speed", actor=OPERATOR)
     assert metric.value.field == "metric" and "--" not in str(metric.value)
 
     root = tmp_path / "mini"
     set_version(root, "1.1")
-    releases.release_path(mini, str(root))
+    releases.release_path(mini, str(root), actor=OPERATOR)
     newer = submit(mini, agent="reference:idle")
     with pytest.raises(Conflict, match="different suite versions") as versions:
-        compare(mini, good, newer)
+        compare(mini, good, newer, actor=OPERATOR)
     assert http_status(versions.value) == 409 and "mini 1.0" in str(versions.value) and "mini 1.1" in str(versions.value)
 
 
@@ -71,5 +73,5 @@ def test_entry_rank_is_the_board_rank(mini: Store) -> None:
     ranked = submit(mini, publish=True)
     other = submit(mini, account="bob", agent="reference:hasty", publish=True)
     unlisted = submit(mini)
-    shown = {e["submission_id"]: e["rank"] for e in board(mini, "mini")["entries"]}
+    shown = {e["submission_id"]: e["rank"] for e in board(mini, "mini", actor=OPERATOR)["entries"]}
     assert {sid: entry_rank(mini, sid) for sid in (ranked, other, unlisted)} == {**shown, unlisted: None}

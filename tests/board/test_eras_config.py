@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -32,9 +34,9 @@ def test_every_key_has_a_default(store: Store) -> None:
 
 
 def test_a_new_value_is_a_new_row_and_the_value_in_force_is_the_latest_before_a_moment(store: Store) -> None:
-    pc.set_value(store, "academy_eval_safety_variance", {"unstable_range_threshold": 0.3})
+    pc.set_value(store, "academy_eval_safety_variance", {"unstable_range_threshold": 0.3}, actor=OPERATOR)
     between = datetime.now(timezone.utc)
-    pc.set_value(store, "academy_eval_safety_variance", {"unstable_range_threshold": 0.1})
+    pc.set_value(store, "academy_eval_safety_variance", {"unstable_range_threshold": 0.1}, actor=OPERATOR)
     assert pc.get(store, "academy_eval_safety_variance") == {"unstable_range_threshold": 0.1}
     assert pc.get(store, "academy_eval_safety_variance", at=between) == {"unstable_range_threshold": 0.3}
     assert pc.get(store, "academy_eval_safety_variance", at=between - timedelta(days=1)) == {
@@ -55,7 +57,7 @@ def test_a_new_value_is_a_new_row_and_the_value_in_force_is_the_latest_before_a_
 ])
 def test_bad_config_values_are_refused_and_store_nothing(store: Store, key: str, value: object, message: str) -> None:
     with pytest.raises(BadInput, match=message):
-        pc.set_value(store, key, value)
+        pc.set_value(store, key, value, actor=OPERATOR)
     assert row_counts(store)["platform_config"] == 0
 
 
@@ -64,48 +66,48 @@ def test_bad_config_values_are_refused_and_store_nothing(store: Store, key: str,
 
 @pytest.fixture
 def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")))
+    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
     account(store, "alice", "Alice")
-    pc.set_value(store, "submission_cap", {"max_per_account_per_version": 10})
+    pc.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
     return store
 
 
 def test_entries_are_stamped_once_and_old_eras_are_flagged_not_hidden(mini: Store) -> None:
     before_any = submit(mini, publish=True)
-    assert submissions.results(mini, before_any)["measurement_era"] is None
-    assert submissions.results(mini, before_any)["measurement_era_is_current"] is True
+    assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era"] is None
+    assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era_is_current"] is True
 
-    pc.add_era(mini, "2026-a", _iso(-timedelta(days=30)), "first era boundary")
+    pc.add_era(mini, "2026-a", _iso(-timedelta(days=30)), "first era boundary", actor=OPERATOR)
     first = submit(mini, publish=True)
-    pc.add_era(mini, "2026-b", _iso(-timedelta(seconds=1)), "a scoring fix")
+    pc.add_era(mini, "2026-b", _iso(-timedelta(seconds=1)), "a scoring fix", actor=OPERATOR)
     second = submit(mini, publish=True)
 
-    shown = {e["submission_id"]: e for e in board(mini, "mini")["entries"]}
+    shown = {e["submission_id"]: e for e in board(mini, "mini", actor=OPERATOR)["entries"]}
     assert (shown[before_any]["measurement_era"], shown[before_any]["measurement_era_is_current"]) == (None, False)
     assert (shown[first]["measurement_era"], shown[first]["measurement_era_is_current"]) == ("2026-a", False)
     assert (shown[second]["measurement_era"], shown[second]["measurement_era_is_current"]) == ("2026-b", True)
     assert all(e["rank"] == 1 for e in shown.values())  # flagged, never reclassified or hidden
 
     # An era that has not begun yet is not current, and does not restamp anything.
-    pc.add_era(mini, "2027", _iso(timedelta(days=365)), "planned harness upgrade")
+    pc.add_era(mini, "2027", _iso(timedelta(days=365)), "planned harness upgrade", actor=OPERATOR)
     assert [e["name"] for e in pc.eras(mini) if e["current"]] == ["2026-b"]
     third = submit(mini, publish=True)
-    assert submissions.results(mini, third)["measurement_era"] == "2026-b"
-    assert submissions.results(mini, first)["measurement_era"] == "2026-a"
+    assert submissions.results(mini, third, actor=OPERATOR)["measurement_era"] == "2026-b"
+    assert submissions.results(mini, first, actor=OPERATOR)["measurement_era"] == "2026-a"
     assert [e["name"] for e in pc.get(mini, "academy_eval_measurement_era")["eras"]] == ["2026-a", "2026-b", "2027"]
 
 
 def test_era_boundaries_only_move_forward(mini: Store) -> None:
-    pc.add_era(mini, "one", "2026-01-01", "start")
+    pc.add_era(mini, "one", "2026-01-01", "start", actor=OPERATOR)
     with pytest.raises(BadInput, match="must begin after the latest boundary"):
-        pc.add_era(mini, "zero", "2025-01-01", "earlier")
+        pc.add_era(mini, "zero", "2025-01-01", "earlier", actor=OPERATOR)
     with pytest.raises(BadInput, match="already exists"):
-        pc.add_era(mini, "one", "2026-02-01", "again")
+        pc.add_era(mini, "one", "2026-02-01", "again", actor=OPERATOR)
     with pytest.raises(BadInput, match="no time zone"):
-        pc.add_era(mini, "two", "2026-03-01T00:00:00", "naive")
+        pc.add_era(mini, "two", "2026-03-01T00:00:00", "naive", actor=OPERATOR)
     with pytest.raises(BadInput, match="not an ISO 8601"):
-        pc.add_era(mini, "two", "next tuesday", "vague")
+        pc.add_era(mini, "two", "next tuesday", "vague", actor=OPERATOR)
     with pytest.raises(BadInput, match="needs a reason"):
-        pc.add_era(mini, "two", "2026-03-01", " ")
+        pc.add_era(mini, "two", "2026-03-01", " ", actor=OPERATOR)
     assert [e["name"] for e in pc.eras(mini)] == ["one"]
     assert pc.eras(mini)[0]["from"] == "2026-01-01T00:00:00+00:00"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from ._support import account, edit_scenario, mini_suite, row_counts, set_versio
 def test_a_release_pins_every_scenario_hash(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini")
     bundle = releases.resolve_suite(str(root))
-    release, created = releases.release_path(store, str(root))
+    release, created = releases.release_path(store, str(root), actor=OPERATOR)
     assert created
     view = releases.release_view(store, release)
     assert [(s["case_id"], s["hash"], s["version"]) for s in view["scenarios"]] == [
@@ -32,9 +34,9 @@ def test_a_release_pins_every_scenario_hash(store: Store, tmp_path: Path) -> Non
 
 def test_releasing_the_same_document_again_is_the_same_release(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini")
-    first, _ = releases.release_path(store, str(root))
+    first, _ = releases.release_path(store, str(root), actor=OPERATOR)
     before = row_counts(store)
-    again, created = releases.release_path(store, str(root))
+    again, created = releases.release_path(store, str(root), actor=OPERATOR)
     assert not created and again["id"] == first["id"]
     assert row_counts(store) == before
 
@@ -44,7 +46,7 @@ def test_re_releasing_a_version_with_any_change_is_refused_and_stores_nothing(
     store: Store, tmp_path: Path, change: str
 ) -> None:
     root = mini_suite(tmp_path / "mini")
-    releases.release_path(store, str(root))
+    releases.release_path(store, str(root), actor=OPERATOR)
     before = row_counts(store)
     if change == "scenario":
         edit_scenario(root)
@@ -53,7 +55,7 @@ def test_re_releasing_a_version_with_any_change_is_refused_and_stores_nothing(
     else:
         set_version(root, "1.0", title="Renamed")
     with pytest.raises(BadInput, match="already released.*release a new version|releases are immutable"):
-        releases.release_path(store, str(root))
+        releases.release_path(store, str(root), actor=OPERATOR)
     assert row_counts(store) == before
 
 
@@ -61,11 +63,11 @@ def test_editing_a_scenario_and_releasing_again_gives_two_versions_with_differen
     store: Store, tmp_path: Path
 ) -> None:
     root = mini_suite(tmp_path / "mini")
-    old, _ = releases.release_path(store, str(root))
+    old, _ = releases.release_path(store, str(root), actor=OPERATOR)
     old_pins = releases.scenario_pins(store, old)
     edit_scenario(root)
     set_version(root, "1.1")
-    new, created = releases.release_path(store, str(root))
+    new, created = releases.release_path(store, str(root), actor=OPERATOR)
     assert created
     new_pins = releases.scenario_pins(store, new)
     assert new_pins[0]["case_id"] == old_pins[0]["case_id"] == "forge-all-quiet"
@@ -73,14 +75,14 @@ def test_editing_a_scenario_and_releasing_again_gives_two_versions_with_differen
     assert new_pins[0]["hash_prefix"] != old_pins[0]["hash_prefix"]
     assert new_pins[1] == old_pins[1]  # the untouched scenario is the same version
 
-    old_board = board(store, "mini", "1.0")["provenance"]["scenarios"]
-    new_board = board(store, "mini")["provenance"]["scenarios"]
+    old_board = board(store, "mini", "1.0", actor=OPERATOR)["provenance"]["scenarios"]
+    new_board = board(store, "mini", actor=OPERATOR)["provenance"]["scenarios"]
     assert old_board[0]["hash_prefix"] == old_pins[0]["hash_prefix"]
     assert new_board[0]["hash_prefix"] == new_pins[0]["hash_prefix"]
-    assert old_pins[0]["hash_prefix"] in card(store, "mini", "1.0")
-    assert old_pins[0]["hash_prefix"] not in card(store, "mini", "1.1")
-    assert new_pins[0]["hash_prefix"] in card(store, "mini", "1.1")
-    assert [v["version"] for v in releases.versions(store, "mini")] == ["1.0", "1.1"]
+    assert old_pins[0]["hash_prefix"] in card(store, "mini", "1.0", actor=OPERATOR)
+    assert old_pins[0]["hash_prefix"] not in card(store, "mini", "1.1", actor=OPERATOR)
+    assert new_pins[0]["hash_prefix"] in card(store, "mini", "1.1", actor=OPERATOR)
+    assert [v["version"] for v in releases.versions(store, "mini", actor=OPERATOR)] == ["1.0", "1.1"]
 
     # The old release still resolves to exactly the documents it pinned, not to the edited file.
     bundle = releases.pinned_bundle(store, old)
@@ -90,10 +92,10 @@ def test_editing_a_scenario_and_releasing_again_gives_two_versions_with_differen
 
 def test_an_old_release_stays_submittable(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini")
-    old, _ = releases.release_path(store, str(root))
+    old, _ = releases.release_path(store, str(root), actor=OPERATOR)
     edit_scenario(root)
     set_version(root, "1.1")
-    releases.release_path(store, str(root))
+    releases.release_path(store, str(root), actor=OPERATOR)
     account(store, "alice")
     sid = submit(store, "mini", version="1.0")
     planned = store.planned_runs(sid)
@@ -103,54 +105,54 @@ def test_an_old_release_stays_submittable(store: Store, tmp_path: Path) -> None:
 def test_scenario_language_must_match_the_suite(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini", language="pl")
     with pytest.raises(BadInput, match="does not match the suite language 'pl'"):
-        releases.release_path(store, str(root))
+        releases.release_path(store, str(root), actor=OPERATOR)
     assert row_counts(store).get("suite_releases", 0) == 0
 
 
 def test_language_tags_are_normalised_and_invalid_ones_refused(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini", language="EN")
-    release, _ = releases.release_path(store, str(root))
+    release, _ = releases.release_path(store, str(root), actor=OPERATOR)
     assert release["language"] == "en"
     bad = mini_suite(tmp_path / "bad", key="bad", language="not a tag")
     with pytest.raises(BadInput, match="not a valid BCP-47 language tag"):
-        releases.release_path(store, str(bad))
+        releases.release_path(store, str(bad), actor=OPERATOR)
 
 
 def test_bare_scenarios_are_not_a_release(store: Store) -> None:
     from ._support import FORGE
 
     with pytest.raises(BadInput, match="needs a suite document"):
-        releases.release_path(store, str(FORGE / "all-quiet.yaml"))
+        releases.release_path(store, str(FORGE / "all-quiet.yaml"), actor=OPERATOR)
 
 
 def test_visibility_decides_what_the_board_shows(store: Store, tmp_path: Path) -> None:
     root = mini_suite(tmp_path / "mini")
-    releases.release_path(store, str(root))
+    releases.release_path(store, str(root), actor=OPERATOR)
     set_version(root, "1.1", visibility="unlisted")
-    releases.release_path(store, str(root))
+    releases.release_path(store, str(root), actor=OPERATOR)
     hidden = mini_suite(tmp_path / "hidden", key="hidden", visibility="internal")
-    releases.release_path(store, str(hidden))
+    releases.release_path(store, str(hidden), actor=OPERATOR)
 
-    default = board(store, "mini")
+    default = board(store, "mini", actor=OPERATOR)
     assert default["suite"]["version"] == "1.0"  # the latest *public* version
     assert [v["version"] for v in default["versions"]] == ["1.0"]  # unlisted versions are not listed
-    assert board(store, "mini", "1.1")["suite"]["visibility"] == "unlisted"  # but reachable by version
+    assert board(store, "mini", "1.1", actor=OPERATOR)["suite"]["visibility"] == "unlisted"  # but reachable by version
     with pytest.raises(BadInput, match="no released suite 'hidden'"):
-        board(store, "hidden")
+        board(store, "hidden", actor=OPERATOR)
     with pytest.raises(BadInput, match="no released suite 'hidden'"):
-        board(store, "hidden", "1.0")
+        board(store, "hidden", "1.0", actor=OPERATOR)
     with pytest.raises(BadInput, match="no released suite 'hidden'"):
-        card(store, "hidden")
+        card(store, "hidden", actor=OPERATOR)
     # The operator still sees internal releases.
-    assert releases.find_release(store, "hidden", None)["visibility"] == "internal"
+    assert releases.find_release(store, "hidden", None, actor=OPERATOR)["visibility"] == "internal"
 
 
 def test_built_in_suites_are_released_on_first_use(store: Store) -> None:
     assert row_counts(store).get("suite_releases", 0) == 0
     account(store, "alice")
     sid = submit(store, "forge")
-    release = releases.find_release(store, "forge", None)
+    release = releases.find_release(store, "forge", None, actor=OPERATOR)
     assert release["builtin"] and release["owner"] == releases.BUILTIN_OWNER
     assert len(store.planned_runs(sid)) == 5 * 3
-    listed = releases.list_releases(store)
+    listed = releases.list_releases(store, actor=OPERATOR)
     assert [(r["key"], r["version"]) for r in listed] == [("forge", "1.0")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +29,9 @@ from ._support import account, copy_rows, flaky, mini_suite, recounted_ranks, su
 
 @pytest.fixture
 def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")))
+    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
     account(store, "alice", "Alice")
-    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10})
+    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
     return store
 
 
@@ -71,10 +73,10 @@ def test_the_board_migration_downgrades_and_runs_forward_again(store: Store) -> 
 def filled(mini: Store) -> Store:
     """A row in every board table."""
     sid = submit(mini, publish=True)
-    accounts.revoke_handle(mini, "alice")
-    submissions.note(mini, sid, "a note")
-    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 5})
-    platform_config.add_era(mini, "e1", "2020-01-01", "start")
+    accounts.revoke_handle(mini, "alice", actor=OPERATOR)
+    submissions.note(mini, sid, "a note", actor=OPERATOR)
+    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 5}, actor=OPERATOR)
+    platform_config.add_era(mini, "e1", "2020-01-01", "start", actor=OPERATOR)
     return mini
 
 
@@ -112,7 +114,7 @@ def test_a_failed_run_cannot_be_rewritten_to_lift_a_submission(mini: Store) -> N
     with pytest.raises(sa.exc.IntegrityError):
         with mini.engine.begin() as conn:
             conn.execute(sa.text("UPDATE runs SET status = 'completed' WHERE status = 'crashed'"))
-    assert submissions.results(mini, sid)["status"] == "incomplete"
+    assert submissions.results(mini, sid, actor=OPERATOR)["status"] == "incomplete"
 
 
 # -- the views agree with the Python oracle --------------------------------------------------
@@ -123,7 +125,7 @@ def test_run_facts_agree_with_the_oracle(mini: Store) -> None:
     sids.append(submit(mini, agent=flaky("CrashOnce")))
     for sid in sids:
         stored = {r["run_id"]: r for r in mini.runs_for_batch(sid, bodies=False)}
-        for run in submissions.results(mini, sid)["runs"]:
+        for run in submissions.results(mini, sid, actor=OPERATOR)["runs"]:
             row = stored[run["run_id"]]
             v = verdict(row["checks"], row["status"])
             assert (run["score"], run["passed"]) == (v.score, v.passed)
@@ -151,12 +153,12 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 def _populate(store: Store, tmp_path: Path) -> list[str]:
     """A board with every kind of entry: ranked, tied, unranked BYOK, incomplete, revoked, old era."""
     root = mini_suite(tmp_path / "mini")
-    releases.release_path(store, str(root))
+    releases.release_path(store, str(root), actor=OPERATOR)
     for name, handle in (("alice", "Alice"), ("bob", "Bob"), ("carol", "Carol"), ("dave", "Dave")):
         account(store, name, handle)
     account(store, "owner", "Operator")
     sids = [submit(store, publish=True)]
-    platform_config.add_era(store, "e1", "2020-01-01", "start")
+    platform_config.add_era(store, "e1", "2020-01-01", "start", actor=OPERATOR)
     sids += [
         submit(store, account="bob", agent="reference:hasty", publish=True, play_model="model-b"),
         submit(store, account="carol", byok=True, publish=True),
@@ -165,9 +167,9 @@ def _populate(store: Store, tmp_path: Path) -> list[str]:
         submit(store, account="owner", baseline=True, publish=True),
         submit(store, account="alice", agent="reference:overclaimer", publish=True),
     ]
-    accounts.revoke_handle(store, "dave")
-    submissions.note(store, sids[1], "one rep ran long")
-    submissions.unpublish(store, sids[-1])
+    accounts.revoke_handle(store, "dave", actor=OPERATOR)
+    submissions.note(store, sids[1], "one rep ran long", actor=OPERATOR)
+    submissions.unpublish(store, sids[-1], actor=OPERATOR)
     return sids
 
 
@@ -177,9 +179,9 @@ def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg
     try:
         sids = _populate(lite, tmp_path)
         copy_rows(lite, pg)
-        a, b = board_text(board(lite, "mini")), board_text(board(pg, "mini"))
+        a, b = board_text(board(lite, "mini", actor=OPERATOR)), board_text(board(pg, "mini", actor=OPERATOR))
         assert a == b
-        shown = board(lite, "mini")["entries"]
+        shown = board(lite, "mini", actor=OPERATOR)["entries"]
         assert len(shown) == 4  # crashed: incomplete; dave: revoked; overclaimer: unpublished
         # Two cases cannot separate anyone: diligent, the baseline and hasty share rank 1 (their
         # 95% pass_rate intervals overlap), where the old order-by-estimate rank said 1, 1, 3.
@@ -187,9 +189,9 @@ def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg
         assert [e["pass_rate"] for e in shown[:2]] == [1.0, 1.0] and shown[2]["pass_rate"] < 1.0
         assert all(e["n_cases"] == 2 and e["pass_rate_ci"][0] <= e["pass_rate"] <= e["pass_rate_ci"][1]
                    for e in shown)
-        assert card(lite, "mini") == card(pg, "mini")
+        assert card(lite, "mini", actor=OPERATOR) == card(pg, "mini", actor=OPERATOR)
         for sid in sids:
-            assert submissions.results(lite, sid) == submissions.results(pg, sid)
+            assert submissions.results(lite, sid, actor=OPERATOR) == submissions.results(pg, sid, actor=OPERATOR)
         # And the views themselves, row for row.
         for view in ("board_run_facts", "board_submission_facts", "board_entries"):
             assert _rows(lite, view) == _rows(pg, view), view

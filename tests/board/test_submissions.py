@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 from pathlib import Path
 
@@ -20,14 +22,14 @@ from ._support import account, flaky, mini_suite, recounted_ranks, row_counts, s
 @pytest.fixture
 def mini(store: Store, tmp_path: Path) -> Store:
     """The mini suite released (2 scenarios × 2 reps), `alice` with a handle, `owner` without."""
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")))
+    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
     account(store, "alice", "Alice")
     account(store, "owner")
     return store
 
 
 def entries(store: Store, key: str = "mini") -> dict[str, dict]:
-    return {e["submission_id"]: e for e in board(store, key)["entries"]}
+    return {e["submission_id"]: e for e in board(store, key, actor=OPERATOR)["entries"]}
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -43,14 +45,14 @@ def test_the_server_plans_every_scenario_times_reps_with_its_own_seed(mini: Stor
     assert len({p["run_id"] for p in planned}) == 4
     batch = mini.batch(sid)
     assert batch is not None and batch["kind"] == "submission" and batch["suite_version"] == "1.0"
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert [r["seed"] for r in view["runs"]] == seeds  # the owner sees every run's seed
     assert [(r["scenario"], r["rep"]) for r in view["runs"]] == [(p["case_id"], p["trial"]) for p in planned]
 
 
 def test_a_complete_platform_submission_is_published_and_ranked(mini: Store) -> None:
     sid = submit(mini, publish=True)
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert (view["status"], view["leaderboard_class"], view["published"], view["rank"]) == (
         "complete", "platform", True, 1)
     assert (view["n_runs"], view["pass_rate"], view["consistency"], view["false_success_rate"],
@@ -63,7 +65,7 @@ def test_a_complete_platform_submission_is_published_and_ranked(mini: Store) -> 
 
 def test_without_publish_nothing_reaches_the_board(mini: Store) -> None:
     sid = submit(mini)
-    assert submissions.results(mini, sid)["status"] == "complete"
+    assert submissions.results(mini, sid, actor=OPERATOR)["status"] == "complete"
     assert entries(mini) == {}
 
 
@@ -80,12 +82,12 @@ def test_a_fourth_submission_to_one_version_is_refused(mini: Store) -> None:
     # The cap is per account and per version, and lives in platform config.
     account(mini, "bob")
     submit(mini, agent="reference:idle", account="bob")
-    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 4})
+    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 4}, actor=OPERATOR)
     submit(mini, agent="reference:idle")
 
 
 def test_byok_and_baseline_submissions_are_not_capped(mini: Store) -> None:
-    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 1})
+    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 1}, actor=OPERATOR)
     submit(mini, agent="reference:idle")
     submit(mini, agent="reference:idle", byok=True)
     submit(mini, agent="reference:idle", byok=True)
@@ -114,11 +116,11 @@ def test_refusals_on_first_use_of_a_built_in_store_nothing(store: Store) -> None
 def test_only_the_suite_owner_submits_baselines(mini: Store) -> None:
     with pytest.raises(BadInput, match=r"only the suite owner \(owner\)"):
         submit(mini, account="alice", baseline=True)
-    accounts.set_handle(mini, "owner", "Operator")
+    accounts.set_handle(mini, "owner", "Operator", actor=OPERATOR)
     sid = submit(mini, account="owner", baseline=True, publish=True)
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert view["model_provenance"] == "platform_verified" and view["rank"] == 1
-    assert "| diligent | complete | 4/4 | 1.0000" in card(mini, "mini")
+    assert "| diligent | complete | 4/4 | 1.0000" in card(mini, "mini", actor=OPERATOR)
 
 
 def test_unknown_suites_and_versions_are_refused(mini: Store) -> None:
@@ -134,29 +136,29 @@ def test_unknown_suites_and_versions_are_refused(mini: Store) -> None:
 def test_revoking_a_handle_removes_its_entries_from_the_board_at_once(mini: Store) -> None:
     sid = submit(mini, publish=True)
     assert sid in entries(mini)
-    accounts.revoke_handle(mini, "alice")
+    accounts.revoke_handle(mini, "alice", actor=OPERATOR)
     assert entries(mini) == {}
-    assert submissions.results(mini, sid)["published"] is True  # still published, just not shown
-    accounts.set_handle(mini, "alice", "Alice2")
+    assert submissions.results(mini, sid, actor=OPERATOR)["published"] is True  # still published, just not shown
+    accounts.set_handle(mini, "alice", "Alice2", actor=OPERATOR)
     assert entries(mini)[sid]["public_handle"] == "Alice2"
-    history = accounts.view(mini, "alice")["handle_history"]
+    history = accounts.view(mini, "alice", actor=OPERATOR)["handle_history"]
     assert [h["handle"] for h in history] == ["Alice", None, "Alice2"]
 
 
 def test_handles_are_unique_among_current_holders(mini: Store) -> None:
     account(mini, "bob")
     with pytest.raises(BadInput, match="is taken"):
-        accounts.set_handle(mini, "bob", "alice")  # case-insensitively
+        accounts.set_handle(mini, "bob", "alice", actor=OPERATOR)  # case-insensitively
     with pytest.raises(BadInput, match="is taken"):
-        accounts.create(mini, "carol", "Alice")
-    accounts.revoke_handle(mini, "alice")
-    accounts.set_handle(mini, "bob", "Alice")
+        accounts.create(mini, "carol", "Alice", actor=OPERATOR)
+    accounts.revoke_handle(mini, "alice", actor=OPERATOR)
+    accounts.set_handle(mini, "bob", "Alice", actor=OPERATOR)
     with pytest.raises(BadInput, match="no public handle to revoke"):
-        accounts.revoke_handle(mini, "alice")
+        accounts.revoke_handle(mini, "alice", actor=OPERATOR)
     with pytest.raises(BadInput, match="already exists"):
-        accounts.create(mini, "bob")
+        accounts.create(mini, "bob", actor=OPERATOR)
     with pytest.raises(BadInput, match="account name"):
-        accounts.create(mini, "Bad Name")
+        accounts.create(mini, "Bad Name", actor=OPERATOR)
 
 
 # -- status, gating, class --------------------------------------------------------------------
@@ -164,7 +166,7 @@ def test_handles_are_unique_among_current_holders(mini: Store) -> None:
 
 def test_a_crashed_run_makes_the_submission_incomplete_but_the_owner_sees_aggregates(mini: Store) -> None:
     sid = submit(mini, agent=flaky("CrashOnce"), publish=True)
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert view["status"] == "incomplete"
     assert view["published"] is False and view["rank"] is None and not view["on_board"]
     assert entries(mini) == {}
@@ -172,14 +174,14 @@ def test_a_crashed_run_makes_the_submission_incomplete_but_the_owner_sees_aggreg
     assert len(crashed) == 1 and not crashed[0]["passed"] and not crashed[0]["participation_gated"]
     # Failures count: the crash stays in the denominator.
     assert view["n_runs"] == 4 and view["pass_rate"] == 0.75 and view["consistency"] == 0.5
-    assert submissions.results(mini, sid)["finalised"] is True
+    assert submissions.results(mini, sid, actor=OPERATOR)["finalised"] is True
 
 
 def test_a_gated_run_is_excluded_from_aggregates_and_makes_the_submission_incomplete(mini: Store) -> None:
     platform_config.set_value(mini, "academy_eval_participation",
-                              {"min_player_messages": 2, "min_actions_per_turn": 0.5})
+                              {"min_player_messages": 2, "min_actions_per_turn": 0.5}, actor=OPERATOR)
     sid = submit(mini, agent=flaky("IdleOnce"), publish=True)
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     gated = [r for r in view["runs"] if r["participation_gated"]]
     assert len(gated) == 1 and gated[0]["status"] == "completed" and gated[0]["player_messages"] == 1
     assert view["status"] == "incomplete" and view["n_gated"] == 1
@@ -189,8 +191,8 @@ def test_a_gated_run_is_excluded_from_aggregates_and_makes_the_submission_incomp
 
 def test_the_participation_floor_counts_actions_per_turn(mini: Store) -> None:
     platform_config.set_value(mini, "academy_eval_participation",
-                              {"min_player_messages": 1, "min_actions_per_turn": 5})
-    view = submissions.results(mini, submit(mini))
+                              {"min_player_messages": 1, "min_actions_per_turn": 5}, actor=OPERATOR)
+    view = submissions.results(mini, submit(mini), actor=OPERATOR)
     assert all(r["participation_gated"] for r in view["runs"])
     assert view["status"] == "incomplete" and view["n_runs"] == 0
     assert view["pass_rate"] is None and view["consistency"] is None  # no number from nothing
@@ -199,7 +201,7 @@ def test_the_participation_floor_counts_actions_per_turn(mini: Store) -> None:
 def test_a_complete_byok_submission_is_published_unranked(mini: Store) -> None:
     ranked = submit(mini, publish=True)
     sid = submit(mini, byok=True, publish=True, play_model="gpt-x")
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert (view["status"], view["leaderboard_class"], view["published"], view["rank"]) == (
         "complete", "self_hosted_facilitator", True, None)
     board_entries = entries(mini)
@@ -207,7 +209,7 @@ def test_a_complete_byok_submission_is_published_unranked(mini: Store) -> None:
     assert board_entries[sid]["model_provenance"] == "self_reported"
     assert board_entries[sid]["play_model"] == "gpt-x"
     assert board_entries[sid]["facilitator_models"] == ["self_hosted"]
-    assert [e["submission_id"] for e in board(mini, "mini")["entries"]] == [ranked, sid]
+    assert [e["submission_id"] for e in board(mini, "mini", actor=OPERATOR)["entries"]] == [ranked, sid]
 
 
 def test_legacy_runs_without_the_field_are_unclassified_and_unranked(mini: Store) -> None:
@@ -224,7 +226,7 @@ def test_legacy_runs_without_the_field_are_unclassified_and_unranked(mini: Store
             conn.execute(sa.insert(planned_runs).values({**p._mapping, "batch_id": legacy, "run_id": "L" + p.run_id[1:]}))
         s = dict(conn.execute(sa.select(subs).where(subs.c.id == sid)).one()._mapping)
         conn.execute(sa.insert(subs).values({**s, "id": legacy}))
-    assert submissions.results(mini, legacy)["leaderboard_class"] == "unclassified"
+    assert submissions.results(mini, legacy, actor=OPERATOR)["leaderboard_class"] == "unclassified"
 
 
 def test_ranks_are_statistical_and_entries_stay_listed_by_estimate(mini: Store) -> None:
@@ -235,12 +237,12 @@ def test_ranks_are_statistical_and_entries_stay_listed_by_estimate(mini: Store) 
     best = submit(mini, publish=True)
     tied = submit(mini, account="bob", publish=True)
     worst = submit(mini, account="carol", agent="reference:hasty", publish=True)
-    shown = board(mini, "mini")["entries"]
+    shown = board(mini, "mini", actor=OPERATOR)["entries"]
     assert {e["submission_id"]: e["rank"] for e in shown} == {best: 1, tied: 1, worst: 1}
     assert [e["rank"] for e in shown] == recounted_ranks(shown)
     assert shown[-1]["submission_id"] == worst and {e["submission_id"] for e in shown[:2]} == {best, tied}
     assert shown[-1]["pass_rate"] < shown[0]["pass_rate"]
-    assert "wholly above" in board(mini, "mini")["ranking"]
+    assert "wholly above" in board(mini, "mini", actor=OPERATOR)["ranking"]
 
 
 def test_scoring_lags_run_completion(mini: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,12 +250,12 @@ def test_scoring_lags_run_completion(mini: Store, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(submissions, "complete", lambda store, sid: None)
     sid = submit(mini, publish=True)
     monkeypatch.undo()
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert all(r["status"] == "completed" for r in view["runs"])
     assert view["status"] == "incomplete" and view["n_scored"] == 0 and not view["finalised"]
     assert view["published"] is False and view["pass_rate"] is None
     submissions.complete(mini, sid)
-    view = submissions.results(mini, sid)
+    view = submissions.results(mini, sid, actor=OPERATOR)
     assert view["status"] == "complete" and view["published"] is True and view["finalised"] is True
     before = row_counts(mini)
     submissions.complete(mini, sid)  # idempotent
@@ -262,20 +264,20 @@ def test_scoring_lags_run_completion(mini: Store, monkeypatch: pytest.MonkeyPatc
 
 def test_unpublish_takes_an_entry_off_and_is_an_event(mini: Store) -> None:
     sid = submit(mini, publish=True)
-    submissions.unpublish(mini, sid[:8])
+    submissions.unpublish(mini, sid[:8], actor=OPERATOR)
     assert entries(mini) == {}
     with pytest.raises(BadInput, match="is not published"):
-        submissions.unpublish(mini, sid)
+        submissions.unpublish(mini, sid, actor=OPERATOR)
     with pytest.raises(BadInput, match="no such submission"):
-        submissions.unpublish(mini, "f" * 32)
+        submissions.unpublish(mini, "f" * 32, actor=OPERATOR)
 
 
 def test_variance_notes_have_history_and_the_latest_shows(mini: Store) -> None:
     sid = submit(mini, publish=True)
-    submissions.note(mini, sid, "one rep scored unusually low on a safety check")
-    submissions.note(mini, sid, "re-measured; the low rep is genuine")
+    submissions.note(mini, sid, "one rep scored unusually low on a safety check", actor=OPERATOR)
+    submissions.note(mini, sid, "re-measured; the low rep is genuine", actor=OPERATOR)
     assert entries(mini)[sid]["variance_note"] == "re-measured; the low rep is genuine"
-    submissions.note(mini, sid, "")
+    submissions.note(mini, sid, "", actor=OPERATOR)
     assert entries(mini)[sid]["variance_note"] is None
     assert row_counts(mini)["variance_notes"] == 3
 
@@ -289,18 +291,18 @@ def test_no_seed_appears_in_any_public_output(mini: Store) -> None:
     with mini.engine.connect() as conn:
         seeds = [str(s) for s in conn.execute(sa.text("SELECT seed FROM planned_runs")).scalars()]
     assert len(seeds) == 8
-    public = board_text(board(mini, "mini")) + card(mini, "mini")
+    public = board_text(board(mini, "mini", actor=OPERATOR)) + card(mini, "mini", actor=OPERATOR)
     for seed in seeds:
         assert seed not in public
     assert "seed" not in public.lower()
-    owner = json.dumps([submissions.results(mini, e["submission_id"]) for e in board(mini, "mini")["entries"]])
+    owner = json.dumps([submissions.results(mini, e["submission_id"], actor=OPERATOR) for e in board(mini, "mini", actor=OPERATOR)["entries"]])
     assert all(seed in owner for seed in seeds)
 
 
 def test_concurrent_submissions_cannot_both_take_the_last_slot(mini: Store) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 2})
+    platform_config.set_value(mini, "submission_cap", {"max_per_account_per_version": 2}, actor=OPERATOR)
 
     def attempt(_: int) -> str:
         try:

@@ -8,6 +8,8 @@ else does not.
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import copy
 import json
 import os
@@ -52,7 +54,7 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 def batch(store: Store, bundle: SuiteBundle, agent: str, *, seed: int = 0, trials: int = 2, workers: int = 3,
           limits: Limits | None = None) -> dict[str, Any]:
     result = run_suite(bundle, agent_spec=agent, trials=trials, seed=seed, workers=workers, store=store, limits=limits)
-    return results_json(store, result.batch_id)
+    return results_json(store, result.batch_id, actor=OPERATOR)
 
 
 def outcomes(results: dict[str, Any]) -> dict[tuple[str, int], tuple[str, int, bool]]:
@@ -120,11 +122,11 @@ def test_world_hashes_do_not_depend_on_pythons_hash_seed(forge: SuiteBundle, tmp
     script = (
         "import json, sys\n"
         "from assay.service.runs import run_suite\n"
-        "from assay.service.results import results_json\n"
+        "from assay.service.results import results_json\nfrom assay.service.actors import OPERATOR\n"
         "from assay.store.db import open_store\n"
         "store = open_store(sys.argv[1])\n"
         "r = run_suite('forge', agent_spec='reference:hasty', trials=2, seed=7, workers=2, store=store)\n"
-        "res = results_json(store, r.batch_id)\n"
+        "res = results_json(store, r.batch_id, actor=OPERATOR)\n"
         "print(json.dumps(sorted([c['case_id'], t['trial'], t['final_state_hash'], t['score']]"
         " for c in res['cases'] for t in c['trials'])))\n"
     )
@@ -164,7 +166,7 @@ def test_replay_reproduces_every_stored_run_of_several_batches(sqlite_store: Sto
                         workers=4, limits=Limits(turn_limit=40, time_limit=0.5) if "hangs" in agent else None)
         for case in results["cases"]:
             for t in case["trials"]:
-                report = replay(sqlite_store, t["run_id"])
+                report = replay(sqlite_store, t["run_id"], actor=OPERATOR)
                 assert report["identical"] is True, (agent, case["case_id"], report["differences"])
                 assert report["replayed_final_state_hash"] == t["final_state_hash"]
                 assert report["world_fingerprint_matches"] is True
@@ -178,7 +180,7 @@ def test_replay_reproduces_every_stored_run_of_several_batches(sqlite_store: Sto
 def test_replay_accepts_a_unique_run_id_prefix(sqlite_store: Store, forge: SuiteBundle) -> None:
     results = batch(sqlite_store, forge, "reference:diligent", trials=1)
     run_id = results["cases"][0]["trials"][0]["run_id"]
-    assert replay(sqlite_store, run_id[:12])["run_id"] == run_id
+    assert replay(sqlite_store, run_id[:12], actor=OPERATOR)["run_id"] == run_id
 
 
 # -- tampering is detected -------------------------------------------------------------------

@@ -9,6 +9,8 @@ it, every check's id and description, and every serialization of every check's p
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 import re
 from collections.abc import Iterator
@@ -165,7 +167,7 @@ def test_a_python_agent_never_receives_the_hidden_truth_or_the_checks(
     factory = AgentFactory(f"python:test_hidden:recording_{name}", recording(reference, seen))
     result = run_suite(forge, factory=factory, trials=2, workers=2, store=sqlite_store)
 
-    results = results_json(sqlite_store, result.batch_id)
+    results = results_json(sqlite_store, result.batch_id, actor=OPERATOR)
     trials = [t for c in results["cases"] for t in c["trials"]]
     assert {t["status"] for t in trials} == {"completed"}
     assert len(seen.raw) >= 2 * len(trials)  # it really was called, every run
@@ -173,7 +175,7 @@ def test_a_python_agent_never_receives_the_hidden_truth_or_the_checks(
 
     # and the debrief, after the run, does reveal them: the scan above looked for real text
     shown = Seen()
-    shown.add(debrief(sqlite_store, trials[0]["run_id"]))
+    shown.add(debrief(sqlite_store, trials[0]["run_id"], actor=OPERATOR))
     assert shown.leaks([s for s in secrets_of(forge) if s[0] == results["cases"][0]["case_id"]])
 
 
@@ -204,7 +206,7 @@ def test_an_openai_endpoint_never_receives_the_hidden_truth_or_the_checks(sqlite
         requests = list(server.requests)
         assert server.responder_errors == []
 
-    results = results_json(sqlite_store, result.batch_id)
+    results = results_json(sqlite_store, result.batch_id, actor=OPERATOR)
     trials = [t for c in results["cases"] for t in c["trials"]]
     assert [t["status"] for t in trials] == ["completed"] * len(forge.scenarios)
     assert len(requests) == 2 * len(forge.scenarios)

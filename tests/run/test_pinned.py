@@ -7,6 +7,8 @@ state hash, status, score, claim and turns. Every executor must give exactly tho
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 from pathlib import Path
 
@@ -32,7 +34,7 @@ def test_reference_agents_reach_the_pinned_final_states(forge: SuiteBundle, sqli
         for seed in (0, 7):
             batch = run_suite(forge, agent_spec=f"reference:{name}", trials=2, seed=seed, workers=3,
                               store=sqlite_store, executor=executor)
-            for case in results_json(sqlite_store, batch.batch_id)["cases"]:
+            for case in results_json(sqlite_store, batch.batch_id, actor=OPERATOR)["cases"]:
                 for t in case["trials"]:
                     seen[f"{name}/{seed}/{case['case_id']}/{t['trial']}"] = {
                         k: t[k] for k in ("final_state_hash", "status", "score", "passed", "claimed_success", "turns")}

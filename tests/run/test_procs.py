@@ -3,6 +3,8 @@ with nothing lost when a child dies and nothing of this process's state shared w
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import os
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,7 @@ def test_child_event_loops_play_exactly_what_one_loop_plays(forge: SuiteBundle, 
         for processes in (1, 2):
             batch = run_suite(forge, agent_spec="openai:fake-model", trials=3, seed=11, store=sqlite_store,
                               agent_options=options, executor=AsyncExecutor(6, processes=processes))
-            seen.append(_by_run(results_json(sqlite_store, batch.batch_id)))
+            seen.append(_by_run(results_json(sqlite_store, batch.batch_id, actor=OPERATOR)))
     assert len(seen[0]) == 3 * len(forge.scenarios)
     assert {v[1] for v in seen[0].values()} == {"completed"}
     assert seen[0] == seen[1]

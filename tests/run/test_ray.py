@@ -8,6 +8,8 @@ executor tests: what is reported is what was stored, never what the executor hel
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import dataclasses
 import json
 import os
@@ -47,7 +49,7 @@ def test_ray_gives_run_for_run_the_hashes_and_scores_threads_give(
     for agent in ("reference:diligent", "reference:hasty"):
         ray_runs, thread_runs = (
             by_run(results_json(sqlite_store, run_suite(forge, agent_spec=agent, trials=2, seed=7, workers=4,
-                                                         store=sqlite_store, executor=executor).batch_id))
+                                                         store=sqlite_store, executor=executor).batch_id, actor=OPERATOR))
             for executor in (RayExecutor(4, address=ray_address), "threads"))
         assert len(ray_runs) == 2 * len(forge.scenarios)
         assert ray_runs == thread_runs, agent
@@ -73,7 +75,7 @@ def test_a_sync_agent_that_hangs_in_a_worker_is_timed_out_there(
         forge: SuiteBundle, sqlite_store: Store, ray_address: str) -> None:
     batch = run_suite(forge, agent_spec=f"python:{AGENTS / 'misbehaving.py'}:hangs", trials=1, store=sqlite_store,
                       limits=Limits(turn_limit=6, time_limit=0.5), executor=RayExecutor(6, address=ray_address))
-    trials = [t for c in results_json(sqlite_store, batch.batch_id)["cases"] for t in c["trials"]]
+    trials = [t for c in results_json(sqlite_store, batch.batch_id, actor=OPERATOR)["cases"] for t in c["trials"]]
     assert [t["status"] for t in trials] == ["timeout"] * len(forge.scenarios)
 
 
@@ -81,7 +83,7 @@ def test_a_group_whose_worker_dies_is_recorded_run_for_run_as_errors(
         forge: SuiteBundle, sqlite_store: Store, ray_address: str) -> None:
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:dies", trials=2, store=sqlite_store,
                       executor=RayExecutor(2, address=ray_address))
-    trials = [t for c in results_json(sqlite_store, batch.batch_id)["cases"] for t in c["trials"]]
+    trials = [t for c in results_json(sqlite_store, batch.batch_id, actor=OPERATOR)["cases"] for t in c["trials"]]
     assert len(trials) == 2 * len(forge.scenarios)  # the plan is the denominator: nothing lost
     assert {t["status"] for t in trials} == {"error"}
     assert all(t["reason"].startswith("ray task failed: ") for t in trials), trials[0]["reason"]

@@ -13,6 +13,8 @@ agent from `tests/fixtures/agents/misbehaving.py`, and reads the outcome back fr
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import dataclasses
 import json
 import threading
@@ -77,7 +79,7 @@ def run_batch(store: Store, bundle: SuiteBundle, *, agent: str | None = None, fa
     result = bounded(lambda: run_suite(bundle, agent_spec=agent, factory=factory, trials=trials, workers=workers,
                                        limits=limits, store=store))
     assert result.n_runs == len(bundle.scenarios) * trials
-    return results_json(store, result.batch_id)
+    return results_json(store, result.batch_id, actor=OPERATOR)
 
 
 def all_trials(results: dict[str, Any]) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ does not exist yet.
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import hashlib
 import signal
 import sqlite3
@@ -57,16 +59,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     path = root / "assay.db"
     url = f"sqlite:///{path}"
     store = open_store(url)
-    releases.release_path(store, str(mini_suite(root / "mini")))
+    releases.release_path(store, str(mini_suite(root / "mini")), actor=OPERATOR)
     releases.bootstrap(store)
     changed = mini_suite(root / "changed")
     edit_scenario(changed)
-    accounts.create(store, "alice", "Alice")
-    accounts.create(store, "bob")
-    platform_config.set_value(store, platform_config.SUBMISSION_CAP, {"max_per_account_per_version": 1})
-    platform_config.add_era(store, "e1", "2020-01-01", "the first era")
+    accounts.create(store, "alice", "Alice", actor=OPERATOR)
+    accounts.create(store, "bob", actor=OPERATOR)
+    platform_config.set_value(store, platform_config.SUBMISSION_CAP, {"max_per_account_per_version": 1}, actor=OPERATOR)
+    platform_config.add_era(store, "e1", "2020-01-01", "the first era", actor=OPERATOR)
     sid = submissions.submit(store, "mini", factory=load_agent("reference:idle"), account="alice", label="idle",
-                             workers=2)
+                             workers=2, actor=OPERATOR)
     batch = run_suite("forge", agent_spec="reference:idle", trials=1, workers=2, store=store).batch_id
     return World(url, path, store, changed, sid, batch)
 
@@ -85,7 +87,7 @@ class Refusal:
 def _submit(w: World, **kw: Any) -> Any:
     args: dict[str, Any] = {"account": "bob", "label": "x", **kw}
     key = args.pop("key", "mini")
-    return submissions.submit(w.store, key, factory=load_agent("reference:idle"), **args)
+    return submissions.submit(w.store, key, factory=load_agent("reference:idle"), **args, actor=OPERATOR)
 
 
 SUBMIT = ("submit", "mini", "--agent", "reference:idle")
@@ -97,14 +99,14 @@ CATALOGUE: dict[str, Refusal] = {
     "no-such-suite": Refusal(("submit", "nope", "--agent", "reference:idle", "--account", "bob", "--label", "x"),
                              "no released suite 'nope'", NotFound, lambda w: _submit(w, key="nope")),
     "no-such-version": Refusal(("board", "mini", "--version", "9.9"), "--version", NotFound,
-                               lambda w: board(w.store, "mini", "9.9")),
+                               lambda w: board(w.store, "mini", "9.9", actor=OPERATOR)),
     "no-such-submission": Refusal(("unpublish", "f" * 32), "f" * 32, NotFound,
-                                  lambda w: submissions.unpublish(w.store, "f" * 32)),
+                                  lambda w: submissions.unpublish(w.store, "f" * 32, actor=OPERATOR)),
     "no-such-run": Refusal(("debrief", "nosuchrun"), "nosuchrun", NotFound,
-                           lambda w: results.debrief(w.store, "nosuchrun")),
-    "run-prefix-too-short": Refusal(("replay", "abc"), "abc", NotFound, lambda w: results.replay(w.store, "abc")),
+                           lambda w: results.debrief(w.store, "nosuchrun", actor=OPERATOR)),
+    "run-prefix-too-short": Refusal(("replay", "abc"), "abc", NotFound, lambda w: results.replay(w.store, "abc", actor=OPERATOR)),
     "no-such-batch": Refusal(("resume", "nosuchbatch"), "nosuchbatch", NotFound,
-                             lambda w: batches.find(w.store, "nosuchbatch")),
+                             lambda w: batches.find(w.store, "nosuchbatch", actor=OPERATOR)),
     "unknown-config-key": Refusal(("config", "set", "nope", "{}"), "nope", NotFound,
                                   lambda w: platform_config.validate_value("nope", {})),
     # -- Conflict: 409 ---------------------------------------------------------------------------
@@ -113,22 +115,22 @@ CATALOGUE: dict[str, Refusal] = {
     "publish-without-handle": Refusal((*SUBMIT, "--account", "bob", "--label", "x", "--publish"), "--publish",
                                       Conflict, lambda w: _submit(w, publish=True)),
     "handle-taken": Refusal(("account", "set-handle", "bob", "Alice"), "Alice", Conflict,
-                            lambda w: accounts.set_handle(w.store, "bob", "Alice")),
+                            lambda w: accounts.set_handle(w.store, "bob", "Alice", actor=OPERATOR)),
     "handle-taken-on-create": Refusal(("account", "create", "carol", "--public-handle", "Alice"),
                                       "--public-handle Alice", Conflict,
-                                      lambda w: accounts.create(w.store, "carol", "Alice")),
+                                      lambda w: accounts.create(w.store, "carol", "Alice", actor=OPERATOR)),
     "account-exists": Refusal(("account", "create", "alice"), "alice", Conflict,
-                              lambda w: accounts.create(w.store, "alice")),
+                              lambda w: accounts.create(w.store, "alice", actor=OPERATOR)),
     "no-handle-to-revoke": Refusal(("account", "revoke-handle", "bob"), "bob", Conflict,
-                                   lambda w: accounts.revoke_handle(w.store, "bob")),
+                                   lambda w: accounts.revoke_handle(w.store, "bob", actor=OPERATOR)),
     "not-published": Refusal(("unpublish", "{sub}"), "{sub}", Conflict,
-                             lambda w: submissions.unpublish(w.store, w.submission)),
+                             lambda w: submissions.unpublish(w.store, w.submission, actor=OPERATOR)),
     "era-exists": Refusal(("era", "add", "e1", "--from", "2030-01-01", "--reason", "r"), "e1", Conflict,
-                          lambda w: platform_config.add_era(w.store, "e1", "2030-01-01", "r")),
+                          lambda w: platform_config.add_era(w.store, "e1", "2030-01-01", "r", actor=OPERATOR)),
     "era-goes-back": Refusal(("era", "add", "e0", "--from", "2019-01-01", "--reason", "r"), "--from", Conflict,
-                             lambda w: platform_config.add_era(w.store, "e0", "2019-01-01", "r")),
+                             lambda w: platform_config.add_era(w.store, "e0", "2019-01-01", "r", actor=OPERATOR)),
     "release-is-immutable": Refusal(("suite", "release", "{changed}"), "mini 1.0 is already released", Conflict,
-                                    lambda w: releases.release_path(w.store, str(w.changed_suite))),
+                                    lambda w: releases.release_path(w.store, str(w.changed_suite), actor=OPERATOR)),
     "resume-with-another-agent": Refusal(("resume", "{batch}", "--agent", "reference:diligent"), "--agent",
                                          Conflict,
                                          lambda w: batches.stored_agent(w.store, w.batch, "reference:diligent")),
@@ -147,21 +149,21 @@ CATALOGUE: dict[str, Refusal] = {
     "unknown-executor": Refusal(("run", "forge", "--agent", "reference:idle", "--executor", "nope"), "--executor",
                                 Invalid, lambda w: make_executor("nope", 4, load_agent("reference:idle"))),
     "bad-account-name": Refusal(("account", "create", "A_B"), "A_B", Invalid,
-                                lambda w: accounts.create(w.store, "A_B")),
+                                lambda w: accounts.create(w.store, "A_B", actor=OPERATOR)),
     "bad-handle": Refusal(("account", "set-handle", "bob", "x!"), "x!", Invalid,
-                          lambda w: accounts.set_handle(w.store, "bob", "x!")),
+                          lambda w: accounts.set_handle(w.store, "bob", "x!", actor=OPERATOR)),
     "config-not-json": Refusal(("config", "set", "submission_cap", "{nope"), "submission_cap", Invalid,
                                lambda w: platform_config.parse_json_value("{nope", "submission_cap")),
     "config-out-of-range": Refusal(("config", "set", "submission_cap", '{"max_per_account_per_version": 0}'),
                                    "submission_cap", Invalid,
                                    lambda w: platform_config.set_value(
-                                       w.store, "submission_cap", {"max_per_account_per_version": 0})),
+                                       w.store, "submission_cap", {"max_per_account_per_version": 0}, actor=OPERATOR)),
     "era-from-not-a-date": Refusal(("era", "add", "e2", "--from", "soon", "--reason", "r"), "--from", Invalid,
-                                   lambda w: platform_config.add_era(w.store, "e2", "soon", "r")),
+                                   lambda w: platform_config.add_era(w.store, "e2", "soon", "r", actor=OPERATOR)),
     "era-without-reason": Refusal(("era", "add", "e2", "--from", "2030-01-01", "--reason", " "), "--reason",
-                                  Invalid, lambda w: platform_config.add_era(w.store, "e2", "2030-01-01", " ")),
+                                  Invalid, lambda w: platform_config.add_era(w.store, "e2", "2030-01-01", " ", actor=OPERATOR)),
     "long-note": Refusal(("note", "{sub}", LONG_NOTE), "variance note is at most 2000", Invalid,
-                         lambda w: submissions.note(w.store, w.submission, LONG_NOTE)),
+                         lambda w: submissions.note(w.store, w.submission, LONG_NOTE, actor=OPERATOR)),
 }
 
 

@@ -6,6 +6,8 @@ A planned slot whose run never arrived (a worker died, a machine was lost) is st
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import uuid
 
 import pytest
@@ -39,7 +41,7 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
     execute_tasks(store, by_hash, factory, [Task(by_hash[p.scenario_hash], p) for p in arrived], Limits(),
                   ThreadExecutor(2))
 
-    results = results_json(store, batch_id)
+    results = results_json(store, batch_id, actor=OPERATOR)
     trials = [t for c in results["cases"] for t in c["trials"]]
     assert len(trials) == len(planned) == 10
     for t in trials:
@@ -60,12 +62,12 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
     lost = next(t for t in trials if t["trial"] == 2)["run_id"]
     for look in (debrief, replay):
         with pytest.raises(BadInput, match="never produced a record"):
-            look(store, lost)
+            look(store, lost, actor=OPERATOR)
 
 
 def test_results_of_an_unknown_batch_is_bad_input(store: Store) -> None:
     with pytest.raises(BadInput, match="no such batch"):
-        results_json(store, "0" * 32)
+        results_json(store, "0" * 32, actor=OPERATOR)
 
 
 def test_results_debrief_and_replay_are_the_typed_models_the_contract_names(store: Store) -> None:
@@ -78,13 +80,13 @@ def test_results_debrief_and_replay_are_the_typed_models_the_contract_names(stor
     bundle = resolve_suite("forge")
     result = run_suite(bundle, factory=load_agent("reference:diligent"), trials=1, seed=3, workers=2,
                        label="typed", limits=Limits(), store=store, executor=ThreadExecutor(2))
-    doc = results_json(store, result.batch_id)
+    doc = results_json(store, result.batch_id, actor=OPERATOR)
     assert doc["schema_version"] == RESULTS_VERSION
     assert BatchResults.model_validate(doc).as_json() == doc
     run_id = doc["cases"][0]["trials"][0]["run_id"]
-    for model, view in ((Debrief, debrief(store, run_id)), (ReplayReport, replay(store, run_id))):
+    for model, view in ((Debrief, debrief(store, run_id, actor=OPERATOR)), (ReplayReport, replay(store, run_id, actor=OPERATOR))):
         assert model.model_validate(view).as_json() == view
-    assert replay(store, run_id)["identical"] is True
+    assert replay(store, run_id, actor=OPERATOR)["identical"] is True
 
     broken = {k: v for k, v in doc.items() if k != "summary"}
     with pytest.raises(ValueError, match="summary"):

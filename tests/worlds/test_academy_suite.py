@@ -5,6 +5,8 @@ hold, the rubric is a valid rubric, the CLI accepts the suites — and nothing h
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import json
 import re
 import subprocess
@@ -180,7 +182,7 @@ def test_a_player_never_receives_the_hidden_truth_the_checks_or_the_agendas(sqli
     seen = Seen()
     factory = AgentFactory(f"python:test_academy:recording_{name}", recording(load_agent(f"reference:{name}").make, seen))
     result = run_suite(bundle, factory=factory, trials=2, workers=2, store=sqlite_store)
-    trials = [t for c in results_json(sqlite_store, result.batch_id)["cases"] for t in c["trials"]]
+    trials = [t for c in results_json(sqlite_store, result.batch_id, actor=OPERATOR)["cases"] for t in c["trials"]]
     assert {t["status"] for t in trials} == {"completed"} and len(seen.raw) >= 2 * len(trials)
     assert seen.leaks(secrets) == []
     stored = Seen()  # the transcript: what the player saw and said, and the world's notes beside it

@@ -5,6 +5,8 @@ reproduce the final state — played through the real engine and drivers, as eve
 
 from __future__ import annotations
 
+from assay.service.actors import OPERATOR
+
 import asyncio
 import copy
 import json
@@ -410,7 +412,7 @@ def test_campaign_runs_through_the_service_replay_identically(sqlite_store: Stor
     rows = sqlite_store.runs_for_batch(result.batch_id)
     assert len(rows) == 2 * len(bundle.scenarios) and {r["status"] for r in rows} == {"completed"}
     for row in rows:
-        report = service_replay(sqlite_store, row["run_id"])
+        report = service_replay(sqlite_store, row["run_id"], actor=OPERATOR)
         assert report["identical"] and report["world_fingerprint_matches"]
 
 

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from assay.errors import Invalid, NotFound
-from assay.service.actors import OPERATOR, Actor, require_owner, require_speaks_for, require_staff
+from assay.service.actors import Actor, require_owner, require_speaks_for, require_staff
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
@@ -33,7 +33,7 @@ def check_handle(handle: str) -> str:
     return handle
 
 
-def create(store: Store, name: str, public_handle: str | None = None, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def create(store: Store, name: str, public_handle: str | None = None, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "create accounts", "account")
     check_name(name)
     if public_handle is not None:
@@ -43,7 +43,7 @@ def create(store: Store, name: str, public_handle: str | None = None, *, actor: 
     return view(store, name, actor=actor)
 
 
-def set_handle(store: Store, name: str, handle: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def set_handle(store: Store, name: str, handle: str, *, actor: Actor) -> dict[str, Any]:
     if not actor.is_staff:
         require_speaks_for(actor, name, "set the public handle")
     check_handle(handle)
@@ -51,7 +51,7 @@ def set_handle(store: Store, name: str, handle: str, *, actor: Actor = OPERATOR)
     return view(store, name, actor=actor)
 
 
-def revoke_handle(store: Store, name: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def revoke_handle(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
     if not actor.is_staff:
         require_speaks_for(actor, name, "revoke the public handle")
     BoardRepo(store).add_handle_event(name, None)
@@ -65,7 +65,7 @@ def get(store: Store, name: str) -> dict[str, Any]:
     return account
 
 
-def view(store: Store, name: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def view(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
     """An account and its handle history: for the account itself and the platform's staff."""
     if not actor.is_staff:
         require_owner(actor, name, "account", name, "account")

@@ -25,7 +25,7 @@ from typing import Any
 
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, NotFound
-from assay.service.actors import OPERATOR, Actor, require_owner, require_staff
+from assay.service.actors import Actor, require_owner, require_staff
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
@@ -142,7 +142,7 @@ def complete(store: Store, batch_id: str) -> bool:
     return store.add_completion(batch_id)
 
 
-def find(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def find(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """The batch or submission `ident` names (an id or a unique prefix); refused if none does,
     told what it is if `ident` names a run instead. A run batch is the operator's; a submission
     is also its account's."""
@@ -169,14 +169,14 @@ def owner_of(store: Store, batch: dict[str, Any]) -> str | None:
     return submission["account"] if submission is not None else None
 
 
-def list_batches(store: Store, kind: str | None = None, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+def list_batches(store: Store, kind: str | None = None, *, actor: Actor) -> list[dict[str, Any]]:
     require_staff(actor, "list every batch", "batch")
     """Every stored batch, newest first: id, kind, suite, agent, when, status and counts."""
     return store.batch_listing(kind)
 
 
 def list_submissions(store: Store, account: str | None = None, suite: str | None = None, *,
-                     actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+                     actor: Actor) -> list[dict[str, Any]]:
     """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
     submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
     from assay.store.board_repo import BoardRepo

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from assay.service.actors import Actor
 
 from assay.service import releases
 from assay.stats.intervals import case_interval
@@ -161,8 +162,9 @@ def _order(entry: dict[str, Any]) -> tuple[Any, ...]:
             -(entry["consistency"] or 0.0), entry["submission_id"])
 
 
-def board(store: Store, key: str, version: str | None = None) -> dict[str, Any]:
-    release = releases.find_release(store, key, version, public=True)
+def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
+    """A suite version's public board (the latest public version by default), whoever asks."""
+    release = releases.find_release(store, key, version, public=True, actor=actor)
     repo = BoardRepo(store)
     history = sorted(
         (r for r in repo.releases(key) if r["visibility"] == "public"),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.score.oracle import PASS_MARK
+from assay.service.actors import Actor
+
 from assay.service import releases
 from assay.service.board import round_rate
 from assay.store.board_repo import BoardRepo
@@ -40,8 +42,8 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{round_rate(value):.4f}"
 
 
-def card(store: Store, key: str, version: str | None = None) -> str:
-    release = releases.find_release(store, key, version, public=True)
+def card(store: Store, key: str, version: str | None = None, *, actor: Actor) -> str:
+    release = releases.find_release(store, key, version, public=True, actor=actor)
     pins = releases.scenario_pins(store, release)
     lines: list[str] = [
         f"# Eval card — {release['title']}",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import Conflict, Invalid, NotFound
+from assay.service.actors import Actor
 from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
 from assay.stats.pairwise import ALPHA, paired_comparison
 from assay.store.board_repo import BoardRepo
@@ -28,12 +29,15 @@ METRICS: tuple[str, ...] = RATES
 P_PLACES = 6
 
 
-def _resolve(repo: BoardRepo, ident: str) -> dict[str, Any]:
+def _resolve(repo: BoardRepo, ident: str, actor: Actor) -> dict[str, Any]:
+    """A submission `actor` may compare: the staff any, others their own or one on the board."""
     found = repo.resolve_submission_id(ident)
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
     facts = repo.submission_facts(found)
     assert facts is not None
+    if not (actor.is_staff or actor.speaks_for(facts["account"]) or repo.entry(found) is not None):
+        raise NotFound("no such submission", "submission", value=ident)
     return facts
 
 
@@ -51,12 +55,12 @@ def too_few_cases_note(n_cases: int, min_p: float) -> str:
             f"the smallest p the sign-flip test can give is {min_p:.4g}")
 
 
-def compare(store: Store, a: str, b: str, metric: str = "pass_rate") -> dict[str, Any]:
+def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: Actor) -> dict[str, Any]:
     """Compare submissions `a` and `b` (ids or unique prefixes) on `metric`, case by case."""
     if metric not in METRICS:
         raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
     repo = BoardRepo(store)
-    fa, fb = _resolve(repo, a), _resolve(repo, b)
+    fa, fb = _resolve(repo, a, actor), _resolve(repo, b, actor)
     if fa["release_id"] != fb["release_id"]:
         ra, rb = repo.release_by_id(fa["release_id"]), repo.release_by_id(fb["release_id"])
         assert ra is not None and rb is not None

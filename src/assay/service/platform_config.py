@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from assay.errors import Invalid, NotFound
-from assay.service.actors import OPERATOR, Actor, require_staff
+from assay.service.actors import Actor, require_staff
 from assay.scenario.load import describe_error
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -104,7 +104,7 @@ def describe(store: Store, key: str) -> dict[str, Any]:
     }
 
 
-def set_value(store: Store, key: str, value: Any, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def set_value(store: Store, key: str, value: Any, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "change the platform configuration", "config_key")
     clean = validate_value(key, value)
     BoardRepo(store).add_config(key, clean)
@@ -143,7 +143,7 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
             "current": bool(row.get("current"))}
 
 
-def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "open a measurement era", "era")
     name = name.strip()
     if not name or len(name) > 80:

@@ -22,7 +22,7 @@ from typing import Any
 import langcodes
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.service.actors import OPERATOR, Actor, require_staff
+from assay.service.actors import Actor, require_staff
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
 from assay.scenario.load import LoadedScenario, parse_scenario
@@ -128,7 +128,7 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, An
     return repo.add_release(row, pinned, refuse)
 
 
-def release_path(store: Store, path: str, *, actor: Actor = OPERATOR) -> tuple[dict[str, Any], bool]:
+def release_path(store: Store, path: str, *, actor: Actor) -> tuple[dict[str, Any], bool]:
     """`assay suite release PATH`: the platform's staff release suites."""
     require_staff(actor, "release a suite", "path")
     target = Path(path)
@@ -188,7 +188,7 @@ def bootstrap(store: Store) -> list[tuple[str, str]]:
 
 
 def find_release(
-    store: Store, key: str, version: str | None, *, public: bool = False, actor: Actor = OPERATOR,
+    store: Store, key: str, version: str | None, *, public: bool = False, actor: Actor,
 ) -> dict[str, Any]:
     """The release a command names. Without a version: the latest (public ones only if `public`).
 
@@ -282,13 +282,13 @@ def release_view(store: Store, release: dict[str, Any], *, full: bool = True) ->
     return out
 
 
-def list_releases(store: Store, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+def list_releases(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
     """Every release for the staff; the public versions only for anyone else."""
     return [release_view(store, r, full=False) for r in BoardRepo(store).releases()
             if actor.is_staff or r["visibility"] == "public"]
 
 
-def versions(store: Store, key: str, *, actor: Actor = OPERATOR) -> list[dict[str, Any]]:
+def versions(store: Store, key: str, *, actor: Actor) -> list[dict[str, Any]]:
     """A suite's versions, oldest first; an internal one exists only for the staff."""
     releases = sorted((r for r in BoardRepo(store).releases(key) if actor.is_staff or r["visibility"] != "internal"),
                       key=lambda r: version_key(r["version"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import NotFound
-from assay.service.actors import OPERATOR, Actor, require_owner
+from assay.service.actors import Actor, require_owner
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -35,7 +35,7 @@ def trial_view(row: dict[str, Any]) -> TrialResult:
     )
 
 
-def batch_results(store: Store, batch_id: str, *, actor: Actor = OPERATOR) -> BatchResults:
+def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
     """A batch and every planned run of it, from what is stored (the results JSON contract)."""
     batch = store.batch(batch_id)
     if batch is None:
@@ -65,7 +65,7 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor = OPERATOR) -> Ba
     )
 
 
-def results_json(store: Store, batch_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def results_json(store: Store, batch_id: str, *, actor: Actor) -> dict[str, Any]:
     """`batch_results` as the JSON document the CLI prints and writes."""
     return batch_results(store, batch_id, actor=actor).as_json()
 
@@ -93,12 +93,12 @@ def _stored_run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
     return run
 
 
-def debrief(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def debrief(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     """Everything about one run, the hidden truth included: for after the run, never during it."""
     return debrief_view(store, run_id, actor=actor).as_json()
 
 
-def debrief_view(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> Debrief:
+def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
     doc = run["scenario"]["document"]
     outcome = {c["check_id"]: c for c in run["checks"]}
@@ -136,12 +136,12 @@ def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: i
     return out
 
 
-def replay(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def replay(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
     return replay_view(store, run_id, actor=actor).as_json()
 
 
-def replay_view(store: Store, run_id: str, *, actor: Actor = OPERATOR) -> ReplayReport:
+def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     run = _stored_run(store, run_id, actor)
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)

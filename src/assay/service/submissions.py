@@ -28,8 +28,8 @@ from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_even
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
 from assay.service import accounts, batches, platform_config, releases
-from assay.service.actors import OPERATOR, Actor, require_operator, require_owner, require_speaks_for
-from assay.service.board import entry_numbers
+from assay.service.actors import Actor, require_operator, require_owner, require_speaks_for
+from assay.service.board import entry_numbers, entry_rank
 from assay.service.suites import SuiteBundle
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
@@ -71,7 +71,7 @@ def submit(
     executor: str | None = None,
     ray_address: str | None = None,
     on_created: Callable[[str, int], None] | None = None,
-    actor: Actor = OPERATOR,
+    actor: Actor,
 ) -> str:
     """Create, run, sweep and finalise a submission; return its id. Every refusal comes first.
 
@@ -99,6 +99,9 @@ def submit(
     repo = BoardRepo(store)
     # Resolve without writing: a built-in not yet released is released only once every check passed.
     release = _stored_release(store, key, version)
+    if release is not None and release["visibility"] == "internal" and not actor.is_staff:
+        raise NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
+                       "version" if version else "suite")
     pending: releases.PreparedRelease | None = None
     if release is None:
         pending = releases.builtin_prepared(key)
@@ -251,7 +254,7 @@ def _require(store: Store, ident: str, actor: Actor) -> str:
     return found
 
 
-def unpublish(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def unpublish(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """Take a published (or to-be-published) entry off the board: its owner, or the operator."""
     submission_id = _require(store, ident, actor)
     repo = BoardRepo(store)
@@ -268,7 +271,7 @@ def unpublish(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str,
     return results(store, submission_id, actor=actor)
 
 
-def note(store: Store, ident: str, text: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def note(store: Store, ident: str, text: str, *, actor: Actor) -> dict[str, Any]:
     """Set the operator's variance note on an entry (an empty text withdraws it)."""
     require_operator(actor, "file a variance note", "note")
     submission_id = _require(store, ident, actor)
@@ -279,7 +282,7 @@ def note(store: Store, ident: str, text: str, *, actor: Actor = OPERATOR) -> dic
     return results(store, submission_id, actor=actor)
 
 
-def results(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, Any]:
+def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """The owner's view of a submission: status, class, aggregates and every run with its seed.
     Only the owner (and the operator) sees it; to anyone else the submission does not exist."""
     submission_id = _require(store, ident, actor)
@@ -309,7 +312,7 @@ def results(store: Store, ident: str, *, actor: Actor = OPERATOR) -> dict[str, A
         "published": facts["published"],
         "on_board": entry is not None,
         "public_handle": facts["public_handle"],
-        "rank": entry["rank"] if entry is not None else None,
+        "rank": entry_rank(store, submission_id),
         **entry_numbers(facts),
         "n_planned": facts["n_planned"],
         "n_recorded": facts["n_recorded"],
