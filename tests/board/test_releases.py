@@ -156,3 +156,29 @@ def test_built_in_suites_are_released_on_first_use(store: Store) -> None:
     assert len(store.planned_runs(sid)) == 5 * 3
     listed = releases.list_releases(store, actor=OPERATOR)
     assert [(r["key"], r["version"]) for r in listed] == [("forge", "1.0")]
+
+
+def test_a_campaign_played_in_another_language_is_refused_at_release(store: Store, tmp_path: Path) -> None:
+    """The academy suite is English; a scenario whose campaign is played in Polish is refused at
+    release with one line naming the scenario and the field, and nothing is stored."""
+    import shutil
+
+
+    academy = Path(releases.__file__).resolve().parents[1] / "suites" / "academy"
+    root = tmp_path / "academy"
+    shutil.copytree(academy, root)
+    case = root / "sealed-letter.yaml"
+    case.write_text(case.read_text(encoding="utf-8").replace("campaign_language: en", "campaign_language: pl"),
+                    encoding="utf-8")
+    before = row_counts(store)
+    with pytest.raises(BadInput, match="campaign_language 'pl' does not match the suite language 'en'") as caught:
+        releases.release_path(store, str(root), actor=OPERATOR)
+    assert caught.value.field == "campaign_language"
+    assert row_counts(store) == before
+    import subprocess
+    import sys
+
+    cli = subprocess.run([str(Path(sys.executable).with_name("assay")), "suite", "release", str(root), "--db", store.url],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2, cli.stderr
+    assert len(cli.stderr.strip().splitlines()) == 1 and "campaign_language" in cli.stderr

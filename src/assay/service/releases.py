@@ -69,6 +69,11 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
         if theirs != language:
             raise Invalid(f"scenario language '{theirs}' does not match the suite language '{language}'",
                           "language", value=s.id)
+        # a campaign is played in its own language, which must be the suite's too
+        played = getattr(s.world_spec, "campaign_language", None)
+        if played is not None and normalise_language(played, s.id) != language:
+            raise Invalid(f"campaign_language '{played}' does not match the suite language '{language}'",
+                          "campaign_language", value=s.id)
     owner = suite.owner or (BUILTIN_OWNER if builtin else None)
     document = suite.model_dump(mode="json")
     document.pop("scenarios")
