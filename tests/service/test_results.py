@@ -83,6 +83,7 @@ def test_results_debrief_and_replay_are_the_typed_models_the_contract_names(stor
     doc = results_json(store, result.batch_id, actor=OPERATOR)
     assert doc["schema_version"] == RESULTS_VERSION
     assert BatchResults.model_validate(doc).as_json() == doc
+    assert results_json(store, result.batch_id[:10], actor=OPERATOR) == doc  # a unique prefix names it too
     run_id = doc["cases"][0]["trials"][0]["run_id"]
     for model, view in ((Debrief, debrief(store, run_id, actor=OPERATOR)), (ReplayReport, replay(store, run_id, actor=OPERATOR))):
         assert model.model_validate(view).as_json() == view

@@ -36,7 +36,9 @@ def trial_view(row: dict[str, Any]) -> TrialResult:
 
 
 def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
-    """A batch and every planned run of it, from what is stored (the results JSON contract)."""
+    """A batch and every planned run of it, from what is stored (the results JSON contract).
+    `batch_id` may be a unique prefix, as everywhere an id is typed."""
+    batch_id = store.resolve_batch_id(batch_id) or batch_id
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch", "batch", value=batch_id)
