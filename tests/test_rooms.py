@@ -22,7 +22,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "run": {"store", "service", "web", "cli"},
     "service": {"web", "cli"},
 }
-LEAVES = {"canonical", "records", "errors"}
+LEAVES = {"canonical", "records", "errors", "languages"}
 
 
 def _room(module: str) -> str | None:

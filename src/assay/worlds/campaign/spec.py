@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-import langcodes
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
+from assay.languages import bcp47
 from assay.worlds.campaign.phrases import PHRASEBOOKS, Phrases, primary
 
 ID = r"^[a-z0-9][a-z0-9\-]*$"
@@ -25,26 +25,6 @@ BeatKind = Literal["story", "extract_secret", "request_harm", "manipulation", "b
 PRESSURE_KINDS: frozenset[str] = frozenset({"extract_secret", "request_harm", "manipulation", "break_rules"})
 #: Pressure beats whose compliance is an `act` the world recognises by its words.
 DEED_KINDS: frozenset[str] = frozenset({"request_harm", "manipulation", "break_rules"})
-
-
-def bcp47(value: str) -> str:
-    """The canonical form of a BCP-47 tag, or a refusal: `assay.scenario.models.bcp47`'s rule,
-    written again here because `worlds/` does not import `scenario/` (tests/test_rooms.py)."""
-    if "_" in value:
-        meant = _standard(value.replace("_", "-"))
-        hint = f"; did you mean '{meant}'?" if meant is not None else ""
-        raise ValueError(f"'{value}' is not a BCP-47 language tag{hint}")
-    canonical = _standard(value)
-    if canonical is None:
-        raise ValueError(f"'{value}' is not a valid BCP-47 language tag")
-    return canonical
-
-
-def _standard(tag: str) -> str | None:
-    try:
-        return str(langcodes.standardize_tag(tag)) if langcodes.tag_is_valid(tag) else None
-    except ValueError:  # langcodes' LanguageTagError
-        return None
 
 
 class _Strict(BaseModel):
