@@ -360,7 +360,8 @@ def test_all_passes_run_concurrently_through_one_client(monkeypatch: pytest.Monk
     assert made == [40]  # one client, its pool sized to the concurrency
     assert server.max_in_flight == 40
     assert all(r.scored for r in results) and len(server.calls) == 80
-    assert 0.4 <= elapsed < 6.0, elapsed  # two waves of 0.2 s; one after another, 80 passes take 16 s
+    # the bound is the peak in flight above, never a wall-clock ceiling (speed is measured in benchmarks/)
+    assert elapsed >= 0.4, elapsed  # at least two waves of 0.2 s: never more than 40 at once
 
 
 def test_concurrency_is_bounded_below_the_number_of_passes() -> None:
