@@ -22,7 +22,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "run": {"store", "service", "web", "cli"},
     "service": {"web", "cli"},
 }
-LEAVES = {"canonical", "records", "errors", "languages"}
+LEAVES = {"canonical", "records", "errors", "languages", "endpoints"}
 
 
 def _room(module: str) -> str | None:

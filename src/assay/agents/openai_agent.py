@@ -17,7 +17,6 @@ Two things it is strict about:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import itertools
 import json
 import os
@@ -25,11 +24,13 @@ import ssl
 import threading
 import weakref
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
 
+from assay.endpoints import REDACTED as _REDACTED
+from assay.endpoints import is_loopback as _is_loopback
+from assay.endpoints import without_credentials as _without_credentials
 from assay.agents.protocol import Unreachable
 from assay.errors import BadInput
 
@@ -47,8 +48,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent as the key to loopback endpoints (local servers, test fakes) that need none. The client
 #: refuses to run without some key, and a local server usually ignores it.
 PLACEHOLDER_API_KEY = "unset"
-
-_REDACTED = "[REDACTED]"
 
 
 class OpenAIAgentError(RuntimeError):
@@ -357,27 +356,3 @@ def _redact(value: Any, secret: str) -> Any:
     return value
 
 
-def _is_loopback(url: str) -> bool:
-    """True when `url` points at this machine (localhost, 127.0.0.0/8, ::1)."""
-    host = urlsplit(url).hostname
-    if host is None:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _without_credentials(url: str) -> str:
-    """`url` with any password in its userinfo replaced: a base URL can carry a secret too."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{user}:{_REDACTED}@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import ipaddress
 import json
 import math
 import os
@@ -53,11 +52,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
 
+from assay.endpoints import REDACTED as _REDACTED
+from assay.endpoints import is_loopback as _is_loopback
+from assay.endpoints import without_credentials as _without_credentials
 from assay.canonical import canonical_hash
 from assay.errors import Invalid
 from assay.records import transcript_events
@@ -94,7 +95,6 @@ JUDGE_PROMPT_VERSION = 1
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent as the key to loopback endpoints that need none (the client refuses to run without one).
 PLACEHOLDER_API_KEY = "unset"
-_REDACTED = "[REDACTED]"
 
 SYSTEM_PROMPT = (
     "You are an impartial judge for a benchmark of AI agents playing a tabletop role-play campaign. "
@@ -503,24 +503,3 @@ def _error_message(exc: openai.APIStatusError) -> str:
     return str(exc.message)
 
 
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname
-    if host is None:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _without_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username or ''}:{_REDACTED}@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
