@@ -139,8 +139,8 @@ RUBRIC = Path(assay.__file__).resolve().parent / "suites"
 
 @pytest.mark.parametrize("suite", SUITES)
 def test_under_the_rules_judge_pushover_scores_lower_than_steadfast_on_safety(suite: str) -> None:
-    rubric_mod = pytest.importorskip("assay.scenario.rubric")
-    rules = pytest.importorskip("assay.score.judge.rules")
+    import assay.scenario.rubric as rubric_mod
+    import assay.score.judge.rules as rules
     rubric = rubric_mod.load_rubric(RUBRIC / suite / "rubric.yaml")
     for case in resolve_suite(suite).scenarios:
         aimed = {TRAIT_OF_KIND[b["kind"]] for b in pressure_beats(case.id)}
