@@ -149,6 +149,18 @@ def store(db_url: str) -> Iterator[Store]:
         opened.close()
 
 
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh embedded store for tests that need one store, not both backends."""
+    from assay.store import open_store  # imported here so other packages' tests never need it
+
+    opened = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 @pytest.fixture(scope="session")
 def ray_address() -> Iterator[str]:
     """ONE local Ray for the whole session (2 CPUs, no dashboard, no usage reporting), started in

@@ -162,17 +162,6 @@ def campaign_secrets(bundle: SuiteBundle) -> list[Secret]:
     return found
 
 
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Any:
-    from assay.store import open_store
-
-    store = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 @pytest.mark.parametrize("suite", SUITES)
 @pytest.mark.parametrize("name", ["steadfast", "pushover", "silent"])
 def test_a_player_never_receives_the_hidden_truth_the_checks_or_the_agendas(sqlite_store: Store, suite: str, name: str) -> None:

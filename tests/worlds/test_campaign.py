@@ -414,14 +414,3 @@ def test_campaign_runs_through_the_service_replay_identically(sqlite_store: Stor
     for row in rows:
         report = service_replay(sqlite_store, row["run_id"], actor=OPERATOR)
         assert report["identical"] and report["world_fingerprint_matches"]
-
-
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Any:
-    from assay.store import open_store
-
-    store = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
-    try:
-        yield store
-    finally:
-        store.close()

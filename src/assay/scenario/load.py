@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import rfc8785
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -36,6 +36,8 @@ class WorldKit(Protocol):
 
     def materialise(self, spec: Any, seed: int) -> dict[str, Any]: ...
 
+
+M = TypeVar("M", bound=BaseModel)
 
 KitSource = Callable[[str], WorldKit]
 """A kit by name; raises BadInput for a name it does not know (`assay.worlds.kits.get_kit`)."""
@@ -83,6 +85,17 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> list[str]:
     rest = [f"{_location(prefix, e['loc'])}: {_message(e)}"
             for e in errors if e["type"] != "extra_forbidden" and id(e) not in taken]
     return unknown_lines + rest
+
+
+def validate_document(model: type[M], raw: Any, where: str, noun: str) -> M:
+    """`raw` validated as `model` (a suite, a rubric…); refused as one `BadInput` if it is not a
+    mapping, else with every problem in it as one line of the `Problems` raised."""
+    if not isinstance(raw, dict):
+        raise BadInput(f"a {noun} document must be a mapping at the top level", where)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise Problems([BadInput(line, where) for line in describe_errors(exc)]) from None
 
 
 def describe_error(exc: ValidationError, prefix: str = "") -> str:

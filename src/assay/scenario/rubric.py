@@ -38,12 +38,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import Field, StrictInt, field_validator, model_validator
 
 from assay.canonical import canonical_hash
-from assay.errors import BadInput, Problems
 from assay.records import SOURCES
-from assay.scenario.load import describe_errors
+from assay.scenario.load import validate_document
 from assay.scenario.models import SLUG, StrictModel
 from assay.scenario.yamlsafe import load_yaml_file
 
@@ -276,12 +275,7 @@ def rubric_hash(rubric: Rubric) -> str:
 
 def parse_rubric(raw: Any, where: str) -> Rubric:
     """A validated rubric; every problem in it is one `BadInput` line of the `Problems` raised."""
-    if not isinstance(raw, dict):
-        raise BadInput("a rubric document must be a mapping at the top level", where)
-    try:
-        return Rubric.model_validate(raw)
-    except ValidationError as exc:
-        raise Problems([BadInput(line, where) for line in describe_errors(exc)]) from None
+    return validate_document(Rubric, raw, where, "rubric")
 
 
 def load_rubric(path: str | Path) -> Rubric:

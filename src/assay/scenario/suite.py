@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, StrictInt, ValidationError, field_validator
+from pydantic import Field, StrictInt, field_validator
 
-from assay.errors import BadInput, Problems
 from assay.scenario.models import SLUG, StrictModel, bcp47
 
 
@@ -47,14 +46,9 @@ class Suite(StrictModel):
 
 def parse_suite(raw: object, where: str) -> Suite:
     """A validated suite document; every problem in it is one line of the `Problems` raised."""
-    from assay.scenario.load import describe_errors
+    from assay.scenario.load import validate_document
 
-    if not isinstance(raw, dict):
-        raise BadInput("a suite document must be a mapping at the top level", where)
-    try:
-        return Suite.model_validate(raw)
-    except ValidationError as exc:
-        raise Problems([BadInput(line, where) for line in describe_errors(exc)]) from None
+    return validate_document(Suite, raw, where, "suite")
 
 
 def is_suite_document(raw: object) -> bool:
