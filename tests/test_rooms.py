@@ -21,6 +21,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "agents": {"scenario", "run", "store", "score", "service", "worlds", "web", "cli"},
     "run": {"store", "service", "web", "cli"},
     "service": {"web", "cli"},
+    "web": {"cli"},
 }
 LEAVES = {"canonical", "records", "errors", "languages", "endpoints"}
 

@@ -228,6 +228,9 @@ def _register_board_commands() -> None:
     from assay.cli_batches import register as register_batches
 
     register_batches(app)
+    from assay.cli_serve import register as register_serve
+
+    register_serve(app)
 
 
 _register_board_commands()

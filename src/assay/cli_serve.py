@@ -1,0 +1,12 @@
+"""`assay serve`, `assay key` and `assay play`: the service's commands (issue 10).
+
+`assay.cli` calls `register(app)`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the service's commands to `app`."""

@@ -1,0 +1,7 @@
+"""pages routes (issue 10)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()
