@@ -10,3 +10,6 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add the service's commands to `app`."""
+    from assay.cli_play import register as register_play
+
+    register_play(app)

@@ -21,11 +21,12 @@ class Settings:
 
 
 def create_app(settings: Settings) -> FastAPI:
-    from assay.web import agent_api, api, pages
+    from assay.web import agent_api, api, pages, submissions_api
 
     app = FastAPI(title="Assay", version="1")
     app.state.settings = settings
     app.include_router(api.router)
+    app.include_router(submissions_api.router)
     app.include_router(agent_api.router)
     app.include_router(pages.router)
     return app
