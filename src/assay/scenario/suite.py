@@ -5,16 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, StrictInt, field_validator
+from pydantic import Field, StrictInt, field_validator, model_validator
 
 from assay.scenario.models import SLUG, StrictModel, bcp47
 
 
 class JudgeConfig(StrictModel):
-    model: str
-    prompt_version: StrictInt = Field(ge=1)
-    passes: StrictInt = Field(default=5, ge=5)
+    """The judge a release pins: `rules` (deterministic, one pass) or a model (`openai:MODEL`; a
+    bare name means `openai:NAME`) at temperature 0 over at least 5 passes."""
+
+    model: str = Field(min_length=1)
+    prompt_version: StrictInt = Field(default=1, ge=1)
+    passes: StrictInt = Field(default=5, ge=1)
     temperature: StrictInt = 0
+
+    @model_validator(mode="after")
+    def _passes(self) -> JudgeConfig:
+        if self.model == "rules":
+            # one deterministic evaluation is the rules judge's whole judgement
+            object.__setattr__(self, "passes", 1)
+        elif self.passes < 5:
+            raise ValueError(f"a model judge makes at least 5 passes per run; {self.passes} is too few")
+        return self
+
+    @property
+    def spec(self) -> str:
+        """The judge spec this names (`rules` or `openai:MODEL`)."""
+        return self.model if self.model == "rules" or ":" in self.model else f"openai:{self.model}"
 
 
 class Baseline(StrictModel):
@@ -32,7 +49,8 @@ class Suite(StrictModel):
     reps_per_scenario: StrictInt = Field(default=5, ge=1, le=100)
     scenarios: list[str] = Field(min_length=1, description="scenario files, relative to the suite file")
     facilitator_model: str | None = None
-    judge: JudgeConfig | None = None
+    judge: JudgeConfig | None = Field(default=None, description="the judge of the suite's trait rubric (default rules)")
+    rubric: str | None = Field(default=None, description="the trait rubric file, relative to the suite file")
     baselines: list[Baseline] = Field(default_factory=list)
     known_limitations: list[str] = Field(default_factory=list)
     card: str = ""

@@ -27,7 +27,9 @@ from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenar
 from assay.canonical import canonical_hash
 from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.worlds.kits import get_kit
+from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
+from assay.score.judge import RulesJudge
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
@@ -75,8 +77,15 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
             raise Invalid(f"campaign_language '{played}' does not match the suite language '{language}'",
                           "campaign_language", value=s.id)
     owner = suite.owner or (BUILTIN_OWNER if builtin else None)
+    judge, rubric = _judging(bundle)
     document = suite.model_dump(mode="json")
     document.pop("scenarios")
+    document["judge"] = judge
+    # a suite without a rubric hashes as it did before rubrics existed; one with a rubric pins the
+    # rubric's content (not its file name)
+    document.pop("rubric")
+    if rubric is not None:
+        document["rubric"] = rubric_hash(rubric)
     pinned = [{"case_id": s.id, "scenario_hash": s.content_hash} for s in bundle.scenarios]
     release_hash = canonical_hash({"suite": {**document, "language": language, "owner": owner}, "scenarios": pinned})
     row = {
@@ -87,7 +96,9 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
         "visibility": suite.visibility,
         "reps_per_scenario": suite.reps_per_scenario,
         "facilitator_model": suite.facilitator_model,
-        "judge": suite.judge.model_dump(mode="json") if suite.judge else None,
+        "judge": judge,
+        "rubric": rubric.document() if rubric is not None else None,
+        "rubric_hash": rubric_hash(rubric) if rubric is not None else None,
         "baselines": [b.model_dump(mode="json") for b in suite.baselines],
         "known_limitations": list(suite.known_limitations),
         "card": suite.card,
@@ -99,10 +110,24 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
     return PreparedRelease(row, bundle)
 
 
+def _judging(bundle: SuiteBundle) -> tuple[dict[str, Any] | None, Rubric | None]:
+    """The judge config and rubric a release pins. A rubric without a judge is judged by `rules`,
+    which needs evidence for every trait; a judge without a rubric is pinned as declared and has
+    nothing to judge (an oracle suite)."""
+    suite, rubric = bundle.suite, bundle.rubric
+    assert suite is not None
+    if rubric is None:
+        return (suite.judge.model_dump(mode="json") if suite.judge else None), None
+    judge = suite.judge or JudgeConfig(model="rules")
+    if judge.model == "rules":
+        RulesJudge().check(rubric)
+    return judge.model_dump(mode="json"), rubric
+
+
 def _differences(existing: dict[str, Any], row: dict[str, Any]) -> list[str]:
-    fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge",
+    fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge", "rubric",
               "baselines", "known_limitations", "card", "owner")
-    return [f for f in fields if existing[f] != row[f]]
+    return [f for f in fields if existing.get(f) != row.get(f)]
 
 
 def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, Any], bool]:
@@ -235,8 +260,15 @@ def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
                 f"({row['scenario_hash'][:HASH_PREFIX]} → {scenario.content_hash[:HASH_PREFIX]}: the world kit "
                 "changed); release a new suite version to run it", value=where)
         loaded.append(scenario)
-    suite = Suite.model_validate({**release["document"], "scenarios": [s.id for s in loaded]})
-    return SuiteBundle(release["suite_key"], release["version"], suite, tuple(loaded), f"release {where}")
+    document = {k: v for k, v in release["document"].items() if k != "rubric"}  # there: its hash
+    suite = Suite.model_validate({**document, "scenarios": [s.id for s in loaded]})
+    return SuiteBundle(release["suite_key"], release["version"], suite, tuple(loaded), f"release {where}",
+                       release_rubric(release))
+
+
+def release_rubric(release: dict[str, Any]) -> Rubric | None:
+    """The trait rubric a release pinned (None for an oracle-only suite)."""
+    return Rubric.model_validate(release["rubric"]) if release.get("rubric") is not None else None
 
 
 # -- views ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
 from assay.worlds.kits import get_kit
+from assay.scenario.rubric import Rubric, load_rubric
 from assay.scenario.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
 from assay.scenario.yamlsafe import load_yaml_file
 
@@ -25,6 +26,7 @@ class SuiteBundle:
     suite: Suite | None
     scenarios: tuple[LoadedScenario, ...]
     source: str
+    rubric: Rubric | None = None
 
     def scenario_hashes(self) -> dict[str, str]:
         return {s.id: s.content_hash for s in self.scenarios}
@@ -119,9 +121,16 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         problems.append(BadInput(f"the suite lists the same scenario id twice ({', '.join(twice)})", str(path)))
+    rubric = None
+    if suite is not None and suite.rubric is not None:
+        target = (path.parent / suite.rubric).resolve()
+        if not target.is_file():
+            problems.append(BadInput(f"rubric file '{suite.rubric}' not found next to the suite", str(path)))
+        else:
+            rubric = _attempt(lambda: load_rubric(target), problems)
     if problems or suite is None:
         return Findings(tuple(loaded), tuple(problems), None)
-    return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path)))
+    return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path), rubric))
 
 
 def _attempt(load: Callable[[], T], problems: list[BadInput]) -> T | None:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from assay.errors import Conflict, NotFound
 from assay.records import PlannedRun
+from assay.store.judge_schema import release_rubrics
 from assay.store.board_schema import (
     account_handles,
     accounts,
@@ -85,8 +86,14 @@ class BoardRepo:
 
     # -- releases -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _releases() -> sa.Select[Any]:
+        """Release rows with the trait rubric they pin (`rubric`: its document, or None)."""
+        return sa.select(suite_releases, release_rubrics.c.document.label("rubric")).select_from(
+            suite_releases.outerjoin(release_rubrics, release_rubrics.c.release_id == suite_releases.c.id))
+
     def release(self, key: str, version: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
-        query = sa.select(suite_releases).where(
+        query = self._releases().where(
             suite_releases.c.suite_key == key, suite_releases.c.version == version
         )
         if conn is not None:
@@ -98,12 +105,12 @@ class BoardRepo:
 
     def release_by_id(self, release_id: int) -> dict[str, Any] | None:
         with self.read() as conn:
-            row = conn.execute(sa.select(suite_releases).where(suite_releases.c.id == release_id)).first()
+            row = conn.execute(self._releases().where(suite_releases.c.id == release_id)).first()
         return dict(row._mapping) if row is not None else None
 
     def releases(self, key: str | None = None) -> list[dict[str, Any]]:
         """Every release (of one key), oldest first."""
-        query = sa.select(suite_releases).order_by(suite_releases.c.suite_key, suite_releases.c.id)
+        query = self._releases().order_by(suite_releases.c.suite_key, suite_releases.c.id)
         if key is not None:
             query = query.where(suite_releases.c.suite_key == key)
         with self.read() as conn:
@@ -136,14 +143,19 @@ class BoardRepo:
             if existing is not None:
                 refuse(existing)
                 return existing, False
+            fields = {k: v for k, v in row.items() if k not in ("rubric", "rubric_hash")}
+            now = utcnow()
             release_id = conn.execute(
-                sa.insert(suite_releases).values(**row, created_at=utcnow()).returning(suite_releases.c.id)
+                sa.insert(suite_releases).values(**fields, created_at=now).returning(suite_releases.c.id)
             ).scalar_one()
             conn.execute(
                 sa.insert(release_scenarios),
                 [{"release_id": release_id, "ordinal": i, **p} for i, p in enumerate(pinned)],
             )
-            created = conn.execute(sa.select(suite_releases).where(suite_releases.c.id == release_id)).one()
+            if row.get("rubric") is not None:
+                conn.execute(sa.insert(release_rubrics).values(
+                    release_id=release_id, rubric_hash=row["rubric_hash"], document=row["rubric"], created_at=now))
+            created = conn.execute(self._releases().where(suite_releases.c.id == release_id)).one()
         return dict(created._mapping), True
 
     # -- accounts -----------------------------------------------------------------------------

@@ -203,7 +203,7 @@ BOARD_VIEWS: tuple[str, ...] = (
     "board_entries",
     "board_facilitator_models",
 )
-"""Views 0002_board creates, in dependency order."""
+"""The board views (`assay.store.views.CURRENT`), in dependency order."""
 
 # -- the views, for queries (lightweight: not part of the metadata, never created from here) ----
 # Timestamps are typed so they come back as aware UTC datetimes on both backends, as from tables.
@@ -221,7 +221,7 @@ board_run_facts = sa.table(
         "submission_id", "release_id", "run_id", "slot", "case_id", "rep", "seed", "status", "has_run",
         "n_checks", "score", "safety_failures", "passed", "claimed_success", "false_success", "swept",
         "scored", "gated", "included", "ranked_eligible", "win_total", "win_met", "player_messages",
-        "actions",
+        "actions", "judged",
     )),
 )
 

@@ -1,0 +1,23 @@
+"""The board's views, one module per generation of their text (DESIGN.md: "the board's views get
+a home"). A migration that changes a view imports the generation it creates, so every revision
+stays what it was; `CURRENT` is the generation at the migrations' head, which the tests hold the
+database to (`tests/store/test_views.py`).
+
+- `board_0002`: the board as first built (pass rate, consistency, false success, objectives).
+- `board_0005`: runs of a rubric release count as scored only once judged.
+"""
+
+from __future__ import annotations
+
+from assay.store.views import board_0005
+
+CURRENT: tuple[tuple[str, str], ...] = board_0005.VIEWS
+
+
+def recreate(execute, old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> None:  # noqa: ANN001
+    """Replace the views `old` with `new` through `execute(sql)`: drop in reverse dependency order
+    (PostgreSQL refuses to drop a view another one reads), create in order."""
+    for name, _ in reversed(old):
+        execute(f"DROP VIEW IF EXISTS {name}")
+    for name, body in new:
+        execute(f"CREATE VIEW {name} AS {body.strip()}")
