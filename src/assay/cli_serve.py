@@ -1,15 +1,81 @@
 """`assay serve`, `assay key` and `assay play`: the service's commands (issue 10).
 
-`assay.cli` calls `register(app)`.
+`assay.cli` calls `register(app)`. Every command takes `--db URL` like the rest of the CLI and
+follows its error contract (one stderr line, exit 2). Keys are hashed under the server secret of
+the store they are issued for (`assay.service.secret`): create them against the same `--db` (or
+`ASSAY_SECRET`) the server runs with.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
+
+from assay.service.actors import OPERATOR
+from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+
+key_app = typer.Typer(no_args_is_help=True, help="API keys (submitters) and agent keys (agents).")
+
+
+def _secret(db: str | None) -> bytes:
+    from assay.service.secret import server_secret
+    from assay.store.db import default_url
+
+    return server_secret(db if db is not None else default_url())
+
+
+@key_app.command("create")
+def key_create(
+    account: str = typer.Option(..., "--account", help="The account the key acts for."),
+    kind: str = typer.Option(..., "--kind", metavar="api|agent",
+                             help="api: a submitter's key; agent: a key an agent plays the account's runs with."),
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Issue a key. It is printed once, as the last line, and never again (only its digest is stored)."""
+    from assay.service import keys
+
+    keys.check_kind(kind)
+    store = open_store_at(db)
+    view, key = keys.create(store, account, kind, _secret(db), actor=OPERATOR)
+    out.print(f"{view['kind']} key {view['id']} for account {view['account']} ({view['prefix']}…); "
+              "it is shown only now:", markup=False, highlight=False, soft_wrap=True)
+    out.print(key, markup=False, highlight=False, soft_wrap=True)
+
+
+@key_app.command("list")
+def key_list(account: str = typer.Option(..., "--account", help="The account whose keys to list."),
+             as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """An account's keys (id, kind, prefix, created, revoked); never a key or its digest."""
+    from rich.table import Table
+
+    from assay.service import keys
+
+    rows = keys.list_keys(open_store_at(db), account, actor=OPERATOR)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"keys of {account}")
+    for col in ("id", "kind", "prefix", "created", "revoked"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["id"], r["kind"], r["prefix"] + "…", r["created_at"][:19], (r["revoked_at"] or "")[:19])
+    out.print(table)
+
+
+@key_app.command("revoke")
+def key_revoke(key_id: str = typer.Argument(..., metavar="ID", help="The key's id (from `assay key list`)."),
+               db: Optional[str] = DbOpt) -> None:
+    """Revoke a key: refused from the next request on (a revocation is recorded; it cannot be undone)."""
+    from assay.service import keys
+
+    view = keys.revoke(open_store_at(db), key_id, actor=OPERATOR)
+    out.print(f"{view['kind']} key {view['id']} of account {view['account']} revoked", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add the service's commands to `app`."""
     from assay.cli_play import register as register_play
 
+    app.add_typer(key_app, name="key")
     register_play(app)

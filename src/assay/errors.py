@@ -75,6 +75,13 @@ class Forbidden(DomainError):
     http_status = 403
 
 
+class Unauthenticated(DomainError):
+    """No credential, or one that is not valid here: an unknown or revoked key, or a key of the
+    wrong kind. Every such case reads the same, so a caller learns nothing about which keys exist."""
+
+    http_status = 401
+
+
 class Invalid(DomainError):
     """A malformed value: the field says which."""
 
