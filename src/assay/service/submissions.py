@@ -9,6 +9,10 @@ records its participation (assistant messages, actions) next to the floor in for
 planned run has been swept the submission is finalised: stamped with its measurement era, and
 published if it asked to be, is complete, and its account holds a public handle.
 
+`submit` is `compose` (every refusal, then the plan stored) followed by `execute` (the runs
+played) and `complete`; the service composes alone for an agent that plays elsewhere (a remote
+agent over the agent routes, `service.remote`) or later (the web app's background workers).
+
 Whether it is complete, gated, ranked — every number — is read from the board views.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +36,7 @@ from assay.service import accounts, batches, platform_config, releases
 from assay.service.actors import Actor, require_operator, require_owner, require_speaks_for
 from assay.service.board import entry_numbers, entry_rank
 from assay.service.suites import SuiteBundle
+from assay.scenario.load import LoadedScenario
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
 from assay.store.board_repo import BoardRepo
@@ -75,11 +81,85 @@ def submit(
 ) -> str:
     """Create, run, sweep and finalise a submission; return its id. Every refusal comes first.
 
-    `on_created(id, n_planned)` is called once the submission and its plan are stored, before the
-    first run: from then on a killed process leaves a submission that `resume` finishes.
+    `compose`, then `execute`: `on_created(id, n_planned)` is called once the submission and its
+    plan are stored, before the first run; from then on a killed process leaves a submission that
+    `resume` finishes.
 
     `actor` submits as `account`: the account itself, or the operator on its behalf; only the
-    operator files an official baseline (and only for the suite's owner)."""
+    operator files an official baseline (and only for the suite owner)."""
+    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
+    composed = _compose(store, key, factory=factory, account=account, label=label, version=version,
+                        play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
+                        actor=actor)
+    if on_created is not None:
+        on_created(composed.id, composed.n_planned)
+    batches.execute_pending(store, composed.id, factory, chosen, composed.limits, composed.scenarios, on_done)
+    batches.complete(store, composed.id)
+    return composed.id
+
+
+def compose(
+    store: Store,
+    key: str,
+    *,
+    factory: AgentFactory,
+    account: str,
+    label: str,
+    version: str | None = None,
+    play_model: str | None = None,
+    publish: bool = False,
+    byok: bool = False,
+    baseline: bool = False,
+    limits: Limits | None = None,
+    actor: Actor,
+) -> str:
+    """Compose a submission without playing it: every refusal (who may submit, the label, the
+    suite as `actor` may see it, the handle, the cap), then the plan, the submission row and the
+    agent row stored in one transaction. Returns its id; its runs are all pending.
+
+    Who plays them is the agent row's business: `execute` (the server, for an agent it loads:
+    `resume` does the same), or a remote agent over the agent routes (`service.remote`)."""
+    return _compose(store, key, factory=factory, account=account, label=label, version=version,
+                    play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
+                    actor=actor).id
+
+
+def execute(store: Store, submission_id: str, *, workers: int = 4, executor: str | None = None,
+            on_done: Callable[[RunRecord, bool], None] | None = None) -> bool:
+    """Play a composed submission's pending runs with the agent it was planned for (loaded again
+    from its agent row, as `resume` loads it), then complete it. True when it is complete.
+
+    Safe to call in several processes at once, and again after a restart: slots are claimed."""
+    factory, limits = batches.stored_agent(store, submission_id)
+    chosen = make_executor(executor, workers, factory)
+    batches.execute_pending(store, submission_id, factory, chosen, limits,
+                            batches.stored_scenarios(store, submission_id), on_done)
+    return batches.complete(store, submission_id)
+
+
+@dataclass(frozen=True)
+class _Composed:
+    id: str
+    n_planned: int
+    limits: Limits
+    scenarios: dict[str, LoadedScenario]
+
+
+def _compose(
+    store: Store,
+    key: str,
+    *,
+    factory: AgentFactory,
+    account: str,
+    label: str,
+    version: str | None,
+    play_model: str | None,
+    publish: bool,
+    byok: bool,
+    baseline: bool,
+    limits: Limits | None,
+    actor: Actor,
+) -> _Composed:
     require_speaks_for(actor, account, "submit")
     if baseline:
         require_operator(actor, "file an official baseline", "baseline")
@@ -90,7 +170,6 @@ def submit(
         play_model = play_model.strip() or None
         if play_model is not None and len(play_model) > 200:
             raise Invalid("a play model is at most 200 characters", "play_model")
-    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     holder = accounts.get(store, account)
     if publish and holder["public_handle"] is None:
         raise Conflict(
@@ -151,12 +230,7 @@ def submit(
     limits = limits or Limits()
     repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap,
                            agent=batches.agent_row(factory, limits))
-    if on_created is not None:
-        on_created(submission_id, len(planned))
-    batches.execute_pending(store, submission_id, factory, chosen, limits,
-                            {s.content_hash: s for s in bundle.scenarios}, on_done)
-    batches.complete(store, submission_id)
-    return submission_id
+    return _Composed(submission_id, len(planned), limits, {s.content_hash: s for s in bundle.scenarios})
 
 
 def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:
