@@ -283,10 +283,12 @@ def complete(store: Store, submission_id: str) -> None:
             assert stored is not None
             scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
         messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
+        kit_messages, kit_per_turn = getattr(get_kit(scenario.kit), "participation_floor", (0, 0.0))
         sweeps.append({
             "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
-            "actions": n_actions, "min_player_messages": floor["min_player_messages"],
-            "min_actions_per_turn": float(floor["min_actions_per_turn"]), "facilitator_model": facilitator,
+            "actions": n_actions, "min_player_messages": max(floor["min_player_messages"], kit_messages),
+            "min_actions_per_turn": max(float(floor["min_actions_per_turn"]), kit_per_turn),
+            "facilitator_model": facilitator,
         })
         outcomes.extend(
             {"run_id": run["run_id"], "condition_id": w.id, "ordinal": i, "met": holds(w.expect, run["final_state"])}

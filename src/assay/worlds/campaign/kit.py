@@ -50,6 +50,10 @@ def normalise(text: str) -> str:
 
 class CampaignKit:
     name = "campaign"
+    #: The least a player must do for a campaign run to count, whatever the platform floor says
+    #: (the methodology's defaults): 3 player messages, and half as many deeds as messages. A
+    #: platform floor set higher wins.
+    participation_floor = (3, 0.5)
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
         return CampaignSpec.model_validate(world)
