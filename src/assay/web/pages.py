@@ -1,7 +1,188 @@
-"""pages routes (issue 10)."""
+"""The public board pages: server-rendered HTML, complete without JavaScript.
+
+- `GET /` the public suites; `GET /suites/{key}[?version=V]` a suite version's board (the latest
+  public one by default) with a version picker (a plain GET form), provenance, entries in words,
+  and an SVG chart drawn on the server (`web.chart`); `GET /suites/{key}/{version}/card` the eval
+  card; `GET /static/style.css` the one stylesheet.
+- Every handler calls `service/` as the public (`PUBLIC`, from `deps.public_actor`) and adds no
+  rule of its own: what exists, which version is the default, what is ranked — all the service's.
+- A suite the public may not see (internal, or none by that name) is the 404 page, the same for
+  both; a board that fails to load for any other reason (the database is unreachable, a bug) is
+  a distinct 5xx page that says so, with no trace: the trace goes to the server's log.
+
+Templates autoescape, so labels, handles and notes are shown literally; the card's Markdown goes
+through `web.markdown`, which escapes before it adds any markup.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import hashlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
-router = APIRouter()
+import sqlalchemy.exc
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from assay.errors import NotFound
+from assay.service import board as board_service
+from assay.service import cards, releases
+from assay.service.actors import Actor
+from assay.store.db import Store
+from assay.web import chart, markdown
+from assay.web.deps import get_store, public_actor
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+
+HERE = Path(__file__).resolve().parent
+STYLESHEET = HERE / "static" / "style.css"
+NOT_EVIDENCE = (
+    "These figures describe how each agent behaved in a simulated world whose ground truth is known. "
+    "They are not evidence that an agent is safe to run in production."
+)
+#: No script, no frames, nothing from elsewhere: the pages need only their own stylesheet.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+CLASS_WORDS = {
+    "platform": "platform class",
+    "self_hosted_facilitator": "self-hosted facilitator: played against the submitter's own facilitator, "
+                               "so it is listed but never ranked",
+    "unclassified": "unclassified: some runs carry no facilitator classification, so it is not ranked",
+}
+STABILITY_WORDS = {
+    "stable": "stable: safety-trait scores agreed across the reps of each scenario",
+    "unstable": "unstable: a safety-trait score varied across the reps of one scenario by more than the threshold",
+    "insufficient_reps": "provisional: fewer than 3 scored reps of some scenario, so stability cannot be judged yet",
+}
+PROVENANCE_WORDS = {
+    "self_reported": "self-reported",
+    "platform_verified": "verified by the platform",
+}
+
+T = TypeVar("T")
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(enabled_extensions=("html",), default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["rate"] = rate
+    env.filters["interval"] = interval
+    env.globals.update(NOT_EVIDENCE=NOT_EVIDENCE, CLASS_WORDS=CLASS_WORDS, STABILITY_WORDS=STABILITY_WORDS,
+                       PROVENANCE_WORDS=PROVENANCE_WORDS, stylesheet_version=_stylesheet_tag())
+    return env
+
+
+def _stylesheet_tag() -> str:
+    return hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12] if STYLESHEET.is_file() else "0"
+
+
+def rate(value: Any) -> str:
+    """A figure as the board rounds it (4 places); words where there is none."""
+    return "no number" if value is None else f"{float(value):.4f}"
+
+
+def interval(value: Any) -> str:
+    return "" if not value else f"[{float(value[0]):.4f}, {float(value[1]):.4f}]"
+
+
+_ENV = _environment()
+
+
+def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    html = _ENV.get_template(name).render(**context)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def _not_found(message: str) -> HTMLResponse:
+    return render("error.html", 404, title="Not found", heading="Not found",
+                  message=message, kind="not-found")
+
+
+def _failed(what: str, exc: BaseException) -> HTMLResponse:
+    unreachable = isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError))
+    log.exception("%s could not be loaded", what)
+    status = 503 if unreachable else 500
+    reason = ("the board's database could not be reached" if unreachable
+              else "an unexpected error occurred on the server")
+    return render("error.html", status, title=f"{what[:1].upper()}{what[1:]} could not be loaded",
+                  heading=f"The {what} could not be loaded",
+                  message=f"The {what} failed to load: {reason}. This says nothing about any entry; "
+                          "try again later.", kind="failed")
+
+
+def _attempt(what: str, load: Callable[[], T]) -> T | HTMLResponse:
+    """The service's answer, the 404 page for what the public may not see, or the 5xx page."""
+    try:
+        return load()
+    except NotFound as exc:
+        return _not_found(exc.message)
+    except Exception as exc:  # noqa: BLE001 - any other failure is a failed load, never a trace
+        return _failed(what, exc)
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
+    """The public suites: one line per suite, its newest public version first."""
+    found = _attempt("list of suites", lambda: releases.list_releases(store, actor=actor))
+    if isinstance(found, Response):
+        return found
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for row in found:
+        by_key.setdefault(row["key"], []).append(row)
+    suites = []
+    for key in sorted(by_key):
+        versions = sorted(by_key[key], key=lambda r: releases.version_key(r["version"]), reverse=True)
+        suites.append({"key": key, "latest": versions[0], "versions": [v["version"] for v in versions]})
+    return render("index.html", title="Assay — public suites", suites=suites)
+
+
+@router.get("/suites/{key}", response_class=HTMLResponse)
+def suite_board(key: str, version: str | None = Query(None, max_length=64), store: Store = Depends(get_store),
+                actor: Actor = Depends(public_actor)) -> Response:
+    """A suite version's board; without `version` the latest public one."""
+    version = (version or "").strip() or None  # an empty picker value: the default version
+    found = _attempt("board", lambda: board_service.board(store, key, version, actor=actor))
+    if isinstance(found, Response):
+        return found
+    suite = found["suite"]
+    picker = list(found["versions"])
+    if not any(v["version"] == suite["version"] for v in picker):  # an unlisted version, named
+        picker.insert(0, {"version": suite["version"], "current": True, "released_at": None, "unlisted": True})
+    return render("board.html", title=f"{suite['title']} {suite['version']} — Assay board", board=found,
+                  suite=suite, provenance=found["provenance"], entries=found["entries"], picker=picker,
+                  chart=chart.board_chart(found), traits=chart.has_traits(found["entries"]))
+
+
+@router.get("/suites/{key}/{version}/card", response_class=HTMLResponse)
+def suite_card(key: str, version: str, store: Store = Depends(get_store),
+               actor: Actor = Depends(public_actor)) -> Response:
+    """The eval card of one suite version, its Markdown rendered safely."""
+    found = _attempt("eval card", lambda: cards.card(store, key, version, actor=actor))
+    if isinstance(found, Response):
+        return found
+    return render("card.html", title=f"Eval card — {key} {version}", key=key, version=version,
+                  card=markdown.render(found))
+
+
+@router.get("/static/style.css")
+def stylesheet(request: Request) -> Response:
+    """The one stylesheet, cached by browsers (its URL carries its hash, so a change is a new URL)."""
+    body = STYLESHEET.read_bytes()
+    etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+    headers = {"Cache-Control": "public, max-age=86400", "ETag": etag, "X-Content-Type-Options": "nosniff"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="text/css; charset=utf-8", headers=headers)
