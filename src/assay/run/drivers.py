@@ -5,6 +5,9 @@
 - `play_async`: inside an event loop. An async agent is awaited under `asyncio.timeout`, so an
   overstaying agent is cancelled, not abandoned; a sync agent is called inline (scripted agents
   keep their speed; a sync agent that blocks holds up the loop — use the threads executor).
+- `Stepper`: the HTTP driver. The same loop, suspended where it waits for the agent and advanced
+  from outside one assistant message at a time (one per request); what it is fed again on a fresh
+  fork (the steps a run recorded) brings it back to where it was, so a restarted server resumes.
 - `replay`: the same engine fed the replies a run recorded.
 
 What the agent does wrong is the agent's fault, recorded in the run's status: raising is `crashed`,
@@ -52,14 +55,15 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 
 
 async def _play(episode: Episode, make_agent: Callable[[], Agent],
-                wait: Callable[[Any, float], Awaitable[Any]]) -> RunRecord:
+                wait: Callable[[Any, float], Awaitable[Any]],
+                clock: Callable[[], float] = time.perf_counter) -> RunRecord:
     """The one loop: ask, report, until the engine says Done. `wait(awaitable, seconds)` is how
-    this driver waits for an async agent's answer within the run's remaining time."""
+    this driver waits for an async agent's answer within the run's remaining time; `clock` how it
+    measures the agent's time (the HTTP driver's is the time each step says it took)."""
     out: Turn | Done = episode.start()
     agent = out if isinstance(out, Done) else _create(episode, make_agent)
     if isinstance(agent, Done):
         return agent.record
-    clock = time.perf_counter
     while isinstance(out, Turn):
         began = clock()
         try:
@@ -100,6 +104,108 @@ def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
 async def play_async(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
     """Play one run to its end as a task of the running event loop."""
     return await _play(episode, make_agent, _bounded)
+
+
+class AgentFailed(Exception):
+    """A remote agent said it failed on its own machine: the run is `crashed`, as in-process."""
+
+
+class _Ask:
+    """What the HTTP driver's agent answers with: an awaitable that suspends the loop until the
+    next assistant message is sent in from outside (`Stepper.send`)."""
+
+    __slots__ = ("turn",)
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+
+    def __await__(self) -> Any:
+        return (yield self)
+
+
+def _asker(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> _Ask:
+    return _Ask(Turn(messages, tools))
+
+
+async def _as_sent(awaitable: Any, _seconds: float) -> Any:
+    # no timer here: the time a step took is reported with it, and the engine checks the budget
+    return await awaitable
+
+
+class Stepper:
+    """The HTTP driver: the one loop (`_play`) advanced one assistant message at a time.
+
+        stepper = Stepper(episode)        # the run opened: stepper.turn is what the agent is asked
+        stepper.send(message, seconds)    # the agent's answer, and how long it took
+        stepper.fail(reason)              # the agent failed on its side: `crashed`
+        stepper.expire()                  # the agent stayed away past its time: `timeout`
+        stepper.record                    # set once the run is over
+
+    The loop is suspended where it awaits the agent's answer; `send` resumes it, so every answer
+    meets the same engine checks as in-process play (parsing, turn and time budgets, tool errors).
+    Not thread-safe: one caller advances a stepper at a time. `marks[i]` is how many messages the
+    agent had been shown after its first `i` answers (`marks[0]`: the opening), so the messages
+    that followed answer `i` are `shown()[marks[i - 1] + 1 : marks[i]]`.
+    """
+
+    def __init__(self, episode: Episode) -> None:
+        self.episode = episode
+        self.turn: Turn | None = None
+        self.record: RunRecord | None = None
+        self.marks: list[int] = []
+        self._now = 0.0
+        self._coro = _play(episode, lambda: _asker, _as_sent, clock=lambda: self._now)
+        self._resume(lambda: self._coro.send(None))
+
+    @property
+    def done(self) -> bool:
+        return self.record is not None
+
+    def _resume(self, move: Callable[[], Any]) -> None:
+        try:
+            asked = move()
+        except StopIteration as finished:
+            self.turn, self.record = None, finished.value
+            self.marks.append(len(self.shown()))
+            return
+        self.turn = asked.turn
+        self.marks.append(len(asked.turn.messages))
+
+    def _check(self) -> None:
+        if self.record is not None:
+            raise RuntimeError("the run is over")
+
+    def send(self, message: Any, seconds: float = 0.0) -> None:
+        """The agent's answer after `seconds`: the next turn, or the end of the run."""
+        self._check()
+        self._now += max(0.0, seconds)
+        self._resume(lambda: self._coro.send(message))
+
+    def fail(self, reason: str, seconds: float = 0.0) -> None:
+        """The agent raised on its side: the run ends `crashed` with `reason`."""
+        self._check()
+        self._now += max(0.0, seconds)
+        self._resume(lambda: self._coro.throw(AgentFailed(reason)))
+
+    def expire(self) -> None:
+        """The agent overstayed (it never answered in time): the run ends as a `timeout`."""
+        self._check()
+        self._resume(lambda: self._coro.throw(TimeoutError()))
+
+    def shown(self) -> list[dict[str, Any]]:
+        """Every message the agent has been shown so far, its own answers included."""
+        if self.turn is not None:
+            return self.turn.messages
+        assert self.record is not None
+        return [{k: v for k, v in e.items() if k not in ("source", "data")}
+                for e in self.record.transcript if e.get("role") is not None]
+
+    def after(self, answer: int) -> list[dict[str, Any]]:
+        """The messages that followed the agent's `answer`-th answer (1-based): tool results, a
+        facilitator's words. Empty for an answer past the end of the run."""
+        if not 1 <= answer < len(self.marks):
+            return []
+        return self.shown()[self.marks[answer - 1] + 1 : self.marks[answer]]
 
 
 def replay(episode: Episode, actions: Iterable[dict[str, Any]]) -> Episode:
