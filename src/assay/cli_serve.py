@@ -73,9 +73,57 @@ def key_revoke(key_id: str = typer.Argument(..., metavar="ID", help="The key's i
     out.print(f"{view['kind']} key {view['id']} of account {view['account']} revoked", markup=False, highlight=False)
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """A port another process holds is the user's to fix: one line, before uvicorn starts."""
+    import socket
+
+    from assay.errors import BadInput
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise BadInput(f"cannot resolve host: {exc.strerror}", f"--host {host}") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}", f"--port {port}") from None
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64, help="Server processes (uvicorn workers)."),
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Serve the JSON API and the board pages over HTTP (FastAPI on uvicorn); OpenAPI at /openapi.json.
+
+    The store is opened (and migrated) and the server secret read or created before the first worker starts, so a bad --db is one line, not a crash per worker."""
+    import os
+
+    import uvicorn
+
+    from assay.store.db import default_url, mask_url
+    from assay.ui import err
+    from assay.web.app import Settings
+
+    url = db if db is not None else default_url()
+    open_store_at(url).close()
+    settings = Settings(db_url=url, secret=_secret(url))
+    _check_port_free(host, port)
+    os.environ.update(settings.to_env())  # what each worker's app_from_env reads
+    err.print(f"assay serve: http://{host}:{port} · store {mask_url(url)} · {workers} worker(s)",
+              markup=False, highlight=False, soft_wrap=True)
+    uvicorn.run("assay.web.app:app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level="info", server_header=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the service's commands to `app`."""
     from assay.cli_play import register as register_play
 
     app.add_typer(key_app, name="key")
+    app.command("serve")(serve)
     register_play(app)

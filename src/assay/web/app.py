@@ -1,32 +1,133 @@
-"""Building the app: one store per process, the routers, and the error mapping.
+"""Building the app: one store per process, the routers, the guards and the error mapping.
 
-Domain errors from `service/` become JSON `{"detail": …}` with 404/409/403/422 (DESIGN.md,
-Errors); nothing else a route raises may reach the client as a stack trace or a secret.
+Domain errors from `service/` become JSON `{"detail": …, "field": …}` with their status
+(DESIGN.md, Errors: `NotFound` 404, `Conflict` 409, `Forbidden` 403, `Invalid` and any other
+`BadInput` 422, `Unauthenticated` 401 with `WWW-Authenticate: Bearer`); nothing else a route
+raises may reach the client as a stack trace or a secret (`guards.Guard` answers a bare 500).
+
+`create_app(settings)` opens the store at start-up (lifespan) and closes it at shutdown; a test may
+hand in a `store` it opened itself, which the app then uses and leaves open. `app_from_env()` is
+the factory `assay serve` gives uvicorn by import string (several workers each build their own
+app), reading the settings `Settings.to_env` wrote into the environment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from assay.errors import BadInput, DomainError, Unauthenticated, http_status
+from assay.store.db import Store
+from assay.web.guards import BodyLimit, Guard, RateLimit, TokenBuckets
+
+#: Environment variables `app_from_env` reads (besides `ASSAY_DB` and `ASSAY_SECRET`).
+ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
+ENV_RATE = "ASSAY_RATE_LIMIT"
+ENV_BURST = "ASSAY_RATE_BURST"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What `assay serve` hands the app: where the store is and the server's secret."""
+    """What `assay serve` hands the app: where the store is, the server's secret, and the limits.
+
+    `rate_limit` is requests per second per caller (refill), `rate_burst` how many may come at once;
+    a `rate_limit` of 0 turns the limit off."""
 
     db_url: str | None
-    secret: bytes
+    secret: bytes = field(repr=False)  # never in a log line or a traceback's repr
     body_limit: int = 1 << 20
+    rate_limit: float = 20.0
+    rate_burst: int = 120
+
+    def to_env(self) -> dict[str, str]:
+        """The limits as environment variables for `app_from_env` (never the secret: each worker
+        reads it from where it lives, `assay.service.secret`)."""
+        env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst)}
+        if self.db_url is not None:
+            env["ASSAY_DB"] = self.db_url
+        return env
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        from assay.service.secret import server_secret
+        from assay.store.db import default_url
+
+        db_url = os.environ.get("ASSAY_DB") or default_url()
+        return cls(db_url=db_url, secret=server_secret(db_url),
+                   body_limit=int(os.environ.get(ENV_BODY_LIMIT, 1 << 20)),
+                   rate_limit=float(os.environ.get(ENV_RATE, 20.0)),
+                   rate_burst=int(os.environ.get(ENV_BURST, 120)))
 
 
-def create_app(settings: Settings) -> FastAPI:
+def _open(settings: Settings) -> Store:
+    from assay.service.releases import bootstrap
+    from assay.store.db import open_store
+
+    store = open_store(settings.db_url)
+    try:
+        bootstrap(store)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def refusal_response(exc: BadInput) -> JSONResponse:
+    """A refusal as the client reads it: its status, one-line `detail`, and the field at fault."""
+    body: dict[str, str | None] = {"detail": str(exc)}
+    if isinstance(exc, DomainError):
+        body["field"] = exc.field
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
+    return JSONResponse(body, status_code=http_status(exc), headers=headers)
+
+
+async def _refused(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BadInput)
+    return refusal_response(exc)
+
+
+def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     from assay.web import agent_api, api, pages, submissions_api
 
-    app = FastAPI(title="Assay", version="1")
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if store is not None:
+            yield
+            return
+        app.state.store = _open(settings)
+        try:
+            yield
+        finally:
+            app.state.store.close()
+
+    app = FastAPI(
+        title="Assay", version="1", lifespan=lifespan,
+        description="Benchmarks of AI agents in simulated worlds with a known, hidden ground truth: public "
+                    "suites and boards, submissions with API keys, and remote play with agent keys. Every "
+                    "refusal is JSON `{\"detail\": …}`; a figure describes behaviour in a simulated world, "
+                    "not evidence that an agent is safe to run in production.",
+    )
     app.state.settings = settings
+    if store is not None:
+        app.state.store = store
+    app.add_exception_handler(BadInput, _refused)
     app.include_router(api.router)
     app.include_router(submissions_api.router)
     app.include_router(agent_api.router)
     app.include_router(pages.router)
+    # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then the routes
+    app.add_middleware(BodyLimit, limit=settings.body_limit)
+    if settings.rate_limit > 0:
+        app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst))
+    app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),))
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app a uvicorn worker builds (`assay.web.app:app_from_env`, factory=True)."""
+    return create_app(Settings.from_env())

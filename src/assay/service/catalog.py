@@ -1,0 +1,39 @@
+"""The index of suites: which suites an actor finds listed, one entry per suite.
+
+Listing is narrower than resolving (`releases.find_release`): an unlisted version opens by its
+URL but is not in the public index. Agents are the exception: an agent plays the runs of
+submissions its account made, which may be to an unlisted suite, so its index lists public and
+unlisted suites. Internal suites are listed to the staff alone. Each entry is the suite's latest
+version among those listed to the actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.service import releases
+from assay.service.actors import Actor
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+
+
+def listed_visibilities(actor: Actor) -> frozenset[str]:
+    """The release visibilities an actor's index lists."""
+    if actor.is_staff:
+        return frozenset({"public", "unlisted", "internal"})
+    if actor.kind == "agent":
+        return frozenset({"public", "unlisted"})
+    return frozenset({"public"})
+
+
+def suites(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+    """One entry per suite the actor's index lists (its latest listed version), by key."""
+    shown = listed_visibilities(actor)
+    latest: dict[str, dict[str, Any]] = {}
+    for release in BoardRepo(store).releases():
+        if release["visibility"] not in shown:
+            continue
+        held = latest.get(release["suite_key"])
+        if held is None or releases.version_key(release["version"]) > releases.version_key(held["version"]):
+            latest[release["suite_key"]] = release
+    return [releases.release_view(store, latest[key], full=False) for key in sorted(latest)]

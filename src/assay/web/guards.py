@@ -1,0 +1,176 @@
+"""What stands between the network and the routes: a cap on request bodies, a rate limit per key,
+and a last guard that turns any bug into a bare 500. Pure ASGI middleware, so each sees the raw
+byte stream and the response start, which `BaseHTTPMiddleware` hides.
+
+- `BodyLimit` refuses a body over the cap with 413: at once when `Content-Length` says so, and
+  while streaming otherwise (a chunked body, or a `Content-Length` that lies), by raising
+  `BodyTooLarge` from `receive` — an `HTTPException`, so FastAPI's body parsing re-raises it as
+  the 413 it is instead of calling it a parse error.
+- `RateLimit` keeps a token bucket per caller, in this process: the caller is the presented
+  credential (a digest of the `Authorization` header, never the key itself) or, without one, the
+  client address. Over the limit: 429 with `Retry-After` in whole seconds. With several workers
+  each process keeps its own buckets, so the effective limit is per worker.
+- `Guard` catches what nothing else did: the client gets `{"detail": "internal error"}` and no
+  trace; the log gets the traceback with the server secret scrubbed out, should it ever appear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("assay.web")
+
+
+async def send_json(send: Send, status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> None:
+    """A complete JSON response, sent straight onto the ASGI channel."""
+    payload = json.dumps(body).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
+
+
+class BodyTooLarge(HTTPException):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body larger than {limit} bytes")
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > self.limit:
+            await send_json(send, 413, {"detail": BodyTooLarge(self.limit).detail}, {"connection": "close"})
+            return
+        seen = 0
+        started = False
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, watched)
+        except BodyTooLarge as exc:  # raised where no route turned it into a response
+            if started:
+                raise
+            await send_json(send, 413, {"detail": exc.detail}, {"connection": "close"})
+
+
+@dataclass
+class TokenBuckets:
+    """Token buckets by caller: `rate` tokens a second, up to `burst`; each request takes one.
+
+    Single-threaded by design (the event loop's). A bucket that has refilled is the same as no
+    bucket, so when more than `max_callers` are kept the full ones are dropped: memory stays
+    bounded however many distinct callers arrive."""
+
+    rate: float
+    burst: int
+    clock: Callable[[], float] = time.monotonic
+    max_callers: int = 10_000
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # caller -> (tokens, at)
+
+    def take(self, caller: str) -> float:
+        """0 when the request may go ahead (a token taken), else the seconds until one is there."""
+        now = self.clock()
+        tokens, at = self._buckets.get(caller, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[caller] = (tokens - 1.0, now)
+            if len(self._buckets) > self.max_callers:
+                self._forget_full(now)
+            return 0.0
+        self._buckets[caller] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+    def _forget_full(self, now: float) -> None:
+        for caller, (tokens, at) in list(self._buckets.items()):
+            if tokens + (now - at) * self.rate >= self.burst:
+                del self._buckets[caller]
+
+
+def caller_of(scope: Scope) -> str:
+    """Whose bucket a request draws from: its credential's digest, else its client address."""
+    credential = _header(scope, b"authorization")
+    if credential:
+        return "key:" + hashlib.sha256(credential).hexdigest()
+    client = scope.get("client")
+    return "ip:" + (client[0] if client else "unknown")
+
+
+class RateLimit:
+    def __init__(self, app: ASGIApp, buckets: TokenBuckets) -> None:
+        self.app, self.buckets = app, buckets
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        wait = self.buckets.take(caller_of(scope))
+        if wait > 0:
+            seconds = max(1, math.ceil(wait))
+            await send_json(send, 429, {"detail": f"too many requests; retry after {seconds} s"},
+                            {"retry-after": str(seconds)})
+            return
+        await self.app(scope, receive, send)
+
+
+class Guard:
+    """The outermost layer: a bug answers 500 `{"detail": "internal error"}`, never a trace."""
+
+    def __init__(self, app: ASGIApp, scrub: tuple[str, ...] = ()) -> None:
+        self.app, self.scrub = app, tuple(s for s in scrub if s)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:  # noqa: BLE001 - the one place every bug ends up
+            text = "".join(traceback.format_exception(exc))
+            for secret in self.scrub:
+                text = text.replace(secret, "***")
+            log.error("internal error on %s %s\n%s", scope.get("method"), scope.get("path"), text)
+            if not started:
+                await send_json(send, 500, {"detail": "internal error"})
