@@ -32,7 +32,7 @@ from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
-from assay.service import accounts, batches, platform_config, releases
+from assay.service import accounts, batches, platform_config, releases, scoring
 from assay.service.actors import Actor, require_operator, require_owner, require_speaks_for
 from assay.service.board import entry_numbers, entry_rank
 from assay.service.suites import SuiteBundle
@@ -369,6 +369,9 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     assert release is not None
     entry = repo.entry(submission_id)
     models = repo.facilitator_models([submission_id])[submission_id]
+    # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
+    figures = scoring.trait_figures(store, submission_id)
+    judged = scoring.judgements(store, submission_id) if figures else {}
     batch = store.batch(submission_id) or {}
     return {
         "id": submission_id,
@@ -418,7 +421,10 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
                 "win_conditions_total": r["win_total"],
                 "player_messages": r["player_messages"],
                 "actions": r["actions"],
+                **({"traits": judged[r["run_id"]].traits_view() if r["run_id"] in judged else None}
+                   if figures else {}),
             }
             for r in repo.run_facts(submission_id)
         ],
+        **{k: v for k, v in figures.items() if k != "composite_by_case"},
     }
