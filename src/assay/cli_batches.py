@@ -48,6 +48,10 @@ def resume(
         progress.created(batch["id"], batches.pending(store, batch["id"]))
         batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
     finished = batches.complete(store, batch["id"])
+    if batch["kind"] == "submission":
+        from assay.cli_board import judge_submission
+
+        judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
     listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
     word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
     out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
+import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,9 +22,13 @@ from rich.table import Table
 from assay.errors import BadInput
 from assay.ui import (
     BatchProgress, DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json,
+    progress_bar,
 )
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
+JudgeOpt = typer.Option(None, "--judge", help="rules | openai:MODEL (default: the judge the release pins).")
+JudgeBaseUrlOpt = typer.Option(None, "--judge-base-url", help="OpenAI-compatible endpoint of a model judge "
+                               "(default: OPENAI_BASE_URL).")
 #: What `assay compare --metric` accepts (assay.service.compare.METRICS; named here so --help
 #: stays fast, and checked equal by the tests).
 COMPARE_METRICS = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
@@ -205,10 +211,14 @@ def submit(
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    judge: Optional[str] = JudgeOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Submit an agent: the server runs every scenario × reps of the release, each with its own seed.
+
+    A suite with a trait rubric (academy) is then scored by its judge (the release's, or --judge); the submission is complete once every run is judged.
 
     The submission id is printed (on stderr) as soon as the plan is stored, before the first run; if the process is stopped or killed, `assay resume ID` finishes the submission."""
     from assay.agents.loader import load_agent
@@ -219,17 +229,73 @@ def submit(
         raise BadInput("directory does not exist", str(json_file))
     factory = load_agent(agent, base_url=base_url)
     make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
+    _check_judge(judge, judge_base_url)
     store = open_store_at(db)
     with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
             publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor,
             ray_address=ray_address, on_created=progress.created, on_done=progress.done, actor=OPERATOR)
+    judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
     view = submissions.results(store, submission_id, actor=OPERATOR)
     print_submission(view)
     if json_file is not None:
         json_file.write_text(json.dumps(view, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         out.print(f"results JSON: {json_file}", markup=False)
+
+
+def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | None, quiet: bool) -> dict[str, Any]:
+    """`scoring.score` with a progress bar over the passes it makes."""
+    from assay.service import scoring
+
+    with contextlib.ExitStack() as stack:
+        advance: list[Callable[[Any, bool], None]] = []
+
+        def start(total: int) -> None:
+            advance.append(stack.enter_context(progress_bar(total, f"judging {submission_id[:12]}", quiet=quiet)))
+
+        return scoring.score(store, submission_id, judge=judge, base_url=base_url, actor=OPERATOR,
+                             on_start=start, on_pass=lambda _run, p: advance[0](p, p.valid))
+
+
+def _check_judge(judge: str | None, base_url: str | None) -> None:
+    """Refuse a bad --judge before anything is stored."""
+    if judge is not None:
+        from assay.score.judge import judge_from_spec
+
+        judge_from_spec(judge, base_url)
+
+
+def judge_submission(store: Any, submission_id: str, judge: str | None, base_url: str | None, *,
+                     quiet: bool = False) -> dict[str, Any] | None:
+    """Score a submission's runs with its judge; None for an oracle suite (nothing to judge)."""
+    from assay.service import scoring
+
+    if not scoring.needs_judging(store, submission_id):
+        return None
+    return _scored(store, submission_id, judge, base_url, quiet)
+
+
+def score(
+    submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
+    judge: Optional[str] = JudgeOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    json_out: bool = JsonFlag,
+    quiet: bool = QuietFlag,
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Score a submission's runs with its judge, or finish what an interrupted scoring left.
+
+    The judge is pinned at a submission's first scoring (the release's by default) and every run is scored with it: a different --judge later is refused. Every pass is stored as it ends, so stopping loses nothing; the submission is complete, and published if it asked to be, once every run is judged."""
+    _check_judge(judge, judge_base_url)
+    store = open_store_at(db)
+    summary = _scored(store, submission, judge, judge_base_url, quiet)
+    if json_out:
+        print_json(summary)
+        return
+    out.print(f"submission {summary['submission_id']}: {summary['runs_scored']} of {summary['runs_recorded']} "
+              f"recorded runs scored by {summary['judge']['model']} ({summary['passes_recorded']} passes stored "
+              "now)", markup=False, highlight=False)
 
 
 def unpublish(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
@@ -323,17 +389,28 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     out.print(f"{s['key']} {s['version']} — {s['title']} ({s['language']})", markup=False)
     out.print("pinned: " + " ".join(f"{p['case_id']}@{p['hash_prefix']}" for p in value["provenance"]["scenarios"]),
               markup=False)
+    judge = value["provenance"]["judge"]
+    traits = value["provenance"].get("rubric_hash_prefix") is not None  # a trait suite, judged
     table = Table(caption=r"\[lo, hi]: 95% interval, clustered by case")
-    for col in ("rank", "agent (self-declared)", "handle", "class", "cases", "runs", "pass", "consistency",
-                "false success", "objective", "era"):
+    for col in ("rank", "agent (self-declared)", "handle", "class", "cases", "runs",
+                *(("composite", "safety (mean)", "stability") if traits else ()),
+                "pass", "consistency", "false success", "objective", "era"):
         table.add_column(col)
     for e in value["entries"]:
         era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
+        judged = ()
+        if traits:
+            safety = e.get("safety") or {}
+            worst = f"{min(safety.values()):.4f} min" if safety else "-"
+            judged = (_rate_ci(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
         table.add_row(str(e["rank"]) if e["rank"] is not None else "-", e["agent_label"], e["public_handle"],
-                      e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]),
+                      e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]), *judged,
                       *(_rate_ci(e[k], e[f"{k}_ci"]) for k in
                         ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era)
     out.print(table)
+    if traits:
+        out.print(f"judge: {judge['model']} · prompt v{judge['prompt_version']} {judge['prompt_hash'][:12]} · "
+                  f"{judge['passes']} pass(es) per run · temperature {judge['temperature']}", markup=False)
     out.print(f"rank: {value['ranking']}", markup=False)
     if len(value["versions"]) > 1:
         out.print("versions: " + ", ".join(v["version"] + (" *" if v["current"] else "") for v in value["versions"]),
@@ -396,6 +473,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(config_app, name="config")
     app.add_typer(era_app, name="era")
     app.command("submit")(submit)
+    app.command("score")(score)
     app.command("unpublish")(unpublish)
     app.command("note")(note)
     app.command("board")(board)

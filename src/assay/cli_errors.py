@@ -21,6 +21,8 @@ FLAGS: dict[str, str] = {
     "db": "--db",
     "executor": "--executor",
     "from": "--from",
+    "judge": "--judge",
+    "judge_passes": "--judge-passes",
     "kind": "--kind",
     "label": "--label",
     "play_model": "--play-model",

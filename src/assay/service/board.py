@@ -18,7 +18,7 @@ import json
 from typing import Any
 from assay.service.actors import Actor
 
-from assay.service import releases
+from assay.service import releases, scoring
 from assay.stats.intervals import case_interval
 from assay.stats.ranks import statistical_ranks
 from assay.store.board_repo import BoardRepo
@@ -28,6 +28,15 @@ RATE_PLACES = 4
 RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
 #: The figure ranks are decided on (its interval), and the point estimates entries are listed by.
 RANKING_FIGURE = "pass_rate"
+#: What a trait suite's entries carry besides the oracle figures (`scoring.trait_figures`).
+TRAIT_FIELDS = ("composite", "composite_ci", "traits", "safety", "stability", "safety_variance_n",
+                "safety_variance_range", "safety_variance_stddev", "judge")
+TRAIT_RANKING = (
+    "platform-class, complete entries only, listed by composite desc (the mean over capability "
+    "traits of their per-scenario means; safety traits never enter it), then pass_rate desc; "
+    "rank = 1 + the number of ranked entries whose 95% composite interval (clustered by case) lies "
+    "wholly above this entry's, so entries the data cannot tell apart share a rank"
+)
 RANKING = (
     "platform-class, complete entries only, listed by pass_rate desc, then false_success_rate asc, "
     "then consistency desc; rank = 1 + the number of ranked entries whose 95% pass_rate interval "
@@ -88,24 +97,37 @@ def _rankable(facts: dict[str, Any]) -> bool:
     return facts["rank"] is not None
 
 
-def statistical_ranks_of(rows: list[dict[str, Any]]) -> dict[str, int]:
+def statistical_ranks_of(rows: list[dict[str, Any]], figure: str = RANKING_FIGURE) -> dict[str, int]:
     """The statistical rank of each rankable entry among the rankable ones, on the rounded
-    `RANKING_FIGURE` interval — the interval the board shows, so anyone can recount a rank from
-    the JSON alone. `rows` carry the `<rate>_ci` keys of `entry_intervals`."""
-    ranked = [r for r in rows if _rankable(r) and r[f"{RANKING_FIGURE}_ci"] is not None]
-    ranks = statistical_ranks([tuple(r[f"{RANKING_FIGURE}_ci"]) for r in ranked])
+    interval of `figure` — the interval the board shows, so anyone can recount a rank from the
+    JSON alone. `rows` carry the `<figure>_ci` keys (`entry_intervals`, `_trait_entry`)."""
+    ranked = [r for r in rows if _rankable(r) and r[f"{figure}_ci"] is not None]
+    ranks = statistical_ranks([tuple(r[f"{figure}_ci"]) for r in ranked])
     return {r["submission_id"]: rank for r, rank in zip(ranked, ranks)}
 
 
 def release_entries(store: Store, release_id: int) -> list[dict[str, Any]]:
-    """The `board_entries` rows of a release, each with its intervals, `n_cases` and its
-    statistical `rank` (None when unranked)."""
+    """The `board_entries` rows of a release, each with its intervals, `n_cases`, its trait
+    figures when the release pins a rubric, and its statistical `rank` (None when unranked):
+    on the pass-rate interval for an oracle suite, on the composite's for a trait suite."""
     repo = BoardRepo(store)
     rows = repo.entries(release_id)
     cases = repo.case_counts([r["submission_id"] for r in rows])
     rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
-    ranks = statistical_ranks_of(rows)
+    release = repo.release_by_id(release_id)
+    if release is not None and release.get("rubric") is not None:
+        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]))} for r in rows]
+        ranks = statistical_ranks_of(rows, "composite")
+    else:
+        ranks = statistical_ranks_of(rows)
     return [{**r, "rank": ranks.get(r["submission_id"])} for r in rows]
+
+
+def _trait_entry(figures: dict[str, Any]) -> dict[str, Any]:
+    """An entry's trait fields, with the composite's 95% interval clustered by case."""
+    by_case = figures.pop("composite_by_case")
+    interval = case_interval(list(by_case.values())) if figures["composite"] is not None else None
+    return {**figures, "composite_ci": _rounded(interval)}
 
 
 def entry_rank(store: Store, submission_id: str) -> int | None:
@@ -125,7 +147,9 @@ def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
         "release_hash_prefix": release["release_hash"][: releases.HASH_PREFIX],
         "scenarios": [{"case_id": p["case_id"], "version": p["version"], "hash_prefix": p["hash_prefix"]}
                       for p in releases.scenario_pins(store, release)],
-        "judge": releases.judge_view(release),
+        "judge": scoring.judge_provenance(release),
+        "rubric_hash_prefix": (releases.release_rubric(release).content_hash()[: releases.HASH_PREFIX]  # type: ignore[union-attr]
+                               if release.get("rubric") is not None else None),
         "facilitator_model": release["facilitator_model"],
         "reps_per_scenario": release["reps_per_scenario"],
     }
@@ -151,15 +175,17 @@ def _entry(facts: dict[str, Any], models: list[str], harness: str | None) -> dic
         "facilitator_models": models,
         "harness_version": harness,
         "rank": facts["rank"],
+        **{k: facts[k] for k in TRAIT_FIELDS if k in facts},
     }
 
 
 def _order(entry: dict[str, Any]) -> tuple[Any, ...]:
-    # Ranked entries first, then the unranked; each by point estimate (best pass rate, fewest false
-    # successes, most consistent), ties by id (stable). A statistical rank is not an order: two
-    # entries that share rank 1 are still listed best estimate first.
-    return (entry["rank"] is None, -(entry["pass_rate"] or 0.0), entry["false_success_rate"] or 0.0,
-            -(entry["consistency"] or 0.0), entry["submission_id"])
+    # Ranked entries first, then the unranked; each by point estimate (a trait suite: best
+    # composite first — never a safety trait; then best pass rate, fewest false successes, most
+    # consistent), ties by id (stable). A statistical rank is not an order: two entries that share
+    # rank 1 are still listed best estimate first.
+    return (entry["rank"] is None, -(entry.get("composite") or 0.0), -(entry["pass_rate"] or 0.0),
+            entry["false_success_rate"] or 0.0, -(entry["consistency"] or 0.0), entry["submission_id"])
 
 
 def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
@@ -184,7 +210,7 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
-        "ranking": RANKING,
+        "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
         "entries": entries,
     }
 

@@ -331,8 +331,12 @@ class BoardRepo:
         planned = conn.execute(
             sa.select(sa.func.count()).select_from(planned_runs).where(planned_runs.c.batch_id == submission_id)
         ).scalar_one()
+        # a run is settled once swept and, for a release with a trait rubric, judged: a submission
+        # is finalised (era stamp, publication) only when every planned run is settled
+        f = board_run_facts
         swept = conn.execute(
-            sa.select(sa.func.count()).select_from(run_sweeps).where(run_sweeps.c.submission_id == submission_id)
+            sa.select(sa.func.count()).select_from(f)
+            .where(f.c.submission_id == submission_id, f.c.swept == 1, f.c.judged == 1)
         ).scalar_one()
         return int(planned), int(swept)
 

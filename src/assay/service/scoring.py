@@ -1,0 +1,243 @@
+"""Trait scoring of a submission: judge its recorded runs against the rubric its release pins, store
+every pass, and derive the figures the board shows from the stored passes.
+
+Scoring lags run completion (the methodology): runs are played and oracle-scored first, then the
+judge's passes run concurrently through one shared client (`score`). The judge configuration is
+pinned at a submission's first scoring and every run of the submission is scored with it; asking
+for another judge later is refused. Each pass is appended as it ends, so an interrupted scoring
+loses nothing and `score` again makes only the passes still missing. A run with fewer valid passes
+than the judge needs stays unscored — its submission stays `incomplete` (the views count a run of a
+rubric release as scored only once judged) — and the submission is finalised, and published if it
+asked to be, when the last run is judged.
+
+Every trait number is derived from the stored passes (`base.summarize`, `stats.traits`), never
+stored: a run's per-trait score is the mean of its valid passes; per scenario the mean over its
+scored, non-gated runs; the composite the mean over capability traits; safety traits on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from assay.errors import Conflict, Invalid, NotFound
+from assay.records import transcript_events
+from assay.scenario.rubric import Rubric, rubric_hash
+from assay.scenario.suite import JudgeConfig
+from assay.score.judge import JudgePass, JudgeRun, LLMJudge, RulesJudge, RunJudgement, judge_from_spec, summarize
+from assay.service import platform_config, releases
+from assay.service.actors import Actor, require_owner
+from assay.stats.traits import RunTraits, Stability, composite, scenario_means, stability, trait_means
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+from assay.store.judge_repo import JudgeRepo
+
+#: Passes in flight at once, over all runs of a scoring (one shared client, a bounded pool).
+DEFAULT_CONCURRENCY = 32
+#: A pass that failed may be made again under a new index, up to this many times the judge's
+#: passes per run in all; past that the run stays unscored (a judge that cannot answer is not
+#: asked forever).
+MAX_PASS_FACTOR = 2
+TRAIT_PLACES = 4
+
+Judge = RulesJudge | LLMJudge
+
+
+def release_judge(release: dict[str, Any]) -> JudgeConfig | None:
+    """The judge a release pins (None for a release without one)."""
+    return JudgeConfig.model_validate(release["judge"]) if release.get("judge") is not None else None
+
+
+def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
+    """The board's `provenance.judge`: {model, prompt_version, prompt_hash, passes, temperature} of
+    the judge the release pins, with the hash of the prompt this harness sends that judge."""
+    config = release_judge(release)
+    if config is None:
+        return None
+    spec = config.spec
+    hashed = RulesJudge.prompt_hash if spec == "rules" else LLMJudge.prompt_hash
+    version = RulesJudge.prompt_version if spec == "rules" else config.prompt_version
+    return {"model": spec, "prompt_version": version, "prompt_hash": hashed,
+            "passes": config.passes, "temperature": config.temperature}
+
+
+def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | None) -> Judge:
+    if spec == "rules":
+        return RulesJudge()
+    return judge_from_spec(spec, base_url, api_key, passes)
+
+
+def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
+    return {"spec": judge.spec, "model": judge.spec, "prompt_version": judge.prompt_version,
+            "prompt_hash": judge.prompt_hash, "passes": judge.passes, "min_valid": judge.min_valid,
+            "temperature": float(judge.temperature), "rubric_hash": rubric_hash(rubric)}
+
+
+def _release_of(store: Store, submission_id: str) -> dict[str, Any]:
+    repo = BoardRepo(store)
+    submission = repo.submission(submission_id)
+    if submission is None:
+        raise NotFound("no such submission", "submission", value=submission_id)
+    release = repo.release_by_id(submission["release_id"])
+    assert release is not None
+    return release
+
+
+def _owned(store: Store, ident: str, actor: Actor) -> str:
+    repo = BoardRepo(store)
+    found = repo.resolve_submission_id(ident)
+    submission = repo.submission(found) if found else None
+    if submission is None:
+        raise NotFound("no such submission", "submission", value=ident)
+    require_owner(actor, submission["account"], "submission", ident, "submission")
+    return found  # type: ignore[return-value]
+
+
+def needs_judging(store: Store, submission_id: str) -> bool:
+    """Whether the submission's release pins a trait rubric (its runs are scored by a judge)."""
+    return _release_of(store, submission_id).get("rubric") is not None
+
+
+def _pass_row(run_id: str, judged: JudgePass) -> dict[str, Any]:
+    return {"run_id": run_id, "pass_index": judged.index, "valid": judged.valid, "verdicts": judged.scores,
+            "rationale": dict(judged.rationale), "raw": judged.raw, "error": judged.error,
+            "error_kind": judged.error_kind, "attempts": judged.attempts}
+
+
+def _stored_pass(row: dict[str, Any]) -> JudgePass:
+    return JudgePass(index=row["pass_index"], raw=row["raw"], scores=row["verdicts"] if row["valid"] else None,
+                     rationale=dict(row["rationale"] or {}), error=row["error"], error_kind=row["error_kind"],
+                     attempts=row["attempts"])
+
+
+def _missing(pinned: dict[str, Any], stored: list[dict[str, Any]]) -> list[int]:
+    """The pass indices still to make for a run: the judge's own first, then (when some failed)
+    new ones until enough could be valid, within `MAX_PASS_FACTOR` × passes in all."""
+    have = {r["pass_index"] for r in stored}
+    valid = sum(bool(r["valid"]) for r in stored)
+    if valid >= pinned["min_valid"]:
+        return []
+    wanted = [i for i in range(pinned["passes"]) if i not in have]
+    short = pinned["min_valid"] - valid - len(wanted)
+    ceiling = pinned["passes"] * MAX_PASS_FACTOR
+    nxt = max(have | set(wanted), default=-1) + 1
+    while short > 0 and nxt < ceiling:
+        wanted.append(nxt)
+        nxt += 1
+        short -= 1
+    return [i for i in wanted if i < ceiling]
+
+
+def score(store: Store, ident: str, *, judge: str | None = None, base_url: str | None = None,
+          api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+          on_pass: Callable[[str, JudgePass], None] | None = None,
+          on_start: Callable[[int], None] | None = None, actor: Actor) -> dict[str, Any]:
+    """Judge every recorded run of a submission that lacks valid passes, store each pass as it
+    ends, then finalise the submission if every run is settled. Returns a summary of the scoring.
+
+    `judge` defaults to the one pinned at the first scoring, else the release's. A different judge
+    than the pinned one is refused (`Conflict`); a release without a rubric has nothing to judge
+    (`Invalid`); the endpoint and key of a model judge come from the arguments or `OPENAI_*`.
+    `on_start(n)` hears how many passes are to be made, `on_pass(run_id, pass)` each as it ends."""
+    from assay.service.submissions import complete  # submissions calls back into scoring
+
+    submission_id = _owned(store, ident, actor)
+    release = _release_of(store, submission_id)
+    rubric = releases.release_rubric(release)
+    if rubric is None:
+        raise Invalid(f"suite {release['suite_key']} {release['version']} has no trait rubric: its runs are "
+                      "scored by their checks alone", "submission", value=submission_id)
+    repo = JudgeRepo(store)
+    pinned = repo.config(submission_id)
+    declared = release_judge(release) or JudgeConfig(model="rules")
+    if pinned is not None:
+        if judge is not None and judge != pinned["spec"]:
+            raise Conflict(f"submission {submission_id[:12]} is scored with {pinned['spec']} (pinned at its first "
+                           f"scoring); every run of a submission is scored with one judge", "judge", value=judge)
+        chosen = _make_judge(pinned["spec"], pinned["passes"], base_url, api_key)
+    else:
+        spec = judge or declared.spec
+        chosen = _make_judge(spec, declared.passes if spec == declared.spec else 5, base_url, api_key)
+        chosen.check(rubric)
+        pinned = repo.pin(submission_id, _pin_row(chosen, rubric))
+    stored = repo.passes([submission_id])
+    jobs = []
+    for run in repo.recorded_runs(submission_id):
+        indices = _missing(pinned, stored.get(run["run_id"], []))
+        if indices:
+            jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices))
+    written = 0
+    if on_start is not None:
+        on_start(sum(len(j.pass_indices or ()) for j in jobs))
+
+    def record(run_id: str, judged: JudgePass) -> None:
+        nonlocal written
+        written += repo.add_pass(submission_id, _pass_row(run_id, judged))
+        if on_pass is not None:
+            on_pass(run_id, judged)
+
+    if jobs:
+        chosen.score_runs_sync(jobs, concurrency, record)
+    complete(store, submission_id)
+    judged = judgements(store, submission_id)
+    return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
+            "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
+            "runs_recorded": len(judged)}
+
+
+def _config_view(pinned: dict[str, Any]) -> dict[str, Any]:
+    return {"model": pinned["model"], "prompt_version": pinned["prompt_version"],
+            "prompt_hash": pinned["prompt_hash"], "passes": pinned["passes"],
+            "temperature": int(pinned["temperature"]) if float(pinned["temperature"]).is_integer()
+            else pinned["temperature"], "rubric_hash": pinned["rubric_hash"]}
+
+
+def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
+    """{run_id: its judgement} over the submission's recorded runs, from the stored passes."""
+    repo = JudgeRepo(store)
+    pinned = repo.config(submission_id)
+    release = _release_of(store, submission_id)
+    rubric = releases.release_rubric(release)
+    if rubric is None:
+        return {}
+    stored = repo.passes([submission_id])
+    min_valid = pinned["min_valid"] if pinned is not None else 1
+    return {run["run_id"]: summarize(run["run_id"], rubric.keys,
+                                     [_stored_pass(r) for r in stored.get(run["run_id"], [])], min_valid)
+            for run in repo.recorded_runs(submission_id)}
+
+
+def _round(values: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, TRAIT_PLACES) for k, v in values.items()}
+
+
+def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
+    """A submission's trait figures, derived from its stored passes: `composite`, `traits`
+    {capability trait: mean}, `safety` {safety trait: mean}, the stability verdict with its
+    safety-variance fields, per-case composites (`composite_by_case`, for intervals) and the pinned
+    `judge`. Empty for a release without a rubric."""
+    release = _release_of(store, submission_id)
+    rubric = releases.release_rubric(release)
+    if rubric is None:
+        return {}
+    judged = judgements(store, submission_id)
+    facts = BoardRepo(store).run_facts(submission_id)
+    runs = [RunTraits(f["case_id"], judged[f["run_id"]].scores if f["run_id"] in judged else None, bool(f["gated"]))
+            for f in facts]
+    per_case = scenario_means(runs)
+    means = trait_means(per_case)
+    threshold = platform_config.get(store, platform_config.SAFETY_VARIANCE)["unstable_range_threshold"]
+    verdict: Stability = stability(runs, rubric.safety_keys, threshold=float(threshold),
+                                   cases=sorted({f["case_id"] for f in facts}))
+    capability = set(rubric.capability_keys)
+    by_case = {case: composite({case: m}, capability) for case, m in per_case.items()}
+    pinned = JudgeRepo(store).config(submission_id)
+    value = composite(per_case, capability)
+    return {
+        "composite": None if value is None else round(value, TRAIT_PLACES),
+        "traits": _round({k: v for k, v in means.items() if k in capability}),
+        "safety": _round({k: v for k, v in means.items() if k in rubric.safety_keys}),
+        **verdict.fields(),
+        "composite_by_case": {c: v for c, v in by_case.items() if v is not None},
+        "judge": _config_view(pinned) if pinned is not None else None,
+    }

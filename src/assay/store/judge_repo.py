@@ -1,0 +1,83 @@
+"""Reads and appends of trait judging: pinned judge configs and judge passes (`judge_schema`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.store.board_repo import BoardRepo
+from assay.store.judge_schema import judge_configs, judge_passes
+from assay.store.schema import planned_runs, runs, utcnow
+
+PASS_COLUMNS = ("run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error", "error_kind", "attempts")
+
+
+class JudgeRepo(BoardRepo):
+    """Append-only access to the judge's rows, over the board's engine and transactions."""
+
+    def config(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+        query = sa.select(judge_configs).where(judge_configs.c.submission_id == submission_id)
+        if conn is not None:
+            row = conn.execute(query).first()
+        else:
+            with self.read() as c:
+                row = c.execute(query).first()
+        return dict(row._mapping) if row is not None else None
+
+    def configs(self, submission_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        ids = list(submission_ids)
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(sa.select(judge_configs).where(judge_configs.c.submission_id.in_(ids))).all()
+        return {r.submission_id: dict(r._mapping) for r in rows}
+
+    def pin(self, submission_id: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Pin `config` as the submission's judge unless one is pinned already; the pinned one."""
+        with self.write() as conn:
+            self.lock(conn, "judge", submission_id)
+            existing = self.config(submission_id, conn)
+            if existing is not None:
+                return existing
+            conn.execute(sa.insert(judge_configs).values(submission_id=submission_id, **config, created_at=utcnow()))
+            pinned = self.config(submission_id, conn)
+        assert pinned is not None
+        return pinned
+
+    def add_pass(self, submission_id: str, row: dict[str, Any]) -> bool:
+        """Append one pass; False (nothing written) if that (run, pass index) is already recorded."""
+        with self.write() as conn:
+            self.lock(conn, "judge-pass", f"{row['run_id']}\x00{row['pass_index']}")
+            seen = conn.execute(sa.select(judge_passes.c.id).where(
+                judge_passes.c.run_id == row["run_id"], judge_passes.c.pass_index == row["pass_index"])).first()
+            if seen is not None:
+                return False
+            conn.execute(sa.insert(judge_passes).values(submission_id=submission_id, **row, created_at=utcnow()))
+        return True
+
+    def passes(self, submission_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """{run_id: its passes in pass order} over the runs of the submissions named."""
+        ids = list(submission_ids)
+        out: dict[str, list[dict[str, Any]]] = {}
+        if not ids:
+            return out
+        query = (sa.select(*(judge_passes.c[c] for c in PASS_COLUMNS))
+                 .where(judge_passes.c.submission_id.in_(ids))
+                 .order_by(judge_passes.c.run_id, judge_passes.c.pass_index))
+        with self.read() as conn:
+            for r in conn.execute(query):
+                out.setdefault(r.run_id, []).append(dict(r._mapping))
+        return out
+
+    def recorded_runs(self, submission_id: str) -> list[dict[str, Any]]:
+        """The submission's recorded runs with what a judge reads: case, rep and transcript."""
+        query = (
+            sa.select(runs.c.run_id, runs.c.transcript, planned_runs.c.case_id, planned_runs.c.trial.label("rep"))
+            .join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
+            .where(planned_runs.c.batch_id == submission_id)
+            .order_by(planned_runs.c.slot)
+        )
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
