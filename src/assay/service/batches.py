@@ -39,6 +39,8 @@ from assay.store.repo import Store
 #: claim is a write transaction: a scripted batch plays hundreds of runs a second. Concurrent
 #: resumes split a batch at this grain.
 CLAIM_CHUNK = 64
+#: The agent row's spec of a submission a remote agent plays over the agent API (`service.remote`).
+REMOTE_AGENT = "remote"
 
 
 def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
@@ -58,6 +60,9 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[
     if row is None:
         raise Conflict("this batch was stored before batches kept their agent and limits; it cannot be resumed",
                        "batch", value=batch_id)
+    if row["load_spec"] == REMOTE_AGENT:
+        raise Conflict("this submission is played by a remote agent over the agent API (`assay play`), not by "
+                       "this process; it cannot be resumed here", "batch", value=batch_id)
     options = dict(row["options"] or {})
     if spec is None:
         # loaded by its portable spec, named as it was planned (the signature covers the name)

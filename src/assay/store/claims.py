@@ -11,6 +11,11 @@ holder that is gone:
 - it ran on this machine and its process no longer exists (a SIGKILL seen at once, without
   waiting out the lease).
 
+A remote agent's lease (remote play, `service.remote`) is a claim too, by a holder whose host is
+`REMOTE_HOST`: it has no process here and keeps no heartbeat (it answers when it likes, within its
+run's time limit), so it is gone only when it says so (`ended_at`, once its run is recorded). A
+remote run left idle is not taken back: it ends as a `timeout`, which records it.
+
 Claiming such a slot again takes the next attempt number; the claim rows stay (append-only), so
 the history of who tried a slot is kept. A run is recorded at most once whatever happens, because
 `runs.run_id` is its primary key: a process that played a slot it had lost (a heartbeat so late it
@@ -37,6 +42,8 @@ from assay.store.schema import claim_holders, planned_runs, run_claims, runs, ut
 LEASE_SECONDS = 30.0
 #: How often a holder says it is alive.
 HEARTBEAT_SECONDS = 5.0
+#: The host of a remote agent's lease holder (no machine's hostname has parentheses or spaces).
+REMOTE_HOST = "(remote agent)"
 
 
 def _process_gone(pid: int) -> bool:
@@ -109,6 +116,10 @@ class ClaimRepo:
         stale = utcnow() - timedelta(seconds=LEASE_SECONDS)
         gone: set[str] = set()
         for row in conn.execute(sa.select(claim_holders).where(claim_holders.c.id.in_(sorted(holder_ids)))):
+            if row.host == REMOTE_HOST:
+                if row.ended_at is not None:
+                    gone.add(row.id)
+                continue
             if (row.ended_at is not None or row.heartbeat_at < stale
                     or (row.host == here and _process_gone(row.pid))):
                 gone.add(row.id)

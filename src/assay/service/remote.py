@@ -1,0 +1,341 @@
+"""Remote play: an agent on someone else's machine plays the runs the server composed, over HTTP.
+
+    lease = next_run(store, actor=agent_of("alice"))         # the next pending run, leased, or None
+    answer = step(store, lease["run_id"], message, index=1, actor=agent_of("alice"))
+    # {"messages": [what followed], "done": bool, "status": …}; until done, step index + 1
+
+A submission whose agent is `remote` (`remote_factory()`, composed by `submissions.compose`) is
+played by whichever agent of its account asks for work. `next_run` leases a pending run with the
+durable-batch claims (`store/claims.py`): the claim is unique per attempt in the database, so two
+agents — two threads, two worker processes, two machines — never get the same run. The lease's
+holder is the remote agent; it needs no heartbeat, because a run left idle past its time limit
+ends as a `timeout` (`expire_idle`, which `next_run` runs first for the account), which records it.
+
+Each `step` is one assistant message, applied by the one loop (`run.drivers.Stepper`) exactly as
+in-process play applies it: a malformed message is `empty`, an unknown tool a tool error, the time
+an answer took counts against the run's time limit (from the previous answer, or the lease, to the
+request). The server keeps no run in memory: every step is appended to `remote_steps` under a
+lock on its run before it is applied, and the run is a fresh fork of its world fed its recorded
+steps in order. So a restarted server (or another worker) goes on where the run was, a retried
+step (the same index and the same message) is answered again and never applied twice, and a
+different message for a taken index is refused. When the run ends it is recorded, oracle-scored
+and swept like any other (`runs.RunWriter`, `batches.complete`); the submission completes with
+its last run.
+
+An agent sees what an in-process agent sees — the messages, the tools — plus its scenario's id,
+title and briefing and its limits; never the hidden truth, the checks or a seed. An agent plays only
+its own account's runs: another account's run does not exist for it (`NotFound`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections import OrderedDict
+from datetime import datetime, timedelta
+from typing import Any
+
+from assay.agents.loader import AgentFactory
+from assay.errors import Conflict, Forbidden, NotFound
+from assay.records import PlannedRun, storable
+from assay.run.drivers import Stepper
+from assay.run.engine import Limits, open_episode
+from assay.scenario.load import LoadedScenario
+from assay.service import batches
+from assay.service.actors import Actor, require_agent_of
+from assay.store.claims import ClaimRepo
+from assay.store.remote_repo import REMOTE_SPEC, RemoteRepo
+from assay.store.repo import Store
+from assay.store.schema import utcnow
+
+REMOTE = batches.REMOTE_AGENT
+assert REMOTE == REMOTE_SPEC
+#: The longest failure reason a remote agent may report (the run record keeps 500 characters).
+MAX_FAILURE = 500
+
+
+def remote_factory() -> AgentFactory:
+    """The agent of a submission a remote agent plays: stored as `remote`, loaded by nobody here.
+
+    Its configuration signature says only that: the server cannot vouch for what plays remotely
+    (the label and the play model are the submitter's own words)."""
+    return AgentFactory(REMOTE, _plays_elsewhere, {"kind": "remote"}, portable_spec=REMOTE)
+
+
+def _plays_elsewhere() -> Any:
+    raise RuntimeError("a remote agent plays over the agent API, never in the server's process")
+
+
+# -- the run as its steps say -------------------------------------------------------------------
+
+_SCENARIOS: OrderedDict[str, LoadedScenario] = OrderedDict()
+_SCENARIOS_MAX = 64
+_SCENARIOS_GUARD = threading.Lock()
+
+
+def _scenario(content_hash: str, document: dict[str, Any], case_id: str) -> LoadedScenario:
+    """The scenario rebuilt from its stored document (content-addressed, so kept once per hash)."""
+    with _SCENARIOS_GUARD:
+        found = _SCENARIOS.get(content_hash)
+        if found is not None:
+            _SCENARIOS.move_to_end(content_hash)
+            return found
+    from assay.scenario.load import parse_scenario
+    from assay.worlds.kits import get_kit
+
+    loaded = parse_scenario(document, f"stored scenario {case_id}", get_kit)
+    if loaded.content_hash != content_hash:
+        raise Conflict(f"scenario {case_id} now builds to content hash {loaded.content_hash[:12]}, not the planned "
+                       f"{content_hash[:12]} (the kit's code changed since it was planned)", "run")
+    with _SCENARIOS_GUARD:
+        _SCENARIOS[content_hash] = loaded
+        while len(_SCENARIOS) > _SCENARIOS_MAX:
+            _SCENARIOS.popitem(last=False)
+    return loaded
+
+
+def _limits(run: dict[str, Any]) -> Limits:
+    return Limits(turn_limit=run["turn_limit"], time_limit=run["time_limit"])
+
+
+def _planned(run: dict[str, Any]) -> PlannedRun:
+    return PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
+
+
+def _replay(run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
+    """A fresh fork of the run's world, fed its recorded steps in order (those after its end are
+    ignored: nothing can follow the end of a run)."""
+    loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+    stepper = Stepper(open_episode(loaded, _planned(run), _limits(run)))
+    for row in steps:
+        if stepper.done:
+            break
+        if row["kind"] == "message":
+            stepper.send((row["reply"] or {}).get("message"), row["elapsed"])
+        elif row["kind"] == "failed":
+            stepper.fail(row["reason"] or "", row["elapsed"])
+        else:
+            stepper.expire()
+    return stepper
+
+
+def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
+    """Record a run that is over (scored by its checks, once: a run already recorded is kept as it
+    was), end its lease, and complete its submission if this was its last run."""
+    from assay.service.runs import RunWriter
+
+    assert stepper.record is not None
+    repo = RemoteRepo(store)
+    if not store.recorded([run["run_id"]]):
+        loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+        writer = RunWriter(store, [loaded])
+        try:
+            writer(stepper.record, stepper.episode.steps)
+        finally:
+            writer.close()
+    lease = repo.lease(run["run_id"])
+    if lease is not None:
+        repo.end_holder(lease["holder"])
+    batches.complete(store, run["batch_id"])
+
+
+def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
+    """The remote run `run_id`, if `actor` may play it; otherwise it does not exist."""
+    run = RemoteRepo(store).run(run_id) if isinstance(run_id, str) and len(run_id) <= 64 else None
+    if run is None or run["load_spec"] != REMOTE:
+        raise NotFound("no such run", "run", value=run_id)
+    require_agent_of(actor, run["account"], run_id)
+    return run
+
+
+def _agent_account(actor: Actor) -> str:
+    if actor.kind != "agent" or actor.account is None:
+        raise Forbidden(f"only an agent of an account plays remote runs; {actor.describe()} does not", "run")
+    return actor.account
+
+
+# -- leasing ------------------------------------------------------------------------------------
+
+
+def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
+    """Lease the next pending run of the account's remote submissions to the caller, or None when
+    none is pending. Runs its account left idle past their time end first (`expire_idle`)."""
+    account = _agent_account(actor)
+    expire_idle(store, account=account)
+    repo, claims = RemoteRepo(store), ClaimRepo(store)
+    holder: str | None = None
+    try:
+        for submission_id in repo.open_submissions(account):
+            while claims.n_pending(submission_id):
+                holder = holder or repo.new_holder()
+                won, _ = claims.claim(submission_id, holder, 1)
+                if not won:
+                    break  # what looked pending was taken by another agent meanwhile
+                run = repo.run(won[0])
+                assert run is not None
+                stepper = _replay(run, [])
+                if stepper.done:  # its world could not open: recorded as the harness's `error`
+                    _finish(store, run, stepper)
+                    holder = None  # ended with its run
+                    continue
+                holder = None  # the lease is the agent's now
+                return _lease_view(store, run, stepper)
+    finally:
+        if holder is not None:
+            repo.end_holder(holder)
+    return None
+
+
+def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str, Any]:
+    assert stepper.turn is not None
+    limits = _limits(run)
+    pending = sum(ClaimRepo(store).n_pending(s) for s in RemoteRepo(store).open_submissions(run["account"]))
+    return {
+        "run_id": run["run_id"],
+        "submission_id": run["batch_id"],
+        "scenario": {"id": run["case_id"], "title": run["title"], "briefing": run["document"]["briefing"]},
+        "messages": stepper.turn.messages,
+        "tools": stepper.turn.tools,
+        "limits": {"turn_limit": limits.turn_limit, "time_limit": limits.time_limit},
+        "step": 1,
+        "pending": pending,
+    }
+
+
+# -- stepping -----------------------------------------------------------------------------------
+
+
+def _json_value(value: Any) -> Any:
+    """What an agent sent, as JSON both backends store alike: text made storable, and a number
+    that is not one (NaN, Infinity) made null, which the engine reads as nothing said."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {storable(str(k)): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, str):
+        return storable(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return storable(str(value))
+
+
+def _digest(kind: str, said: Any) -> str:
+    text = json.dumps([kind, said], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index: int | None = None,
+         failure: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """Apply the agent's next answer to its leased run: `message` (one assistant message, or
+    whatever it sent), or `failure` (it failed on its side: the run is `crashed` with that reason).
+
+    `index` is the answer's 1-based number in the run (the lease says `step: 1`; each answer says
+    the next): a retry of a taken index with the same message is answered again, not applied
+    twice; another message there is refused (`Conflict`), as is a gap. Without `index` the answer
+    is the next one. Returns `{run_id, step, messages, done, status}`: the messages that followed
+    the answer, whether the run is over now, and its status then (`running` before). A step on a
+    run that is over (idle past its time, say) answers `done` with its status and applies nothing."""
+    arrival = now or utcnow()
+    run = _run(store, run_id, actor)
+    if failure is not None:
+        kind, reply, reason = "failed", None, storable(str(failure))[:MAX_FAILURE] or "the agent failed"
+        digest = _digest(kind, reason)
+    else:
+        kind, reply, reason = "message", {"message": _json_value(message)}, None
+        digest = _digest(kind, reply)
+    answered: dict[str, int | None] = {}
+
+    def decide(_conn: Any, steps: list[dict[str, Any]], lease: dict[str, Any] | None,
+               recorded: bool) -> dict[str, Any] | None:
+        n = len(steps)
+        if index is not None and 1 <= index <= n:
+            taken = steps[index - 1]
+            if taken["digest"] != digest and taken["kind"] != "expired":
+                raise Conflict(f"step {index} of this run was already taken with another message", "step",
+                               value=run_id)
+            answered["step"] = index
+            return None
+        if recorded or (steps and steps[-1]["kind"] != "message"):
+            answered["step"] = None  # the run is over
+            return None
+        if lease is None:
+            raise Conflict("this run is not leased; ask for work with POST /api/agent/runs/next", "run", value=run_id)
+        if index is not None and index != n + 1:
+            raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
+        previous = steps[-1]["created_at"] if steps else lease["leased_at"]
+        answered["step"] = n + 1
+        return {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
+                "elapsed": max(0.0, (arrival - previous).total_seconds())}
+
+    steps = RemoteRepo(store).take_step(run_id, decide)
+    stepper = _replay(run, steps)
+    if stepper.done and run["recorded_status"] is None:
+        _finish(store, run, stepper)
+    return _answer(store, run, stepper, answered.get("step"))
+
+
+def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | None) -> dict[str, Any]:
+    played = len(stepper.marks) - 1  # the answers the run took before it ended (or so far)
+    if stepper.done:
+        assert stepper.record is not None
+        status: str = stepper.record.status
+    else:
+        status = "running"
+    if index is None or index > played:  # the run was over before this answer
+        if not stepper.done:  # pragma: no cover - a remote run is only ever recorded from its steps
+            recorded = RemoteRepo(store).run(run["run_id"])
+            status = (recorded or {}).get("recorded_status") or status
+        return {"run_id": run["run_id"], "step": index, "messages": [], "done": True, "status": status}
+    return {"run_id": run["run_id"], "step": index, "messages": stepper.after(index), "done": stepper.done,
+            "status": status}
+
+
+# -- idle runs ----------------------------------------------------------------------------------
+
+
+def expire_idle(store: Store, *, account: str | None = None, now: datetime | None = None) -> int:
+    """End every leased run (of `account`, or all) whose agent stayed away past its time limit:
+    an `expired` step is appended (under the run's lock, unless the agent answered meanwhile) and
+    the run, replayed, ends as a `timeout` and is recorded. Returns how many runs were ended."""
+    repo = RemoteRepo(store)
+    now = now or utcnow()
+    ended = 0
+    for lease in repo.open_leases(account):
+        if now <= _deadline(lease["leased_at"], lease["last_step_at"], lease["time_limit"], lease["spent"]):
+            continue
+        expired: dict[str, bool] = {}
+
+        def decide(_conn: Any, steps: list[dict[str, Any]], held: dict[str, Any] | None, recorded: bool,
+                   lease: dict[str, Any] = lease) -> dict[str, Any] | None:
+            if recorded or held is None or held["holder"] != lease["holder"]:
+                return None
+            if steps and steps[-1]["kind"] != "message":
+                expired["yes"] = True  # already over: only its record is missing
+                return None
+            last = steps[-1]["created_at"] if steps else held["leased_at"]
+            spent = sum(s["elapsed"] for s in steps)
+            if now <= _deadline(held["leased_at"], last, lease["time_limit"], spent):
+                return None  # it answered in time after all
+            expired["yes"] = True
+            return {"step": len(steps) + 1, "kind": "expired", "reply": None, "reason": None,
+                    "digest": _digest("expired", None), "elapsed": max(0.0, (now - last).total_seconds())}
+
+        steps = repo.take_step(lease["run_id"], decide)
+        if not expired:
+            continue
+        run = repo.run(lease["run_id"])
+        assert run is not None
+        stepper = _replay(run, steps)
+        if stepper.done:
+            _finish(store, run, stepper)
+            ended += 1
+    return ended
+
+
+def _deadline(leased_at: datetime, last_step_at: datetime | None, time_limit: float, spent: float) -> datetime:
+    """When a leased run's agent has overstayed: its last answer (or the lease) + the time it has left."""
+    return (last_step_at or leased_at) + timedelta(seconds=max(0.0, time_limit - spent))

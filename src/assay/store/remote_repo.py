@@ -1,0 +1,179 @@
+"""Reads and appends of remote play: leases (durable-batch claims held by a remote agent) and the
+steps of a leased run (`remote_steps`).
+
+A step is appended under a lock on its run (PostgreSQL: an advisory transaction lock; SQLite:
+BEGIN IMMEDIATE), after the run's steps and its lease are read again inside the same transaction,
+so two requests for one run — a retry racing its original, two worker processes — are decided in
+the database, one after the other: the step is taken once, and the other sees it taken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.store.board_schema import submissions
+from assay.store.claims import REMOTE_HOST
+from assay.store.remote_schema import remote_steps
+from assay.store.repo import Store
+from assay.store.schema import (
+    batch_agents,
+    batch_completions,
+    batches,
+    claim_holders,
+    planned_runs,
+    run_claims,
+    runs,
+    scenario_versions,
+    utcnow,
+)
+
+#: The `batch_agents.load_spec` of a submission played by a remote agent.
+REMOTE_SPEC = "remote"
+
+
+def _lock_key(run_id: str) -> int:
+    digest = hashlib.sha256(f"assay:remote:{run_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
+    inner = run_claims.alias("latest")
+    return sa.select(sa.func.max(inner.c.attempt)).where(inner.c.run_id == run_id).scalar_subquery()
+
+
+class RemoteRepo:
+    """Remote play's half of the store, over the same engine."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._engine = store.engine
+        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
+
+    # -- what a run is ------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """A planned run with what remote play needs of it: its batch and account, the batch's
+        agent spec and limits, its scenario's title and document, and whether it is recorded."""
+        pr, ba, s, sv = planned_runs, batch_agents, submissions, scenario_versions
+        query = (
+            sa.select(pr, ba.c.load_spec, ba.c.turn_limit, ba.c.time_limit, s.c.account,
+                      sv.c.title, sv.c.document, runs.c.status.label("recorded_status"))
+            .select_from(pr.join(batches, batches.c.id == pr.c.batch_id)
+                         .join(s, s.c.id == pr.c.batch_id)
+                         .join(ba, ba.c.batch_id == pr.c.batch_id)
+                         .join(sv, sv.c.content_hash == pr.c.scenario_hash)
+                         .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+            .where(pr.c.run_id == run_id)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).first()
+        return dict(row._mapping) if row is not None else None
+
+    def open_submissions(self, account: str) -> list[str]:
+        """The account's remote submissions not yet complete, oldest first."""
+        s, ba, bc = submissions, batch_agents, batch_completions
+        query = (
+            sa.select(s.c.id)
+            .join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
+            .outerjoin(bc, bc.c.batch_id == s.c.id)
+            .where(s.c.account == account, bc.c.batch_id.is_(None))
+            .order_by(s.c.created_at, s.c.id)
+        )
+        with self._engine.connect() as conn:
+            return [str(i) for i in conn.execute(query).scalars()]
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def new_holder(self) -> str:
+        """A holder for one remote lease: no process, no heartbeat, gone once it is ended."""
+        holder_id = uuid.uuid4().hex
+        now = utcnow()
+        with self._writer.begin() as conn:
+            conn.execute(sa.insert(claim_holders).values(
+                id=holder_id, host=REMOTE_HOST, pid=0, started_at=now, heartbeat_at=now))
+        return holder_id
+
+    def end_holder(self, holder_id: str) -> None:
+        with self._writer.begin() as conn:
+            conn.execute(sa.update(claim_holders)
+                         .where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
+                         .values(ended_at=utcnow()))
+
+    @staticmethod
+    def _lease(conn: sa.Connection, run_id: str) -> dict[str, Any] | None:
+        """The run's latest claim, if a remote agent holds it now: holder and when it was leased."""
+        c, h = run_claims, claim_holders
+        row = conn.execute(
+            sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at)
+            .join(h, h.c.id == c.c.holder)
+            .where(c.c.run_id == run_id, c.c.attempt == _latest_claim(c.c.run_id))
+        ).first()
+        if row is None or row.host != REMOTE_HOST or row.ended_at is not None:
+            return None
+        return {"holder": row.holder, "leased_at": row.claimed_at}
+
+    def lease(self, run_id: str) -> dict[str, Any] | None:
+        with self._engine.connect() as conn:
+            return self._lease(conn, run_id)
+
+    def open_leases(self, account: str | None = None) -> list[dict[str, Any]]:
+        """Runs a remote agent holds and that are not recorded yet (of one account, or all), each
+        with its time limit, when it was leased, its last step's time and the time spent so far."""
+        pr, ba, c, h, rs = planned_runs, batch_agents, run_claims, claim_holders, remote_steps
+        last = sa.select(sa.func.max(rs.c.created_at)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
+        spent = sa.select(sa.func.coalesce(sa.func.sum(rs.c.elapsed), 0.0)).where(
+            rs.c.run_id == pr.c.run_id).scalar_subquery()
+        query = (
+            sa.select(pr.c.run_id, pr.c.batch_id, ba.c.time_limit, c.c.holder, c.c.claimed_at.label("leased_at"),
+                      last.label("last_step_at"), spent.label("spent"))
+            .select_from(
+                pr.join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
+                .join(submissions, submissions.c.id == pr.c.batch_id)
+                .join(c, sa.and_(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id)))
+                .join(h, sa.and_(h.c.id == c.c.holder, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None)))
+                .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+            .where(runs.c.run_id.is_(None))
+            .order_by(pr.c.batch_id, pr.c.slot)
+        )
+        if account is not None:
+            query = query.where(submissions.c.account == account)
+        with self._engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for r in rows:
+            r["spent"] = float(r["spent"] or 0.0)
+        return rows
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def steps(self, run_id: str) -> list[dict[str, Any]]:
+        with self._engine.connect() as conn:
+            return self._steps(conn, run_id)
+
+    @staticmethod
+    def _steps(conn: sa.Connection, run_id: str) -> list[dict[str, Any]]:
+        rows = conn.execute(sa.select(remote_steps).where(remote_steps.c.run_id == run_id)
+                            .order_by(remote_steps.c.step)).all()
+        return [dict(r._mapping) for r in rows]
+
+    def take_step(self, run_id: str, decide: Callable[[sa.Connection, list[dict[str, Any]], dict[str, Any] | None,
+                                                       bool], dict[str, Any] | None]) -> list[dict[str, Any]]:
+        """Append at most one step to the run, as `decide(conn, steps, lease, recorded)` says: it
+        sees the run's steps, its lease and whether it is recorded, read inside the transaction
+        under the run's lock, and returns the row to append (without `run_id`, `created_at`), or
+        None to append nothing, or raises to refuse. Returns the run's steps after, as stored (read
+        back, so the step is applied exactly as every later replay will apply it)."""
+        with self._writer.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(run_id))))
+            steps = self._steps(conn, run_id)
+            recorded = conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is not None
+            row = decide(conn, steps, self._lease(conn, run_id), recorded)
+            if row is None:
+                return steps
+            conn.execute(sa.insert(remote_steps).values(**row, run_id=run_id, created_at=utcnow()))
+            return self._steps(conn, run_id)
