@@ -31,10 +31,10 @@ BAR_W = 214
 VALUE_X = BAR_X + BAR_W + 6
 ROW_H = 20
 BAR_H = 13
-HEAD_H = 22
+HEAD_H = 36
 GROUP_GAP = 12
 AXIS_H = 20
-MAX_LABEL = 44
+MAX_LABEL = 40
 
 CAPABILITY = "#2f6db5"
 COMPOSITE = "#173f73"
@@ -104,14 +104,12 @@ def _x(value: float) -> float:
     return round(BAR_X + BAR_W * value, 2)
 
 
-def entry_heading(entry: dict[str, Any], version: str) -> str:
-    """`label · config abc123def456 · v1.1`: who, which configuration, which suite version."""
+def entry_heading(entry: dict[str, Any], key: str, version: str) -> tuple[str, str]:
+    """Two lines: the agent's label; then `config abc123def456 · mini 1.1` — which configuration
+    and which suite version the figures below belong to."""
     signature = entry.get("config_signature")
-    parts = [_short(str(entry.get("agent_label", "")))]
-    if signature:
-        parts.append(f"config {str(signature)[:12]}")
-    parts.append(f"v{version}")
-    return " · ".join(parts)
+    detail = [f"config {str(signature)[:12]}" if signature else "config not on the board", f"{key} {version}"]
+    return _short(str(entry.get("agent_label", ""))), " · ".join(detail)
 
 
 def board_chart(board: dict[str, Any]) -> str | None:
@@ -129,12 +127,13 @@ def board_chart(board: dict[str, Any]) -> str | None:
     y = AXIS_H
     for index, entry in enumerate(entries):
         bars = entry_bars(entry, traits)
-        heading = entry_heading(entry, suite["version"])
+        heading, detail = entry_heading(entry, suite["key"], suite["version"])
         full = f"{entry.get('agent_label', '')} (config {entry.get('config_signature') or 'not on the board'}, " \
                f"suite {suite['key']} {suite['version']})"
         parts = [f'<g class="entry" data-entry="{index}" data-submission={quoteattr(str(entry.get("submission_id", "")))}>',
                  f"<title>{escape(full)}</title>",
-                 f'<text class="entry-label" x="0" y="{y + 15}" font-size="14" font-weight="bold">{escape(heading)}</text>']
+                 f'<text class="entry-label" x="0" y="{y + 14}" font-size="14" font-weight="bold">{escape(heading)}</text>',
+                 f'<text class="entry-detail" x="0" y="{y + 29}" font-size="11" fill="#555">{escape(detail)}</text>']
         y += HEAD_H
         for bar in bars:
             parts.append(_bar_row(bar, y))

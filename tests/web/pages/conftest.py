@@ -1,0 +1,256 @@
+"""Fixtures for the board pages: one populated store, the real server over it, one Chromium.
+
+`site` is built once per test session (per xdist worker) with the service, as the operator:
+
+- `mini` released twice (1.0 and 1.1, a scenario edited in between, so the pinned hashes differ),
+  with a published entry on 1.0 (`diligent-one`) and two on 1.1 (`diligent-two`, and an idle
+  agent whose label, play model and variance note are injection strings);
+- `quiet`, public, released with no submission: the empty board;
+- `secret`, internal, with a published entry: it must not exist for the public;
+- `hidden`, unlisted: reachable by its version only.
+
+`server` is the real `assay serve` on 127.0.0.1 and a free port over that store (uvicorn on
+`create_app` in a thread while the command does not exist yet). `browser` is ONE Debian Chromium
+for the session, driven by Playwright; when it is missing the fixture fails, never skips. `page`
+is a fresh JavaScript-off context per test whose screenshot is kept under the artefacts dir
+(`$ASSAY_ARTIFACTS`, default `tests/web/pages/artifacts/`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.board._support import edit_scenario, mini_suite, set_version
+
+CHROMIUM = Path("/usr/bin/chromium")
+HERE = Path(__file__).resolve().parent
+SECRET = "pages-test-secret-" + "x" * 32
+INJECTION_LABEL = "<script>alert('label')</script><img src=x onerror=alert(1)>&amp;\"'"
+INJECTION_MODEL = "<b>model</b><script>alert('model')</script>"
+INJECTION_NOTE = "</p><script>alert('note')</script><a href=javascript:alert(1)>note</a>"
+INJECTION_CARD = "Card text <script>alert('card')</script> with **bold** and `<i>code</i>`."
+INJECTION_LIMITATION = "<img src=x onerror=alert('limitation')>"
+
+
+def artifacts_dir() -> Path:
+    where = Path(os.environ.get("ASSAY_ARTIFACTS") or HERE / "artifacts")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+@dataclass
+class Site:
+    """The populated store and what the tests compare the pages with (read via the service)."""
+
+    db_url: str
+    store: Any
+    boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # "key version" -> board dict
+    ids: dict[str, str] = field(default_factory=dict)  # label -> submission id
+
+
+def _submit(store: Any, key: str, agent: str, label: str, **kwargs: Any) -> str:
+    from assay.agents.loader import load_agent
+    from assay.service import submissions
+    from assay.service.actors import OPERATOR
+
+    return submissions.submit(store, key, factory=load_agent(agent), account="alice", label=label, workers=2,
+                              publish=True, actor=OPERATOR, **kwargs)
+
+
+def build_site(root: Path) -> Site:
+    from assay.service import accounts, releases, submissions
+    from assay.service.actors import OPERATOR, PUBLIC
+    from assay.service.board import board
+    from assay.store import open_store
+
+    db_url = f"sqlite:///{root / 'assay.db'}"
+    store = open_store(db_url)
+    site = Site(db_url, store)
+    accounts.create(store, "alice", "Alice", actor=OPERATOR)
+
+    mini = mini_suite(root / "mini", card=INJECTION_CARD,
+                      known_limitations=["Two scenarios only.", INJECTION_LIMITATION])
+    releases.release_path(store, str(mini), actor=OPERATOR)
+    site.ids["diligent-one"] = _submit(store, "mini", "reference:diligent", "diligent-one")
+    edit_scenario(mini)
+    set_version(mini, "1.1")
+    releases.release_path(store, str(mini), actor=OPERATOR)
+    site.ids["diligent-two"] = _submit(store, "mini", "reference:diligent", "diligent-two")
+    site.ids[INJECTION_LABEL] = _submit(store, "mini", "reference:idle", INJECTION_LABEL, play_model=INJECTION_MODEL)
+    submissions.note(store, site.ids[INJECTION_LABEL], INJECTION_NOTE, actor=OPERATOR)
+
+    releases.release_path(store, str(mini_suite(root / "quiet", key="quiet")), actor=OPERATOR)
+    releases.release_path(store, str(mini_suite(root / "secret", key="secret", visibility="internal")),
+                          actor=OPERATOR)
+    site.ids["secret-agent"] = _submit(store, "secret", "reference:diligent", "secret-agent")
+    releases.release_path(store, str(mini_suite(root / "hidden", key="hidden", visibility="unlisted")),
+                          actor=OPERATOR)
+
+    for key, version in (("mini", "1.0"), ("mini", "1.1"), ("quiet", "1.0"), ("hidden", "1.0")):
+        site.boards[f"{key} {version}"] = board(store, key, version, actor=PUBLIC)
+    return site
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    built = build_site(tmp_path_factory.mktemp("pages-site"))
+    try:
+        yield built
+    finally:
+        built.store.close()
+
+
+@pytest.fixture(scope="session")
+def client(site: Site) -> Iterator[Any]:
+    """A TestClient over the app on the site's store (rate limit off: the tests are the only caller)."""
+    from fastapi.testclient import TestClient
+
+    from assay.web.app import Settings, create_app
+
+    app = create_app(Settings(db_url=site.db_url, secret=SECRET.encode(), rate_limit=0), store=site.store)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+# -- the real server ----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _assay() -> Path:
+    beside = Path(sys.executable).parent / "assay"
+    return beside if beside.exists() else Path(shutil.which("assay") or "assay")
+
+
+def _has_serve() -> bool:
+    done = subprocess.run([str(_assay()), "serve", "--help"], capture_output=True, text=True, timeout=60)
+    return done.returncode == 0 and "No such command" not in done.stdout + done.stderr
+
+
+def _wait_until_up(base: str, alive: Any, deadline: float = 60.0) -> None:
+    start = time.monotonic()
+    while time.monotonic() - start < deadline:
+        if not alive():
+            raise RuntimeError("the server exited before it answered")
+        try:
+            with urllib.request.urlopen(base + "/", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.2)
+    raise RuntimeError(f"the server at {base} did not answer within {deadline:.0f}s")
+
+
+@pytest.fixture(scope="session")
+def server(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of the real server over the site's store."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    if _has_serve():
+        log = tmp_path_factory.mktemp("serve") / "serve.log"
+        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET}
+        with log.open("w") as sink:
+            proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port),
+                                     "--db", site.db_url], stdout=sink, stderr=subprocess.STDOUT, env=env)
+        try:
+            try:
+                _wait_until_up(base, lambda: proc.poll() is None)
+            except RuntimeError as exc:
+                pytest.fail(f"assay serve did not start: {exc}: {log.read_text()[-2000:]}", pytrace=False)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=20)
+        return
+    # `assay serve` is not there yet: the same app on uvicorn in a thread of this process.
+    import uvicorn
+
+    from assay.web.app import Settings, create_app
+
+    app = create_app(Settings(db_url=site.db_url, secret=SECRET.encode()))
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=uv.run, name="pages-uvicorn", daemon=True)
+    thread.start()
+    try:
+        try:
+            _wait_until_up(base, thread.is_alive)
+        except RuntimeError as exc:
+            pytest.fail(f"uvicorn did not start: {exc}", pytrace=False)
+        yield base
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=20)
+
+
+# -- the browser --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """ONE headless Debian Chromium for the session. Missing Chromium fails: an untested browser is
+    not a passed browser test (browsers cannot be downloaded here; never `playwright install`)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+                    "(apt-get install chromium) to run the browser tests", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
+            pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+DESKTOP = {"width": 1200, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def _context_page(browser: Any, request: pytest.FixtureRequest, viewport: dict[str, int], suffix: str) -> Iterator[Any]:
+    context = browser.new_context(java_script_enabled=False, viewport=viewport)
+    opened = context.new_page()
+    try:
+        yield opened
+    finally:
+        name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
+        try:
+            opened.screenshot(path=str(artifacts_dir() / f"{name}{suffix}.png"), full_page=True)
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A JavaScript-off desktop page; its screenshot is saved when the test ends."""
+    yield from _context_page(browser, request, DESKTOP, "")
+
+
+@pytest.fixture
+def phone(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A JavaScript-off phone-width page (390 CSS px); its screenshot is saved when the test ends."""
+    yield from _context_page(browser, request, PHONE, "-phone")
