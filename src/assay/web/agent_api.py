@@ -1,7 +1,116 @@
-"""agent_api routes (issue 10)."""
+"""Remote play routes (agent key): lease the next run, then send it one assistant message a step.
+
+    POST /api/agent/runs/next              → 200 {run_id, submission_id, scenario, messages, tools,
+                                              limits, step: 1, pending} · 204 when nothing is pending
+    POST /api/agent/runs/{run_id}/step     {"step": N, "message": {assistant message}}
+                                           → {run_id, step, messages, done, status}
+
+A thin shell over `service.remote`; the engine decides everything (a malformed message is the
+run's `empty`, an unknown tool a tool error, a late answer a `timeout`). `step` numbers the
+answers of a run from 1 and makes a retry safe: the same step sent again is answered again, never
+applied twice. A bare assistant message as the body (no `message` key) is taken as the message.
+Only the key's own account's runs exist for it; an API key is refused here like no key.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any, Literal
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.records import STATUSES
+from assay.service import remote
+from assay.service.actors import Actor
+from assay.store.db import Store
+from assay.web.deps import agent_actor, get_store
+from assay.web.schemas import error_responses
+
+router = APIRouter(prefix="/api/agent/runs", tags=["remote play"], responses=error_responses(401, 429, 500))
+
+RunStatus = Literal["running", "completed", "timeout", "turn_limit", "crashed", "empty", "error"]
+assert set(RunStatus.__args__) == {"running", *STATUSES}  # type: ignore[attr-defined]
+
+
+class _Open(BaseModel):
+    """A response model that allows keys added later (as `web.schemas` does)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ChatMessage(_Open):
+    """One message of the conversation, in the OpenAI chat format."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class ScenarioBrief(_Open):
+    """What the agent may know of its scenario besides the messages (never its hidden truth or checks)."""
+
+    id: str
+    title: str
+    briefing: str
+
+
+class RunLimits(_Open):
+    turn_limit: int = Field(description="Assistant messages the run may take before it ends as `turn_limit`.")
+    time_limit: float = Field(description="Seconds the agent may take in all, counted from each answer (or the "
+                                          "lease) to the next step; past it the run is a `timeout`.")
+
+
+class RunLease(_Open):
+    """A run leased to the caller: the opening of its conversation, its tools and its limits."""
+
+    run_id: str
+    submission_id: str
+    scenario: ScenarioBrief
+    messages: list[ChatMessage]
+    tools: list[dict[str, Any]] = Field(description="OpenAI function-tool schemas; `finish` ends the run.")
+    limits: RunLimits
+    step: int = Field(description="The number of the first answer (1).")
+    pending: int = Field(description="Runs of the account's remote submissions still waiting for an agent.")
+
+
+class StepRequest(BaseModel):
+    """One answer of the agent. `message` is one assistant message of the agent protocol
+    (`{"role": "assistant", "content": …, "tool_calls": [...]}`), sent as the agent gave it: what is
+    not a usable message ends the run as `empty`, exactly as in-process. `step` is the answer's
+    number (the lease's `step`, then one more each time): a retry of a step is answered again, never
+    applied twice. `error` instead of a message says the agent failed on its side: the run is
+    `crashed` with that reason. Without `message`, the body itself is taken as the message."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step: int | None = Field(None, ge=1, le=1_000_000, description="The answer's 1-based number in the run.")
+    message: Any = Field(None, description="One assistant message of the agent protocol.")
+    error: str | None = Field(None, max_length=2000, description="The agent failed on its side (the run is `crashed`).")
+
+
+class StepAnswer(_Open):
+    run_id: str
+    step: int | None = Field(description="The answer this replies to (None when the run was already over).")
+    messages: list[ChatMessage] = Field(description="What followed the answer: tool results, a facilitator's words.")
+    done: bool = Field(description="Whether the run is over; it is recorded and scored like any other.")
+    status: RunStatus = Field(description="`running`, or the run's outcome once it is over.")
+
+
+@router.post("/next", response_model=RunLease, summary="Lease the next pending run of the account's remote submissions",
+             responses={204: {"description": "No run is pending."}, **error_responses(403)})
+def next_run(store: Store = Depends(get_store), actor: Actor = Depends(agent_actor)) -> Any:
+    lease = remote.next_run(store, actor=actor)
+    if lease is None:
+        return Response(status_code=204)
+    return lease
+
+
+@router.post("/{run_id}/step", response_model=StepAnswer, responses=error_responses(404, 409, 422),
+             summary="Send a leased run the agent's next assistant message")
+def step(run_id: str, body: StepRequest, store: Store = Depends(get_store),
+         actor: Actor = Depends(agent_actor)) -> Any:
+    if body.error is not None:
+        return remote.step(store, run_id, actor=actor, index=body.step, failure=body.error)
+    message = body.message if "message" in body.model_fields_set else dict(body.model_extra or {})
+    return remote.step(store, run_id, message, actor=actor, index=body.step)

@@ -1,7 +1,201 @@
-"""Submission routes for submitters (API key): create, list, owner view, unpublish (issue 10)."""
+"""Submission routes for submitters (API key): create, list, owner view, unpublish (issue 10).
+
+A thin shell over `service.submissions`, like `assay submit`: the caller's account submits as
+itself, and the server composes the batch (every scenario × rep, its own seeds) — the submitter
+chooses no run and no seed. The agent is either `"remote"` (an agent of the account plays the runs
+over the agent routes, `agent_api`) or a model the server drives itself (`{"spec": "openai:MODEL",
+"base_url": …}`), played in background workers (`web.workers`) after the 201.
+
+Refusals: a suite the caller may not see is 404; the cap is 409; `publish` without a public handle
+is 422 (the service calls it a conflict with the account's state; to a client it is a request that
+cannot be honoured as sent); a malformed field is 422. Another account's submission is 404.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, FastAPI, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import Conflict, Invalid
+from assay.service import batches, remote, submissions
+from assay.service.actors import Actor
+from assay.store.db import Store
+from assay.web import workers
+from assay.web.deps import api_actor, get_store
+from assay.web.schemas import error_responses
+
+
+class _Open(BaseModel):
+    """A response model that allows keys added later (as `web.schemas` does)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the background workers (resuming what a stopped server left), stop them at the end."""
+    pool = app.state.workers = workers.Workers(app.state.store)
+    try:
+        pool.resume_pending()
+    except Exception as exc:  # noqa: BLE001 - a server that cannot resume still serves
+        workers.log.error("could not resume pending submissions: %s: %s", type(exc).__name__, exc)
+    try:
+        yield
+    finally:
+        pool.close()
+
+
+router = APIRouter(prefix="/api/submissions", tags=["submissions"], lifespan=_lifespan,
+                   responses=error_responses(401, 429, 500))
+
+
+# -- request and response models ------------------------------------------------------------------
+
+
+class ModelAgent(BaseModel):
+    """A model behind an OpenAI-compatible endpoint, which the server drives itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str = Field(pattern=r"^openai:\S{1,200}$", description="`openai:MODEL`.", examples=["openai:gpt-4.1-mini"])
+    base_url: str | None = Field(None, max_length=2000, pattern=r"^https?://\S+$",
+                                 description="The endpoint (default: the server's `OPENAI_BASE_URL`). The server's "
+                                             "own `OPENAI_API_KEY` is used; a key is never part of a submission.")
+
+
+class SubmissionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str = Field(min_length=1, max_length=200, description="Suite key.", examples=["forge"])
+    version: str | None = Field(None, min_length=1, max_length=100,
+                                description="Suite version (default: the latest public one).")
+    label: str = Field(min_length=1, max_length=submissions.MAX_LABEL,
+                       description="Agent label (self-declared, shown as such).")
+    play_model: str | None = Field(None, max_length=200, description="The model used, self-reported (unverified).")
+    publish: bool = Field(False, description="Publish once complete (the account needs a public handle).")
+    agent: Literal["remote"] | ModelAgent = Field(
+        description='`"remote"`: an agent of the account plays the runs over `/api/agent/runs/…`; or a model the '
+                    "server plays itself.")
+
+
+class SuiteRef(_Open):
+    key: str
+    version: str
+
+
+class AgentRef(_Open):
+    spec: str | None
+    label: str
+    label_self_declared: bool = True
+    config_signature: str | None
+
+
+class SubmissionCreated(_Open):
+    """A composed submission: its runs are all pending (a remote agent asks for them)."""
+
+    id: str
+    suite: SuiteRef
+    agent: AgentRef
+    remote: bool = Field(description="Whether a remote agent plays it (over the agent routes).")
+    status: str = Field(description="`pending` until every run is played and swept.")
+    n_planned: int
+
+
+class SubmissionListed(_Open):
+    id: str
+    account: str
+    suite: str
+    version: str
+    label: str
+    status: str = Field(description="`complete` | `incomplete` once finalised, `pending` before.")
+    n_planned: int
+    n_recorded: int
+    n_scored: int
+    created_at: str
+
+
+class OwnerRun(_Open):
+    run_id: str
+    scenario: str
+    rep: int
+    seed: int = Field(description="The run's seed: the owner's view shows it, the public board never does.")
+    status: str
+    scored: bool | None
+    score: int | None
+    passed: bool | None
+    claimed_success: bool | None
+    false_success: bool | None
+
+
+class OwnerView(_Open):
+    """The owner's view of a submission (what `assay submit --json` writes)."""
+
+    id: str
+    suite: dict[str, Any]
+    account: str
+    agent: AgentRef
+    status: str
+    leaderboard_class: str | None
+    published: bool | None
+    n_planned: int
+    n_recorded: int
+    runs: list[OwnerRun]
+
+
+# -- routes -----------------------------------------------------------------------------------
+
+
+@router.post("", status_code=201, response_model=SubmissionCreated,
+             summary="Submit an agent: the server composes every scenario × rep of the suite version",
+             responses=error_responses(404, 409, 422))
+def create_submission(body: SubmissionRequest, request: Request, store: Store = Depends(get_store),
+                      actor: Actor = Depends(api_actor)) -> Any:
+    if isinstance(body.agent, ModelAgent):
+        from assay.agents.loader import load_agent
+
+        factory = load_agent(body.agent.spec, base_url=body.agent.base_url)
+    else:
+        factory = remote.remote_factory()
+    assert actor.account is not None
+    try:
+        submission_id = submissions.compose(
+            store, body.suite, factory=factory, account=actor.account, label=body.label, version=body.version,
+            play_model=body.play_model, publish=body.publish, actor=actor)
+    except Conflict as exc:
+        if exc.field == "publish":  # the account has no public handle: the request cannot be honoured
+            raise Invalid(exc.message, "publish") from None
+        raise
+    if isinstance(body.agent, ModelAgent):
+        workers.for_app(request.app).play(submission_id)
+    batch = store.batch(submission_id)
+    assert batch is not None
+    return {
+        "id": submission_id,
+        "suite": {"key": batch["suite_key"], "version": batch["suite_version"]},
+        "agent": {"spec": batch["agent_spec"], "label": batch["agent_label"], "label_self_declared": True,
+                  "config_signature": batch["config_signature"]},
+        "remote": not isinstance(body.agent, ModelAgent),
+        "status": "pending",
+        "n_planned": len(store.planned_runs(submission_id)),
+    }
+
+
+@router.get("", response_model=list[SubmissionListed], summary="The caller's own submissions, newest first")
+def list_submissions(store: Store = Depends(get_store), actor: Actor = Depends(api_actor)) -> Any:
+    return batches.list_submissions(store, actor=actor)
+
+
+@router.get("/{submission_id}", response_model=OwnerView, responses=error_responses(404),
+            summary="The owner's view of a submission: status, figures, and every run with its seed")
+def submission_view(submission_id: str, store: Store = Depends(get_store), actor: Actor = Depends(api_actor)) -> Any:
+    return submissions.results(store, submission_id, actor=actor)
+
+
+@router.post("/{submission_id}/unpublish", response_model=OwnerView, responses=error_responses(404, 409),
+             summary="Take a submission off the public board (or stop its publication on completion)")
+def unpublish(submission_id: str, store: Store = Depends(get_store), actor: Actor = Depends(api_actor)) -> Any:
+    return submissions.unpublish(store, submission_id, actor=actor)

@@ -1,0 +1,132 @@
+"""The web app's background work: model submissions played by the server, idle remote runs ended.
+
+`POST /api/submissions` with a model agent (`openai:MODEL`) composes the submission and hands its
+id to `Workers.play`; a daemon thread plays it (`submissions.execute`: claims its slots, plays,
+records each run, completes it). Nothing is held here that the store does not also hold: a server
+stopped mid-submission leaves its recorded runs stored and its other slots pending (its claims end
+with its process), and `Workers.resume_pending` — run when the app starts — plays them again.
+Several worker processes may do so at once: the claims split the work.
+
+The sweeper ends remote runs left idle past their time limit (`remote.expire_idle`) every few
+seconds, so a remote submission whose agent went away still completes.
+
+One `Workers` per app (`for_app`), started by the submissions router's lifespan, or on first use
+when the app runs without one (a `TestClient` outside `with`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any
+
+from assay.store.db import Store
+
+log = logging.getLogger("assay.web")
+
+#: Submissions played at once by one server process; each plays `RUNS_IN_FLIGHT` runs at a time.
+THREADS = 2
+RUNS_IN_FLIGHT = 8
+#: Seconds between sweeps for idle remote runs.
+SWEEP_SECONDS = 5.0
+#: The agents the server plays itself (the API composes only these).
+SERVER_PLAYED = ("openai:",)
+
+_GUARD = threading.Lock()
+
+
+class Workers:
+    def __init__(self, store: Store, *, threads: int = THREADS, sweep_seconds: float | None = SWEEP_SECONDS) -> None:
+        self.store = store
+        self._todo: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._queued: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._busy = 0
+        self._threads = [threading.Thread(target=self._work, name="assay-submission", daemon=True)
+                         for _ in range(threads)]
+        for t in self._threads:
+            t.start()
+        self._sweeper: threading.Thread | None = None
+        if sweep_seconds:
+            self._sweeper = threading.Thread(target=self._sweep, args=(sweep_seconds,), name="assay-sweeper",
+                                             daemon=True)
+            self._sweeper.start()
+
+    def play(self, submission_id: str) -> None:
+        """Play a composed submission in the background (once, however often it is asked)."""
+        with self._lock:
+            if submission_id in self._queued:
+                return
+            self._queued.add(submission_id)
+            self._busy += 1
+        self._todo.put(submission_id)
+
+    def resume_pending(self) -> list[str]:
+        """Queue every unfinished submission whose agent the server plays itself. Returns their ids."""
+        from assay.service import batches
+        from assay.service.actors import OPERATOR
+
+        found = []
+        for row in batches.list_submissions(self.store, actor=OPERATOR):
+            if row["status"] != "pending" or row["n_recorded"] >= row["n_planned"]:
+                continue
+            agent = self.store.batch_agent(row["id"])
+            if agent is not None and str(agent["load_spec"]).startswith(SERVER_PLAYED):
+                found.append(row["id"])
+                self.play(row["id"])
+        return found
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is queued or playing (tests); False if `timeout` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout)
+
+    def close(self) -> None:
+        """Stop taking work. A submission being played goes on to its end on its daemon thread, or
+        stops with the process: what it did not record stays pending for the next start."""
+        self._stop.set()
+        for _ in self._threads:
+            self._todo.put(None)
+
+    def _work(self) -> None:
+        from assay.service import submissions
+
+        while True:
+            submission_id = self._todo.get()
+            if submission_id is None:
+                return
+            try:
+                if not self._stop.is_set():
+                    submissions.execute(self.store, submission_id, workers=RUNS_IN_FLIGHT)
+            except Exception as exc:  # noqa: BLE001 - logged; the slots stay pending for a resume
+                log.error("submission %s: background play stopped: %s: %s", submission_id, type(exc).__name__, exc)
+            finally:
+                with self._lock:
+                    self._queued.discard(submission_id)
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+    def _sweep(self, seconds: float) -> None:
+        from assay.service import remote
+
+        while not self._stop.wait(seconds):
+            try:
+                remote.expire_idle(self.store)
+            except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
+                log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
+
+
+def for_app(app: Any) -> Workers:
+    """The app's `Workers`, started on first use if its lifespan did not start them."""
+    found = getattr(app.state, "workers", None)
+    if found is not None:
+        return found
+    with _GUARD:
+        found = getattr(app.state, "workers", None)
+        if found is None:
+            # no sweeper: without a lifespan nothing would ever stop it
+            found = app.state.workers = Workers(app.state.store, sweep_seconds=None)
+        return found
