@@ -1,0 +1,174 @@
+"""Fixtures for the web app: an app over a store of each backend, keys, and one populated site.
+
+Everything here runs on SQLite and on a real PostgreSQL (the root conftest's `db_url` and
+`pg_server`). The app is `create_app` over a store the fixture opened, so `TestClient(app)` works
+with or without `with` (no lifespan is needed to reach the store).
+
+Per test (function scope, over `db_url`, so writes are private to the test):
+
+- `web_store`: the store opened and bootstrapped (built-in suites released), closed afterwards.
+- `web_app`: `make_app(web_store)` with the default limits.
+- `client`: a `TestClient` on `web_app`.
+
+Once per session and backend (`populated_site`, parametrised `sqlite` | `postgresql`; READ-ONLY:
+a test that writes must use the function fixtures above, or the session's other tests see it):
+
+- accounts `alice` (handle `alice-h`) and `bob` (handle `bob-h`);
+- suites `mini` 1.0 and 1.1 (public; a scenario edited in between, so the pins differ), `hush` 1.0
+  (unlisted), `vault` 1.0 (internal), besides the built-in ones;
+- published submissions: alice `diligent` on mini 1.0, alice `diligent` and bob `idle` on mini 1.1
+  (bob's label is `INJECTION`, stored and served literally), alice `diligent` on hush 1.0 and on
+  vault 1.0; ids in `Site.submissions` (`"mini 1.0 diligent"`, …);
+- keys in `Site.keys`: `alice_api`, `alice_agent`, `bob_api`, `bob_agent`, and `alice_revoked`
+  (an API key revoked at once).
+
+`site_client` is a `TestClient` on that site's app (rate limit off: the session shares it). Helpers: `SECRET` (the server secret every
+app here uses), `make_app(store, **limits)`, `issue_key(store, account, kind)`, `bearer(key)`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from tests.board._support import edit_scenario, mini_suite, set_version
+
+SECRET = b"assay-web-tests-secret-" + b"s" * 32
+#: Text that would do harm if any layer interpreted it: SQL, HTML, template, path and shell syntax.
+INJECTION = "x'; DROP TABLE runs; -- <script>alert(1)</script> {{7*7}} ${7*7} ../../etc/passwd $(id) \" \\"
+
+
+def make_app(store: Any, **limits: Any) -> FastAPI:
+    """The service's app over `store`, hashing keys under `SECRET`; `limits` override `Settings`."""
+    from assay.web.app import Settings, create_app
+
+    return create_app(Settings(db_url=None, secret=SECRET, **limits), store=store)
+
+
+def issue_key(store: Any, account: str, kind: str) -> str:
+    """A new key of `kind` for `account`, issued by the operator; returns the key itself."""
+    from assay.service import keys
+    from assay.service.actors import OPERATOR
+
+    return keys.create(store, account, kind, SECRET, actor=OPERATOR)[1]
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _opened(db_url: str) -> Any:
+    from assay.service.releases import bootstrap
+    from assay.store import open_store
+
+    store = open_store(db_url)
+    bootstrap(store)
+    return store
+
+
+@pytest.fixture
+def web_store(db_url: str) -> Iterator[Any]:
+    store = _opened(db_url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def web_app(web_store: Any) -> FastAPI:
+    return make_app(web_store)
+
+
+@pytest.fixture
+def client(web_app: FastAPI) -> TestClient:
+    return TestClient(web_app)
+
+
+@dataclass
+class Site:
+    """The populated session store, its app, and the keys and ids tests compare with."""
+
+    db_url: str
+    store: Any
+    app: FastAPI
+    keys: dict[str, str] = field(default_factory=dict)
+    submissions: dict[str, str] = field(default_factory=dict)
+
+
+def build_site(db_url: str, root: Path) -> Site:
+    """Release the site's suites and play its submissions (reference agents, as the operator)."""
+    from assay.agents.loader import load_agent
+    from assay.service import accounts, keys, releases, submissions
+    from assay.service.actors import OPERATOR
+
+    store = _opened(db_url)
+    site = Site(db_url, store, make_app(store, rate_limit=0))  # shared by many tests: no limit
+    accounts.create(store, "alice", "alice-h", actor=OPERATOR)
+    accounts.create(store, "bob", "bob-h", actor=OPERATOR)
+
+    mini = mini_suite(root / "mini", key="mini", version="1.0")
+    releases.release_path(store, str(mini), actor=OPERATOR)
+    edit_scenario(mini)
+    set_version(mini, "1.1")
+    releases.release_path(store, str(mini), actor=OPERATOR)
+    for key, visibility in (("hush", "unlisted"), ("vault", "internal")):
+        releases.release_path(store, str(mini_suite(root / key, key=key, visibility=visibility)), actor=OPERATOR)
+
+    def submit(key: str, version: str, agent: str, account: str = "alice", label: str | None = None) -> None:
+        name = agent.rsplit(":", 1)[-1]
+        site.submissions[f"{key} {version} {name}"] = submissions.submit(
+            store, key, factory=load_agent(agent), account=account, label=label or name, version=version,
+            publish=True, workers=2, actor=OPERATOR)
+
+    submit("mini", "1.0", "reference:diligent")
+    submit("mini", "1.1", "reference:diligent")
+    submit("mini", "1.1", "reference:idle", account="bob", label=INJECTION)
+    submit("hush", "1.0", "reference:diligent")
+    submit("vault", "1.0", "reference:diligent")
+
+    for account in ("alice", "bob"):
+        for kind in ("api", "agent"):
+            site.keys[f"{account}_{kind}"] = issue_key(store, account, kind)
+    view, site.keys["alice_revoked"] = keys.create(store, "alice", "api", SECRET, actor=OPERATOR)
+    keys.revoke(store, view["id"], actor=OPERATOR)
+    return site
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def populated_site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp(f"site-{request.param}")
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{root / 'assay.db'}"
+        database = None
+    else:
+        import uuid
+
+        import psycopg
+
+        server = request.getfixturevalue("pg_server")
+        database = f"site_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(server.dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+        db_url = server.url(database)
+    site = build_site(db_url, root / "suites")
+    try:
+        yield site
+    finally:
+        site.store.close()
+        shutil.rmtree(root, ignore_errors=True)
+        if database is not None:
+            with psycopg.connect(server.dsn(), autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+@pytest.fixture
+def site_client(populated_site: Site) -> TestClient:
+    return TestClient(populated_site.app)
