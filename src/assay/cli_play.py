@@ -1,11 +1,277 @@
 """`assay play --server URL --agent SPEC`: play every pending remote run of the key's account with a
 local agent over the HTTP API (issue 10). `assay.cli_serve` calls `register(app)`.
+
+Users run their agent on their own machine against a hosted board: the agent key (from
+`ASSAY_AGENT_KEY`) says whose runs these are, `POST /api/agent/runs/next` leases one, and each of
+the agent's answers goes to `POST /api/agent/runs/{id}/step` until the run is done; then the next,
+until the server says none is pending (204). The agent is loaded here exactly as `assay run`
+loads it (`assay.agents.loader`), fresh for each run, and sees what it would see in-process: the
+conversation (its own answers and what followed each) and the tools.
+
+A step is numbered, so sending it again is safe: when the server cannot be reached (a restart) or
+asks to slow down (429), the same step is sent again until it is answered. What the agent raises
+is reported as its failure (the run is `crashed`, as in-process).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+
 import typer
+
+from assay.errors import BadInput
+
+KEY_ENV = "ASSAY_AGENT_KEY"
+#: How long a request is retried while the server cannot be reached (a restart, a network blip).
+RETRY_SECONDS = 120.0
+#: Seconds one request may take before it is tried again.
+REQUEST_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Played:
+    """One run this client played: where it was, how it ended and in how many answers."""
+
+    run_id: str
+    submission_id: str
+    scenario: str
+    status: str
+    steps: int
+
+
+class RemoteServer:
+    """The agent routes of one server, over HTTP with an agent key; retries what is safe to retry."""
+
+    def __init__(self, url: str, key: str, *, retry_seconds: float = RETRY_SECONDS,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        import httpx2
+
+        self.url = url.rstrip("/")
+        self._http = httpx2.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"},
+                                   timeout=REQUEST_TIMEOUT)
+        self._retry_seconds = retry_seconds
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RemoteServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def next_run(self) -> dict[str, Any] | None:
+        """A leased run, or None when nothing is pending."""
+        return self._post("/api/agent/runs/next", None)
+
+    def step(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self._post(f"/api/agent/runs/{run_id}/step", body)
+        assert answer is not None
+        return answer
+
+    def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any] | None:
+        import httpx2
+
+        give_up = time.monotonic() + self._retry_seconds
+        pause = 0.25
+        while True:
+            try:
+                response = self._http.post(path, json=body)
+            except httpx2.TransportError as exc:
+                if time.monotonic() >= give_up:
+                    raise BadInput(f"cannot reach the server: {type(exc).__name__}: {exc}", f"--server {self.url}") from None
+                self._sleep(pause)
+                pause = min(pause * 2, 5.0)
+                continue
+            if response.status_code == 204:
+                return None
+            if response.status_code == 429 or response.status_code >= 500:
+                if time.monotonic() >= give_up:
+                    raise BadInput(f"the server keeps answering {response.status_code}", f"--server {self.url}")
+                wait = _retry_after(response.headers.get("Retry-After")) if response.status_code == 429 else pause
+                self._sleep(wait)
+                pause = min(pause * 2, 5.0)
+                continue
+            if response.status_code >= 400:
+                raise BadInput(f"the server refused ({response.status_code}): {_detail(response)}",
+                               KEY_ENV if response.status_code == 401 else f"--server {self.url}")
+            return response.json()
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return min(max(float(value or 1), 0.0), 60.0)
+    except ValueError:
+        return 1.0
+
+
+def _detail(response: Any) -> str:
+    try:
+        return str(response.json().get("detail"))
+    except Exception:  # noqa: BLE001 - whatever it said, in one line
+        return response.text[:200].replace("\n", " ")
+
+
+def as_json(message: Any) -> Any:
+    """The agent's answer as JSON, without judging it: a message object (the openai client's) as
+    its fields, JSON values as they are; anything else as its text (the server reads it as `empty`)."""
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    if message is None or isinstance(message, str | int | float | bool):
+        return message
+    if isinstance(message, dict):
+        return {str(k): as_json(v) for k, v in message.items()}
+    if isinstance(message, list | tuple):
+        return [as_json(v) for v in message]
+    return str(message)
+
+
+def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
+         on_lease: Callable[[dict[str, Any]], None] | None = None,
+         on_done: Callable[[Played], None] | None = None) -> list[Played]:
+    """Play leased runs with `factory`'s agents until none is pending (or `max_runs` were played)."""
+    loop = asyncio.new_event_loop()
+    played: list[Played] = []
+    try:
+        while max_runs is None or len(played) < max_runs:
+            lease = server.next_run()
+            if lease is None:
+                break
+            if on_lease is not None:
+                on_lease(lease)
+            done = _play_run(server, factory, lease, loop)
+            played.append(done)
+            if on_done is not None:
+                on_done(done)
+    finally:
+        try:
+            closing = getattr(factory, "aclose", None)
+            if closing is not None:
+                loop.run_until_complete(closing())
+        finally:
+            loop.close()
+    return played
+
+
+def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: asyncio.AbstractEventLoop) -> Played:
+    run_id, tools = lease["run_id"], lease["tools"]
+    history: list[Any] = list(lease["messages"])
+    index = int(lease.get("step", 1))
+    agent: Any = None
+    while True:
+        try:
+            if agent is None:
+                agent = factory()
+            raw = agent(list(history), tools)
+            if inspect.isawaitable(raw):
+                raw = loop.run_until_complete(raw)
+            message = as_json(raw)
+            body: dict[str, Any] = {"step": index, "message": message}
+        except Exception as exc:  # noqa: BLE001 - the agent's failure, reported as the run's
+            message, body = None, {"step": index, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        answer = server.step(run_id, body)
+        history = [*history, message, *answer["messages"]]
+        if answer["done"]:
+            return Played(run_id, lease["submission_id"], lease["scenario"]["id"], answer["status"], index)
+        index += 1
+
+
+def play_command(
+    server: str = typer.Option(..., "--server", help="The Assay server, e.g. https://assay.example.org."),
+    agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many runs."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary table."),
+) -> None:
+    """Play every pending run of your account's remote submissions with a local agent, over HTTP.
+
+    The agent key is read from ASSAY_AGENT_KEY (`assay key create --account NAME --kind agent`). Runs are leased one at a time; each is recorded and scored by the server as it ends."""
+    import os
+
+    from assay.agents.loader import load_agent
+    from assay.ui import err, out
+
+    key = os.environ.get(KEY_ENV, "").strip()
+    if not key:
+        raise BadInput("is not set: export an agent key (`assay key create --account NAME --kind agent`)", KEY_ENV)
+    if not server.startswith(("http://", "https://")):
+        raise BadInput("must be an http:// or https:// URL", f"--server {server}")
+    factory = load_agent(agent, base_url=base_url)
+    with RemoteServer(server, key) as remote, _Progress(err, quiet=quiet) as progress:
+        played = play(remote, factory, max_runs=max_runs, on_lease=progress.leased, on_done=progress.done)
+    if quiet:
+        return
+    if not played:
+        out.print("no run was pending for this agent key's account", markup=False, highlight=False)
+        return
+    _summary(out, played)
+
+
+class _Progress:
+    """A progress bar on a terminal (runs done of those known), a line per run otherwise."""
+
+    def __init__(self, console: Any, *, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.tty = sys.stderr.isatty()
+        self._bar: Any = None
+        self._task: Any = None
+        self._n = 0
+
+    def __enter__(self) -> _Progress:
+        if not self.quiet and self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("remote runs", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def leased(self, lease: dict[str, Any]) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, total=self._n + 1 + int(lease.get("pending", 0)),
+                             description=f"{lease['scenario']['id']}")
+
+    def done(self, run: Played) -> None:
+        self._n += 1
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+        else:
+            self.console.print(f"run {self._n}: {run.scenario} · {run.status} · {run.steps} steps · {run.run_id}",
+                               markup=False, highlight=False, soft_wrap=True)
+
+
+def _summary(console: Any, played: list[Played]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{len(played)} remote run(s) played")
+    for col in ("submission", "runs", "completed", "not completed", "steps"):
+        table.add_column(col, justify="left" if col == "submission" else "right")
+    for submission_id in dict.fromkeys(p.submission_id for p in played):
+        mine = [p for p in played if p.submission_id == submission_id]
+        statuses = Counter(p.status for p in mine)
+        others = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()) if s != "completed") or "0"
+        table.add_row(submission_id, str(len(mine)), str(statuses.get("completed", 0)), others,
+                      str(sum(p.steps for p in mine)))
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Add `assay play` to `app`."""
+    app.command("play")(play_command)
