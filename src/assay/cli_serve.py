@@ -111,7 +111,8 @@ def serve(
 
     url = db if db is not None else default_url()
     open_store_at(url).close()
-    settings = Settings(db_url=url, secret=_secret(url))
+    os.environ["ASSAY_DB"] = url
+    settings = Settings.from_env()  # the limits from ASSAY_BODY_LIMIT & co., checked; the secret made
     _check_port_free(host, port)
     os.environ.update(settings.to_env())  # what each worker's app_from_env reads
     err.print(f"assay serve: http://{host}:{port} · store {mask_url(url)} · {workers} worker(s)",

@@ -268,3 +268,20 @@ def test_assay_serve_answers_on_127_0_0_1(db_url: str, web_store: Any) -> None:
             _out, err = server.communicate()
     assert SECRET.decode() not in err and agent not in err and api not in err
     assert "Traceback" not in err
+
+
+def test_the_limits_come_from_the_environment_and_bad_ones_are_refused(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from assay.web.app import Settings
+
+    monkeypatch.setenv("ASSAY_DB", f"sqlite:///{tmp_path / 'assay.db'}")
+    monkeypatch.setenv("ASSAY_SECRET", SECRET.decode())
+    monkeypatch.setenv("ASSAY_RATE_LIMIT", "0")
+    monkeypatch.setenv("ASSAY_BODY_LIMIT", "2048")
+    settings = Settings.from_env()
+    assert (settings.rate_limit, settings.rate_burst, settings.body_limit, settings.secret) == (0, 120, 2048, SECRET)
+    assert SECRET.decode() not in repr(settings)
+    assert Settings(**{**settings.__dict__}).to_env()["ASSAY_BODY_LIMIT"] == "2048"
+    monkeypatch.setenv("ASSAY_RATE_BURST", "lots")
+    with pytest.raises(BadInput, match="ASSAY_RATE_BURST must be a number"):
+        Settings.from_env()

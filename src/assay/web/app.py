@@ -17,6 +17,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -59,9 +60,23 @@ class Settings:
 
         db_url = os.environ.get("ASSAY_DB") or default_url()
         return cls(db_url=db_url, secret=server_secret(db_url),
-                   body_limit=int(os.environ.get(ENV_BODY_LIMIT, 1 << 20)),
-                   rate_limit=float(os.environ.get(ENV_RATE, 20.0)),
-                   rate_burst=int(os.environ.get(ENV_BURST, 120)))
+                   body_limit=_env_number(ENV_BODY_LIMIT, int, cls.body_limit),
+                   rate_limit=_env_number(ENV_RATE, float, cls.rate_limit),
+                   rate_burst=_env_number(ENV_BURST, int, cls.rate_burst))
+
+
+def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
+    """A limit from the environment; a value that is not a number ≥ 0 is one refusal line."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInput(f"{name} must be a number of at least 0, not '{raw}'")
+    return value
 
 
 def _open(settings: Settings) -> Store:
