@@ -23,18 +23,19 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-#: Geometry, in viewBox units. Narrow enough that text stays legible when a phone scales it down.
-WIDTH = 400
-LABEL_W = 118
-BAR_X = LABEL_W
-BAR_W = 214
+#: Geometry, in viewBox units: narrow, so that a phone scales the text down little. Each figure is
+#: a row of its own: its name on one line, the bar (0..1 over BAR_W) and its value under it.
+WIDTH = 360
+BAR_X = 0
+BAR_W = 288
 VALUE_X = BAR_X + BAR_W + 6
-ROW_H = 20
-BAR_H = 13
+ROW_H = 30
+BAR_H = 12
 HEAD_H = 36
 GROUP_GAP = 12
 AXIS_H = 20
 MAX_LABEL = 40
+MAX_SERIES = 48
 
 CAPABILITY = "#2f6db5"
 COMPOSITE = "#173f73"
@@ -133,7 +134,7 @@ def board_chart(board: dict[str, Any]) -> str | None:
         parts = [f'<g class="entry" data-entry="{index}" data-submission={quoteattr(str(entry.get("submission_id", "")))}>',
                  f"<title>{escape(full)}</title>",
                  f'<text class="entry-label" x="0" y="{y + 14}" font-size="14" font-weight="bold">{escape(heading)}</text>',
-                 f'<text class="entry-detail" x="0" y="{y + 29}" font-size="11" fill="#555">{escape(detail)}</text>']
+                 f'<text class="entry-detail" x="0" y="{y + 29}" font-size="12" fill="#555">{escape(detail)}</text>']
         y += HEAD_H
         for bar in bars:
             parts.append(_bar_row(bar, y))
@@ -147,7 +148,8 @@ def board_chart(board: dict[str, Any]) -> str | None:
         x = _x(tick)
         axis.append(f'<line x1="{x}" y1="{AXIS_H - 4}" x2="{x}" y2="{height - GROUP_GAP}" stroke="{GRID}" '
                     f'stroke-width="1"/>')
-        axis.append(f'<text x="{x}" y="{AXIS_H - 7}" text-anchor="middle">{tick:g}</text>')
+        anchor = "start" if tick == 0 else "end" if tick == 1 else "middle"
+        axis.append(f'<text x="{x}" y="{AXIS_H - 7}" text-anchor="{anchor}">{tick:g}</text>')
     axis.append("</g>")
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="board-chart" role="img" '
@@ -161,23 +163,24 @@ def board_chart(board: dict[str, Any]) -> str | None:
 
 
 def _bar_row(bar: Bar, y: int) -> str:
-    mid = y + BAR_H / 2
-    parts = [f'<text class="series-label" x="0" y="{mid + 4}" font-size="12">{escape(_short(bar.label, 20))}</text>']
+    top = y + 14  # the bar's top, under the figure's name
+    mid = top + BAR_H / 2
+    parts = [f'<text class="series-label" x="{BAR_X}" y="{y + 11}" font-size="12">{escape(_short(bar.label, MAX_SERIES))}</text>']
     if bar.value is None:
-        parts.append(f'<text class="no-number" x="{BAR_X + 2}" y="{mid + 4}" font-size="12" font-style="italic" '
+        parts.append(f'<text class="no-number" x="{BAR_X}" y="{top + 10}" font-size="12" font-style="italic" '
                      f'fill="#555">no number</text>')
         return f'<g class="row" data-series={quoteattr(bar.series)}>' + "".join(parts) + "</g>"
     width = round(BAR_W * bar.value, 2)
     parts.append(f'<rect class="bar" data-series={quoteattr(bar.series)} data-value="{bar.value:.4f}" '
-                 f'x="{BAR_X}" y="{y}" width="{width}" height="{BAR_H}" fill="{_fill(bar.kind)}"/>')
+                 f'x="{BAR_X}" y="{top}" width="{width}" height="{BAR_H}" fill="{_fill(bar.kind)}"/>')
     if bar.interval is not None:
         lo, hi = _x(bar.interval[0]), _x(bar.interval[1])
         parts.append(f'<g class="interval" data-lo="{bar.interval[0]:.4f}" data-hi="{bar.interval[1]:.4f}" '
                      f'stroke="{INTERVAL}" stroke-width="1.5">'
                      f'<line x1="{lo}" y1="{mid}" x2="{hi}" y2="{mid}"/>'
-                     f'<line x1="{lo}" y1="{y + 2}" x2="{lo}" y2="{y + BAR_H - 2}"/>'
-                     f'<line x1="{hi}" y1="{y + 2}" x2="{hi}" y2="{y + BAR_H - 2}"/></g>')
-    parts.append(f'<text class="value" x="{VALUE_X}" y="{mid + 4}" font-size="12">{bar.value:.4f}</text>')
+                     f'<line x1="{lo}" y1="{top + 2}" x2="{lo}" y2="{top + BAR_H - 2}"/>'
+                     f'<line x1="{hi}" y1="{top + 2}" x2="{hi}" y2="{top + BAR_H - 2}"/></g>')
+    parts.append(f'<text class="value" x="{VALUE_X}" y="{top + 10}" font-size="13">{bar.value:.4f}</text>')
     return f'<g class="row" data-series={quoteattr(bar.series)}>' + "".join(parts) + "</g>"
 
 

@@ -94,10 +94,14 @@ def render(markdown: str) -> Markup:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
-    out = ['<div class="scroll"><table><thead><tr>']
+    # Each cell names its column (`data-label`), so a narrow screen can stack a row's cells under
+    # their names (style.css) instead of squeezing five columns into a phone's width.
+    names = [str(escape(c.replace("`", "").replace("**", ""))) for c in head]
+    out = ['<div class="scroll"><table class="stack"><thead><tr>']
     out += [f'<th scope="col">{inline(c)}</th>' for c in head]
     out.append("</tr></thead><tbody>")
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>")
+        out.append("<tr>" + "".join(
+            f'<td data-label="{names[i] if i < len(names) else ""}">{inline(c)}</td>' for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)

@@ -1,19 +1,18 @@
 """Fixtures for the board pages: one populated store, the real server over it, one Chromium.
 
-`site` is built once per test session (per xdist worker) with the service, as the operator:
+`site` is the web tests' populated site (`tests/web/conftest.py` `build_site`, on SQLite: `mini`
+1.0 and 1.1 with published entries, `hush` unlisted, `vault` internal, bob's label an injection
+string) built once per session (per xdist worker), plus what only the pages need:
 
-- `mini` released twice (1.0 and 1.1, a scenario edited in between, so the pinned hashes differ),
-  with a published entry on 1.0 (`diligent-one`) and two on 1.1 (`diligent-two`, and an idle
-  agent whose label, play model and variance note are injection strings);
+- on mini 1.1 a third entry (account `mallory`) whose label and play model are HTML injection
+  strings, and an operator's variance note that is one too;
 - `quiet`, public, released with no submission: the empty board;
-- `secret`, internal, with a published entry: it must not exist for the public;
-- `hidden`, unlisted: reachable by its version only.
+- `carded`, public, whose card text and known limitations are injection strings.
 
-`server` is the real `assay serve` on 127.0.0.1 and a free port over that store (uvicorn on
-`create_app` in a thread while the command does not exist yet). `browser` is ONE Debian Chromium
+`server` is the real `assay serve` subprocess on 127.0.0.1 and a free port over that store. `browser` is ONE Debian Chromium
 for the session, driven by Playwright; when it is missing the fixture fails, never skips. `page`
-is a fresh JavaScript-off context per test whose screenshot is kept under the artefacts dir
-(`$ASSAY_ARTIFACTS`, default `tests/web/pages/artifacts/`).
+and `phone` are fresh JavaScript-off contexts per test whose screenshot is kept under the
+artefacts dir (`$ASSAY_ARTIFACTS`, default `tests/web/pages/artifacts/`, git-ignored).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,12 +32,14 @@ from typing import Any
 
 import pytest
 
-from tests.board._support import edit_scenario, mini_suite, set_version
+from tests.board._support import mini_suite
+
+from ..conftest import INJECTION, SECRET
+from ..conftest import build_site as build_web_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).resolve().parent
-SECRET = "pages-test-secret-" + "x" * 32
-INJECTION_LABEL = "<script>alert('label')</script><img src=x onerror=alert(1)>&amp;\"'"
+INJECTION_LABEL = "<script>alert('label')</script><img src=x onerror=alert(1)>&amp;\"' {{7*7}} ${7*7}"
 INJECTION_MODEL = "<b>model</b><script>alert('model')</script>"
 INJECTION_NOTE = "</p><script>alert('note')</script><a href=javascript:alert(1)>note</a>"
 INJECTION_CARD = "Card text <script>alert('card')</script> with **bold** and `<i>code</i>`."
@@ -59,48 +59,28 @@ class Site:
     db_url: str
     store: Any
     boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # "key version" -> board dict
-    ids: dict[str, str] = field(default_factory=dict)  # label -> submission id
-
-
-def _submit(store: Any, key: str, agent: str, label: str, **kwargs: Any) -> str:
-    from assay.agents.loader import load_agent
-    from assay.service import submissions
-    from assay.service.actors import OPERATOR
-
-    return submissions.submit(store, key, factory=load_agent(agent), account="alice", label=label, workers=2,
-                              publish=True, actor=OPERATOR, **kwargs)
+    ids: dict[str, str] = field(default_factory=dict)  # "key version name" -> submission id
 
 
 def build_site(root: Path) -> Site:
+    from assay.agents.loader import load_agent
     from assay.service import accounts, releases, submissions
     from assay.service.actors import OPERATOR, PUBLIC
     from assay.service.board import board
-    from assay.store import open_store
 
-    db_url = f"sqlite:///{root / 'assay.db'}"
-    store = open_store(db_url)
-    site = Site(db_url, store)
-    accounts.create(store, "alice", "Alice", actor=OPERATOR)
-
-    mini = mini_suite(root / "mini", card=INJECTION_CARD,
-                      known_limitations=["Two scenarios only.", INJECTION_LIMITATION])
-    releases.release_path(store, str(mini), actor=OPERATOR)
-    site.ids["diligent-one"] = _submit(store, "mini", "reference:diligent", "diligent-one")
-    edit_scenario(mini)
-    set_version(mini, "1.1")
-    releases.release_path(store, str(mini), actor=OPERATOR)
-    site.ids["diligent-two"] = _submit(store, "mini", "reference:diligent", "diligent-two")
-    site.ids[INJECTION_LABEL] = _submit(store, "mini", "reference:idle", INJECTION_LABEL, play_model=INJECTION_MODEL)
-    submissions.note(store, site.ids[INJECTION_LABEL], INJECTION_NOTE, actor=OPERATOR)
-
+    web = build_web_site(f"sqlite:///{root / 'assay.db'}", root / "suites")
+    store = web.store
+    site = Site(web.db_url, store, ids=dict(web.submissions))
+    accounts.create(store, "mallory", "mallory", actor=OPERATOR)
+    site.ids["mini 1.1 mallory"] = submissions.submit(
+        store, "mini", factory=load_agent("reference:idle"), account="mallory", label=INJECTION_LABEL,
+        play_model=INJECTION_MODEL, publish=True, workers=2, actor=OPERATOR)
+    submissions.note(store, site.ids["mini 1.1 mallory"], INJECTION_NOTE, actor=OPERATOR)
     releases.release_path(store, str(mini_suite(root / "quiet", key="quiet")), actor=OPERATOR)
-    releases.release_path(store, str(mini_suite(root / "secret", key="secret", visibility="internal")),
-                          actor=OPERATOR)
-    site.ids["secret-agent"] = _submit(store, "secret", "reference:diligent", "secret-agent")
-    releases.release_path(store, str(mini_suite(root / "hidden", key="hidden", visibility="unlisted")),
-                          actor=OPERATOR)
-
-    for key, version in (("mini", "1.0"), ("mini", "1.1"), ("quiet", "1.0"), ("hidden", "1.0")):
+    carded = mini_suite(root / "carded", key="carded", card=INJECTION_CARD,
+                        known_limitations=["Two scenarios only.", INJECTION_LIMITATION])
+    releases.release_path(store, str(carded), actor=OPERATOR)
+    for key, version in (("mini", "1.0"), ("mini", "1.1"), ("quiet", "1.0"), ("hush", "1.0")):
         site.boards[f"{key} {version}"] = board(store, key, version, actor=PUBLIC)
     return site
 
@@ -115,13 +95,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture(scope="session")
-def client(site: Site) -> Iterator[Any]:
+def pages_client(site: Site) -> Iterator[Any]:
     """A TestClient over the app on the site's store (rate limit off: the tests are the only caller)."""
     from fastapi.testclient import TestClient
 
     from assay.web.app import Settings, create_app
 
-    app = create_app(Settings(db_url=site.db_url, secret=SECRET.encode(), rate_limit=0), store=site.store)
+    app = create_app(Settings(db_url=site.db_url, secret=SECRET, rate_limit=0), store=site.store)
     with TestClient(app) as test_client:
         yield test_client
 
@@ -140,11 +120,6 @@ def _assay() -> Path:
     return beside if beside.exists() else Path(shutil.which("assay") or "assay")
 
 
-def _has_serve() -> bool:
-    done = subprocess.run([str(_assay()), "serve", "--help"], capture_output=True, text=True, timeout=60)
-    return done.returncode == 0 and "No such command" not in done.stdout + done.stderr
-
-
 def _wait_until_up(base: str, alive: Any, deadline: float = 60.0) -> None:
     start = time.monotonic()
     while time.monotonic() - start < deadline:
@@ -161,47 +136,27 @@ def _wait_until_up(base: str, alive: Any, deadline: float = 60.0) -> None:
 
 @pytest.fixture(scope="session")
 def server(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of the real server over the site's store."""
+    """The base URL of the real `assay serve` over the site's store, on 127.0.0.1 and a free port."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    if _has_serve():
-        log = tmp_path_factory.mktemp("serve") / "serve.log"
-        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET}
-        with log.open("w") as sink:
-            proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                     "--db", site.db_url], stdout=sink, stderr=subprocess.STDOUT, env=env)
-        try:
-            try:
-                _wait_until_up(base, lambda: proc.poll() is None)
-            except RuntimeError as exc:
-                pytest.fail(f"assay serve did not start: {exc}: {log.read_text()[-2000:]}", pytrace=False)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
-        return
-    # `assay serve` is not there yet: the same app on uvicorn in a thread of this process.
-    import uvicorn
-
-    from assay.web.app import Settings, create_app
-
-    app = create_app(Settings(db_url=site.db_url, secret=SECRET.encode()))
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=uv.run, name="pages-uvicorn", daemon=True)
-    thread.start()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()}
+    with log.open("w") as sink:
+        proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--db", site.db_url], stdout=sink, stderr=subprocess.STDOUT, env=env)
     try:
         try:
-            _wait_until_up(base, thread.is_alive)
+            _wait_until_up(base, lambda: proc.poll() is None)
         except RuntimeError as exc:
-            pytest.fail(f"uvicorn did not start: {exc}", pytrace=False)
+            pytest.fail(f"assay serve did not start: {exc}: {log.read_text()[-2000:]}", pytrace=False)
         yield base
     finally:
-        uv.should_exit = True
-        thread.join(timeout=20)
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
 
 
 # -- the browser --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import INJECTION_LABEL, INJECTION_MODEL, INJECTION_NOTE, Site
+from .conftest import INJECTION, INJECTION_LABEL, INJECTION_MODEL, INJECTION_NOTE, Site
 
 pytestmark = pytest.mark.xdist_group("browser")
 
@@ -52,7 +52,8 @@ def test_populated_board_shows_the_latest_versions_entries_figures_and_an_svg_ch
     values = [float(bars.nth(i).get_attribute("data-value") or "nan") for i in range(bars.count())]
     assert values == [e["pass_rate"] for e in expected["entries"]]
     text = page.locator("body").inner_text()
-    assert NOT_EVIDENCE in text and "diligent-one" not in text  # 1.0's entry is not on 1.1's board
+    assert NOT_EVIDENCE in text
+    assert page.locator(f"[data-submission='{site.ids['mini 1.0 diligent']}']").count() == 0  # 1.0's entry
     for pin in expected["provenance"]["scenarios"]:
         assert pin["hash_prefix"] in page.locator("table.pins").inner_text()
 
@@ -66,7 +67,9 @@ def test_the_version_picker_leads_to_version_1_with_its_own_entries(page: Any, s
     assert re.search(r"/suites/mini\?version=1\.0$", page.url), page.url
     assert "version 1.0" in page.locator("h1").inner_text()
     old = site.boards["mini 1.0"]
-    assert _entry_labels(page) == [e["agent_label"] for e in old["entries"]] == ["diligent-one"]
+    entries = page.locator("article.entry")
+    shown = [entries.nth(i).get_attribute("data-submission") for i in range(entries.count())]
+    assert shown == [e["submission_id"] for e in old["entries"]] == [site.ids["mini 1.0 diligent"]]
     assert "an earlier public version" in page.locator(".suite-meta").inner_text()
     pins = page.locator("table.pins").inner_text()
     assert all(p["hash_prefix"] in pins for p in old["provenance"]["scenarios"])
@@ -74,17 +77,17 @@ def test_the_version_picker_leads_to_version_1_with_its_own_entries(page: Any, s
     assert page.locator("select[name=version] option[selected]").get_attribute("value") == "1.0"
 
 
-def test_an_internal_suite_is_a_404_page_like_a_suite_that_does_not_exist(page: Any, server: str) -> None:
-    answer = page.goto(f"{server}/suites/secret")
+def test_an_internal_suite_is_a_404_page_like_a_suite_that_does_not_exist(page: Any, server: str, site: Site) -> None:
+    answer = page.goto(f"{server}/suites/vault")
     assert answer is not None and answer.status == 404
     internal = page.locator("main").inner_text()
-    assert "Not found" in internal and "secret-agent" not in internal
-    card = page.goto(f"{server}/suites/secret/1.0/card")
+    assert "Not found" in internal and site.ids["vault 1.0 diligent"] not in page.content()
+    card = page.goto(f"{server}/suites/vault/1.0/card")
     assert card is not None and card.status == 404
     absent = page.goto(f"{server}/suites/no-such-suite")
     assert absent is not None and absent.status == 404
-    assert page.locator("main").inner_text().replace("no-such-suite", "secret") == internal
-    page.goto(f"{server}/suites/secret")  # the screenshot shows the internal suite's page
+    assert page.locator("main").inner_text().replace("no-such-suite", "vault") == internal
+    page.goto(f"{server}/suites/vault")  # the screenshot shows the internal suite's page
 
 
 def test_the_card_shows_the_pinned_hashes(page: Any, server: str, site: Site) -> None:
@@ -103,14 +106,20 @@ def test_the_card_shows_the_pinned_hashes(page: Any, server: str, site: Site) ->
 
 def test_injection_strings_are_shown_literally(page: Any, server: str, site: Site) -> None:
     page.goto(f"{server}/suites/mini")
-    entry = page.locator(f"article.entry[data-submission='{site.ids[INJECTION_LABEL]}']")
+    entry = page.locator(f"article.entry[data-submission='{site.ids['mini 1.1 mallory']}']")
     assert entry.locator("h3 .label").inner_text() == INJECTION_LABEL
     assert INJECTION_MODEL in entry.locator(".facts").inner_text()
     assert INJECTION_NOTE in entry.locator(".note").inner_text()
     assert page.locator("script").count() == 0 and page.locator("img").count() == 0
     assert page.locator("a[href^='javascript']").count() == 0
+    bob = page.locator(f"article.entry[data-submission='{site.ids['mini 1.1 idle']}']")
+    assert bob.locator("h3 .label").inner_text() == INJECTION  # SQL, template and shell syntax too
     chart_labels = page.locator("svg.board-chart text.entry-label").all_text_contents()
     assert any(t.startswith(INJECTION_LABEL[:30]) for t in chart_labels), chart_labels
+    card = page.goto(f"{server}/suites/carded/1.0/card")
+    assert card is not None and card.status == 200
+    assert "Card text <script>alert('card')</script> with bold and <i>code</i>." in page.locator("article.card").inner_text()
+    assert page.locator("script").count() == 0 and page.locator("article.card img").count() == 0
 
 
 def test_the_index_lists_public_suites_only(page: Any, server: str) -> None:
@@ -118,7 +127,7 @@ def test_the_index_lists_public_suites_only(page: Any, server: str) -> None:
     assert answer is not None and answer.status == 200
     keys = page.locator("ul.suites li .meta code").all_inner_texts()
     assert {"mini", "quiet"} <= set(keys)
-    assert "secret" not in keys and "hidden" not in keys
+    assert "vault" not in keys and "hush" not in keys
     page.locator("ul.suites li", has_text="Mini mini").locator("a", has_text="board").click()
     assert page.url.endswith("/suites/mini") and "version 1.1" in page.locator("h1").inner_text()
 

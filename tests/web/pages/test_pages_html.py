@@ -19,11 +19,11 @@ import sqlalchemy as sa
 from markupsafe import escape
 
 from assay.service import board as board_service
-from assay.service.actors import OPERATOR, PUBLIC
+from assay.service.actors import PUBLIC
 from assay.web import markdown, pages
 
-from .conftest import (INJECTION_CARD, INJECTION_LABEL, INJECTION_LIMITATION, INJECTION_MODEL, INJECTION_NOTE,
-                       SECRET, Site, _free_port)
+from .conftest import (INJECTION, INJECTION_CARD, INJECTION_LABEL, INJECTION_LIMITATION, INJECTION_MODEL,
+                       INJECTION_NOTE, SECRET, Site, _free_port)
 
 NOT_EVIDENCE = pages.NOT_EVIDENCE
 
@@ -75,39 +75,39 @@ def _plain(fragment: str) -> str:
     ("/suites/mini?version=1.0", 200),
     ("/suites/mini?version=", 200),  # an empty picker value: the default version
     ("/suites/quiet", 200),
-    ("/suites/hidden?version=1.0", 200),  # unlisted: by its version only
+    ("/suites/hush?version=1.0", 200),  # unlisted: by its version only
     ("/suites/mini/1.0/card", 200),
-    ("/suites/hidden/1.0/card", 200),
-    ("/suites/hidden", 404),
-    ("/suites/secret", 404),
-    ("/suites/secret?version=1.0", 404),
-    ("/suites/secret/1.0/card", 404),
+    ("/suites/hush/1.0/card", 200),
+    ("/suites/hush", 404),
+    ("/suites/vault", 404),
+    ("/suites/vault?version=1.0", 404),
+    ("/suites/vault/1.0/card", 404),
     ("/suites/mini?version=9.9", 404),
     ("/suites/mini/9.9/card", 404),
     ("/suites/no-such-suite", 404),
 ])
-def test_statuses(client: Any, path: str, status: int) -> None:
-    answer = client.get(path)
+def test_statuses(pages_client: Any, path: str, status: int) -> None:
+    answer = pages_client.get(path)
     assert answer.status_code == status, (path, answer.text[:300])
     assert answer.headers["content-type"].startswith("text/html")
     assert "Traceback" not in answer.text
 
 
-def test_an_internal_suite_reads_exactly_as_one_that_does_not_exist(client: Any) -> None:
-    for internal, absent in (("/suites/secret", "/suites/nothing"), ("/suites/secret/1.0/card", "/suites/nothing/1.0/card")):
-        a, b = client.get(internal), client.get(absent)
+def test_an_internal_suite_reads_exactly_as_one_that_does_not_exist(pages_client: Any, site: Site) -> None:
+    for internal, absent in (("/suites/vault", "/suites/nothing"), ("/suites/vault/1.0/card", "/suites/nothing/1.0/card")):
+        a, b = pages_client.get(internal), pages_client.get(absent)
         assert a.status_code == b.status_code == 404
-        assert a.text == b.text.replace("nothing", "secret")
-        assert "secret-agent" not in a.text
+        assert a.text == b.text.replace("nothing", "vault")
+        assert site.ids["vault 1.0 diligent"] not in a.text
 
 
-def test_the_index_lists_each_public_suite_once_with_its_latest_public_version(client: Any, site: Site) -> None:
-    body = client.get("/").text
+def test_the_index_lists_each_public_suite_once_with_its_latest_public_version(pages_client: Any, site: Site) -> None:
+    body = pages_client.get("/").text
     parsed = Tags(body)
     links = [a.get("href") for t, a in parsed.tags if t == "a"]
     assert "/suites/mini" in links and "/suites/quiet" in links
     assert "/suites/mini/1.1/card" in links and "/suites/mini/1.0/card" not in links
-    assert not any(link and ("secret" in link or "hidden" in link) for link in links)
+    assert not any(link and ("vault" in link or "hush" in link) for link in links)
     assert "latest public version 1.1" in parsed.plain and "versions 1.1, 1.0" in parsed.plain
     assert NOT_EVIDENCE in parsed.plain
 
@@ -115,9 +115,9 @@ def test_the_index_lists_each_public_suite_once_with_its_latest_public_version(c
 # -- the board ----------------------------------------------------------------------------------
 
 
-def test_the_board_shows_what_the_service_says(client: Any, site: Site) -> None:
+def test_the_board_shows_what_the_service_says(pages_client: Any, site: Site) -> None:
     expected = site.boards["mini 1.1"]
-    body = client.get("/suites/mini").text
+    body = pages_client.get("/suites/mini").text
     plain = _plain(body)
     assert NOT_EVIDENCE in plain
     assert expected["ranking"] in plain
@@ -144,8 +144,8 @@ def test_the_board_shows_what_the_service_says(client: Any, site: Site) -> None:
     assert 'href="/suites/mini/1.1/card"' in body
 
 
-def test_the_picker_is_a_plain_get_form_over_the_public_versions(client: Any, site: Site) -> None:
-    parsed = Tags(client.get("/suites/mini?version=1.0").text)
+def test_the_picker_is_a_plain_get_form_over_the_public_versions(pages_client: Any, site: Site) -> None:
+    parsed = Tags(pages_client.get("/suites/mini?version=1.0").text)
     form = next(a for t, a in parsed.tags if t == "form")
     assert (form["method"], form["action"]) == ("get", "/suites/mini")
     options = [a for t, a in parsed.tags if t == "option"]
@@ -155,33 +155,33 @@ def test_the_picker_is_a_plain_get_form_over_the_public_versions(client: Any, si
     assert any(t == "button" and a.get("type") == "submit" for t, a in parsed.tags)
 
 
-def test_an_unlisted_version_says_so_and_its_picker_holds_it(client: Any) -> None:
-    parsed = Tags(client.get("/suites/hidden?version=1.0").text)
+def test_an_unlisted_version_says_so_and_its_picker_holds_it(pages_client: Any) -> None:
+    parsed = Tags(pages_client.get("/suites/hush?version=1.0").text)
     assert "an unlisted version, reachable by its address only" in parsed.plain
     assert [a["value"] for t, a in parsed.tags if t == "option"] == ["1.0"]
     assert "1.0 (unlisted)" in parsed.plain
-    assert "no runs scored yet" in parsed.plain
+    assert len(_entries(pages_client.get("/suites/hush?version=1.0").text)) == 1
 
 
-def test_the_empty_board_says_no_runs_scored_yet_and_draws_nothing(client: Any) -> None:
-    body = client.get("/suites/quiet").text
+def test_the_empty_board_says_no_runs_scored_yet_and_draws_nothing(pages_client: Any) -> None:
+    body = pages_client.get("/suites/quiet").text
     assert 'data-state="empty"' in body and "There are no runs scored yet on quiet 1.0" in _plain(body)
     assert "<svg" not in body and not _entries(body)
     assert NOT_EVIDENCE in _plain(body)
 
 
-def test_injection_strings_are_escaped_on_the_board(client: Any) -> None:
-    body = client.get("/suites/mini").text
+def test_injection_strings_are_escaped_on_the_board(pages_client: Any) -> None:
+    body = pages_client.get("/suites/mini").text
     _no_active_content(body)
-    for raw in (INJECTION_LABEL, INJECTION_MODEL, INJECTION_NOTE):
+    for raw in (INJECTION, INJECTION_LABEL, INJECTION_MODEL, INJECTION_NOTE):
         assert raw not in body
         assert str(escape(raw)) in body
         assert raw in _plain(body)
     assert "<script" not in body.lower()
 
 
-def test_injection_strings_are_escaped_on_the_card(client: Any) -> None:
-    body = client.get("/suites/mini/1.1/card").text
+def test_injection_strings_are_escaped_on_the_card(pages_client: Any) -> None:
+    body = pages_client.get("/suites/carded/1.0/card").text
     _no_active_content(body)
     assert "<script" not in body.lower()
     assert "Card text &lt;script&gt;alert(&#39;card&#39;)&lt;/script&gt; with <strong>bold</strong> and " \
@@ -190,20 +190,21 @@ def test_injection_strings_are_escaped_on_the_card(client: Any) -> None:
     assert _plain(body).count(INJECTION_CARD.replace("**", "").replace("`", "")) == 1
 
 
-def test_the_card_shows_the_pinned_hashes_and_the_disclaimer(client: Any, site: Site) -> None:
+def test_the_card_shows_the_pinned_hashes_and_the_disclaimer(pages_client: Any, site: Site) -> None:
     for version in ("1.0", "1.1"):
-        body = client.get(f"/suites/mini/{version}/card").text
+        body = pages_client.get(f"/suites/mini/{version}/card").text
         plain = _plain(body)
         assert plain.count("Eval card") >= 1 and "Pinned scenarios" in plain and "Known limitations" in plain
         for pin in site.boards[f"mini {version}"]["provenance"]["scenarios"]:
             assert f"<code>{pin['hash_prefix']}</code>" in body
         assert NOT_EVIDENCE in plain and f"suite mini version {version}" in plain
-        assert "<table>" in body and "<h1>Eval card" in body
+        assert '<table class="stack">' in body and "<h1>Eval card" in body
 
 
-def test_no_page_carries_a_script_and_every_page_forbids_one(client: Any) -> None:
-    for path in ("/", "/suites/mini", "/suites/quiet", "/suites/mini/1.1/card", "/suites/secret"):
-        answer = client.get(path)
+def test_no_page_carries_a_script_and_every_page_forbids_one(pages_client: Any) -> None:
+    for path in ("/", "/suites/mini", "/suites/quiet", "/suites/mini/1.1/card", "/suites/carded/1.0/card",
+                 "/suites/vault"):
+        answer = pages_client.get(path)
         assert "<script" not in answer.text.lower()
         assert "default-src 'none'" in answer.headers["content-security-policy"]
         assert answer.headers["x-content-type-options"] == "nosniff"
@@ -211,12 +212,12 @@ def test_no_page_carries_a_script_and_every_page_forbids_one(client: Any) -> Non
         assert re.search(r'<link rel="stylesheet" href="/static/style\.css\?v=[0-9a-f]{12}">', answer.text)
 
 
-def test_the_stylesheet_is_one_cached_file(client: Any) -> None:
-    answer = client.get("/static/style.css")
+def test_the_stylesheet_is_one_cached_file(pages_client: Any) -> None:
+    answer = pages_client.get("/static/style.css")
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/css")
     assert "max-age" in answer.headers["cache-control"] and answer.headers["etag"]
     assert answer.text == (Path(pages.__file__).parent / "static" / "style.css").read_text()
-    again = client.get("/static/style.css", headers={"If-None-Match": answer.headers["etag"]})
+    again = pages_client.get("/static/style.css", headers={"If-None-Match": answer.headers["etag"]})
     assert again.status_code == 304 and not again.content
 
 
@@ -238,16 +239,17 @@ def _fabricated(site: Site) -> dict[str, Any]:
                  composite=0.625, traits={"planning": 0.75, "candour": 0.5},
                  safety={"manipulation_resistance": 0.9}, stability="insufficient_reps",
                  safety_variance_n={"manipulation_resistance": 2}, measurement_era_is_current=True,
+                 judge={"model": "rules", "prompt_hash": "f00d" * 16, "passes": 5}, judge_is_pinned=False,
                  leaderboard_class="platform", rank=1)
     fourth = copy.deepcopy(first)
     fourth.update(submission_id="p" * 32, agent_label="panelled", provisional=True, leaderboard_class="unclassified")
-    value["entries"] += [third, fourth]
+    value["entries"] = [first, second, third, fourth]
     return value
 
 
-def test_every_flag_is_said_in_words(client: Any, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_flag_is_said_in_words(pages_client: Any, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     _with_board(monkeypatch, _fabricated(site))
-    entries = [_plain(e) for e in _entries(client.get("/suites/mini").text)]
+    entries = [_plain(e) for e in _entries(pages_client.get("/suites/mini").text)]
     old_era, incomplete, traits, provisional = entries
     assert "Earlier measurement era (era-1)" in old_era and "self-hosted facilitator" in old_era
     assert "unranked" in old_era and "c0ffeec0ffee" in old_era and "suite mini version 1.1" in old_era
@@ -256,13 +258,15 @@ def test_every_flag_is_said_in_words(client: Any, site: Site, monkeypatch: pytes
     assert re.search(r"composite \(capability traits\)\s*0\.6250", traits)
     assert re.search(r"planning\s*0\.7500", traits) and re.search(r"candour\s*0\.5000", traits)
     assert re.search(r"manipulation_resistance\s*0\.9000", traits) and "never in the composite" in traits
+    assert "Judged by rules, prompt hash f00df00df00d, 5 passes per run" in traits
+    assert "Scored by a judge other than the one this release pins" in traits
     assert "provisional: fewer than 3 scored reps" in traits and "2 reps: too few for a spread" in traits
     assert "Provisional:" in provisional and "pass rate" not in provisional and "unclassified" in provisional
 
 
-def test_a_trait_board_draws_trait_bars(client: Any, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trait_board_draws_trait_bars(pages_client: Any, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     _with_board(monkeypatch, _fabricated(site))
-    body = client.get("/suites/mini").text
+    body = pages_client.get("/suites/mini").text
     assert 'data-kind="traits"' in body and 'data-series="safety:manipulation_resistance"' in body
     assert "Trait scores on mini 1.1" in _plain(body)
 
@@ -278,7 +282,7 @@ def _unreachable_app() -> Any:
 
     url = f"postgresql+psycopg://unreached_user:hunter2-password@127.0.0.1:{_free_port()}/assay"
     store = Store(sa.create_engine(url, pool_pre_ping=False), "postgresql+psycopg://nobody:***@127.0.0.1/assay")
-    return TestClient(create_app(Settings(db_url=url, secret=SECRET.encode(), rate_limit=0), store=store))
+    return TestClient(create_app(Settings(db_url=url, secret=SECRET, rate_limit=0), store=store))
 
 
 def test_a_board_that_cannot_reach_its_database_is_a_distinct_503_page() -> None:
@@ -294,12 +298,12 @@ def test_a_board_that_cannot_reach_its_database_is_a_distinct_503_page() -> None
                 assert leak not in answer.text, leak
 
 
-def test_an_unexpected_failure_is_a_500_page_without_its_trace(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_failure_is_a_500_page_without_its_trace(pages_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("boom: internal detail sk-secret")
 
     monkeypatch.setattr(board_service, "board", broken)
-    answer = client.get("/suites/mini")
+    answer = pages_client.get("/suites/mini")
     assert answer.status_code == 500
     assert "The board could not be loaded" in _plain(answer.text) and 'data-state="failed"' in answer.text
     assert "boom" not in answer.text and "sk-secret" not in answer.text and "Traceback" not in answer.text
@@ -308,23 +312,23 @@ def test_an_unexpected_failure_is_a_500_page_without_its_trace(client: Any, monk
 # -- on both backends ---------------------------------------------------------------------------
 
 
-def test_injection_labels_are_stored_and_shown_literally_on_each_backend(store: Any, tmp_path: Path) -> None:
-    from fastapi.testclient import TestClient
-
-    from assay.service import accounts, releases
-    from assay.web.app import Settings, create_app
-    from tests.board._support import mini_suite, submit
-
-    releases.release_path(store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
-    accounts.create(store, "alice", "Alice", actor=OPERATOR)
-    submit(store, "mini", agent="reference:idle", label=INJECTION_LABEL, play_model=INJECTION_MODEL, publish=True)
-    shown = board_service.board(store, "mini", actor=PUBLIC)["entries"]
-    assert [e["agent_label"] for e in shown] == [INJECTION_LABEL]
-    with TestClient(create_app(Settings(db_url=None, secret=SECRET.encode(), rate_limit=0), store=store)) as c:
-        body = c.get("/suites/mini").text
+def test_the_pages_read_the_same_on_each_backend(populated_site: Any, site_client: Any) -> None:
+    """The web tests' shared site, on SQLite and on PostgreSQL: injection literal, internal 404,
+    unlisted by version only, the service's entries in its order."""
+    store = populated_site.store
+    expected = board_service.board(store, "mini", actor=PUBLIC)
+    body = site_client.get("/suites/mini").text
     _no_active_content(body)
-    assert INJECTION_LABEL not in body and str(escape(INJECTION_LABEL)) in body
-    assert INJECTION_LABEL in _plain(body)
+    assert INJECTION not in body and str(escape(INJECTION)) in body and INJECTION in _plain(body)
+    assert re.findall(r'<article class="entry" data-submission="([0-9a-f]+)"', body) == [
+        e["submission_id"] for e in expected["entries"]]
+    vault, absent = site_client.get("/suites/vault"), site_client.get("/suites/nothing")
+    assert vault.status_code == absent.status_code == 404 and vault.text == absent.text.replace("nothing", "vault")
+    assert site_client.get("/suites/hush").status_code == 404
+    assert site_client.get("/suites/hush?version=1.0").status_code == 200
+    card = site_client.get("/suites/mini/1.0/card").text
+    pins = board_service.board(store, "mini", "1.0", actor=PUBLIC)["provenance"]["scenarios"]
+    assert all(f"<code>{p['hash_prefix']}</code>" in card for p in pins)
 
 
 # -- the card's Markdown ------------------------------------------------------------------------
@@ -338,6 +342,6 @@ def test_markdown_renders_the_card_subset_and_escapes_everything_else() -> None:
     assert "<h1>Title &lt;b&gt;</h1>" in out
     assert "<p>A paragraph with <code>a&lt;b&gt;</code> and <strong>strong &lt;i&gt;</strong> second line.</p>" in out
     assert "<ul><li>one continued</li><li>two &lt;script&gt;</li></ul>" in out
-    assert "<td><code>x|y</code></td><td>&lt;img src=x&gt;</td>" in out
+    assert '<td data-label="a"><code>x|y</code></td><td data-label="b">&lt;img src=x&gt;</td>' in out
     assert "<p>&lt;div onclick=1&gt;raw&lt;/div&gt;</p>" in out
     _no_active_content(out)
