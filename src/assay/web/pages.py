@@ -150,7 +150,7 @@ def index(store: Store = Depends(get_store), actor: Actor = Depends(public_actor
 
 
 @router.get("/suites/{key}", response_class=HTMLResponse)
-def suite_board(key: str, version: str | None = Query(None, max_length=64), store: Store = Depends(get_store),
+def suite_board(key: str, version: str | None = Query(None), store: Store = Depends(get_store),
                 actor: Actor = Depends(public_actor)) -> Response:
     """A suite version's board; without `version` the latest public one."""
     version = (version or "").strip() or None  # an empty picker value: the default version

@@ -85,12 +85,15 @@ def _plain(fragment: str) -> str:
     ("/suites/mini?version=9.9", 404),
     ("/suites/mini/9.9/card", 404),
     ("/suites/no-such-suite", 404),
+    ("/suites/mini?version=" + "9" * 500, 404),
+    ("/suites/mini?version=%3Cscript%3Ealert(1)%3C/script%3E", 404),
+    ("/suites/%3Cscript%3E/1.0/card", 404),
 ])
 def test_statuses(pages_client: Any, path: str, status: int) -> None:
     answer = pages_client.get(path)
     assert answer.status_code == status, (path, answer.text[:300])
     assert answer.headers["content-type"].startswith("text/html")
-    assert "Traceback" not in answer.text
+    assert "Traceback" not in answer.text and "<script" not in answer.text.lower()
 
 
 def test_an_internal_suite_reads_exactly_as_one_that_does_not_exist(pages_client: Any, site: Site) -> None:
