@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Status = Literal["completed", "timeout", "turn_limit", "crashed", "empty", "error"]
 STATUSES: tuple[str, ...] = ("completed", "timeout", "turn_limit", "crashed", "empty", "error")
@@ -290,6 +290,12 @@ class Debrief(_View):
     false_success: bool
     final_state_hash: str
     transcript: list[dict[str, Any]]  # TranscriptEvent's shape, only the keys each event has
+    #: a campaign run's dice, in order: each roll's recorded data (skill, d20, modifier, total, dc, …)
+    rolls: list[dict[str, Any]] = Field(default_factory=list)
+    #: a campaign run's facilitator lines: the cue the world chose (beat, kind, pressure, scene) and the words
+    beats: list[dict[str, Any]] = Field(default_factory=list)
+    #: a judged run's traits: {trait: {mean, variance, passes: [{pass, score, rationale}]}}
+    traits: dict[str, dict[str, Any]] | None = None
 
 
 class ReplayReport(_View):

@@ -109,6 +109,31 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
     console.print(f"the agent {claim}" + (" — [bold red]a false success[/]" if d["false_success"] else ""))
     if d.get("claim_summary"):
         console.print(f"  its summary: {d['claim_summary']}", markup=False)
+    if d.get("rolls"):
+        rolls = Table(title="Rolls (seeded dice)")
+        for col in ("skill", "d20", "modifier", "total", "dc", "result", "objective"):
+            rolls.add_column(col)
+        for r in d["rolls"]:
+            rolls.add_row(str(r.get("skill", "")), str(r.get("d20", "")), f"{r.get('modifier', 0):+d}",
+                          str(r.get("total", "")), str(r.get("dc", "")), "success" if r.get("success") else "failure",
+                          str(r.get("objective") or ""))
+        console.print(rolls)
+    if d.get("beats"):
+        console.print("[bold]Beats[/] (what the world cued the facilitator to say)")
+        for b in d["beats"]:
+            kind = f"{b.get('cue')}" + (f" {b['beat']} ({b.get('beat_kind')})" if b.get("beat") else "")
+            console.print(f"  scene {b.get('scene')}/{b.get('scenes')}: {kind}"
+                          + (" · pressure" if b.get("pressure") else "") + f" · by {b.get('facilitator')}",
+                          markup=False)
+    if d.get("traits"):
+        judged = Table(title="Judge (per trait: mean of the valid passes, and the first pass's rationale)")
+        for col in ("trait", "mean", "variance", "passes", "rationale"):
+            judged.add_column(col)
+        for key, t in d["traits"].items():
+            first = t["passes"][0]["rationale"] if t["passes"] else ""
+            judged.add_row(key, "-" if t["mean"] is None else f"{t['mean']:.4f}",
+                           "-" if t["variance"] is None else f"{t['variance']:.4f}", str(len(t["passes"])), first or "")
+        console.print(judged)
     console.print("[bold]Transcript[/]")
     for m in d["transcript"]:
         role, source = m.get("role"), m.get("source", "")

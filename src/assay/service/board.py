@@ -30,12 +30,13 @@ RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
 RANKING_FIGURE = "pass_rate"
 #: What a trait suite's entries carry besides the oracle figures (`scoring.trait_figures`).
 TRAIT_FIELDS = ("composite", "composite_ci", "traits", "safety", "stability", "safety_variance_n",
-                "safety_variance_range", "safety_variance_stddev", "judge")
+                "safety_variance_range", "safety_variance_stddev", "judge", "judge_is_pinned")
 TRAIT_RANKING = (
     "platform-class, complete entries only, listed by composite desc (the mean over capability "
     "traits of their per-scenario means; safety traits never enter it), then pass_rate desc; "
     "rank = 1 + the number of ranked entries whose 95% composite interval (clustered by case) lies "
-    "wholly above this entry's, so entries the data cannot tell apart share a rank"
+    "wholly above this entry's, so entries the data cannot tell apart share a rank; an entry scored "
+    "by another judge than the release pins is shown unranked"
 )
 RANKING = (
     "platform-class, complete entries only, listed by pass_rate desc, then false_success_rate asc, "
@@ -116,18 +117,23 @@ def release_entries(store: Store, release_id: int) -> list[dict[str, Any]]:
     rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
     release = repo.release_by_id(release_id)
     if release is not None and release.get("rubric") is not None:
-        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]))} for r in rows]
-        ranks = statistical_ranks_of(rows, "composite")
+        declared = scoring.judge_provenance(release)
+        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]), declared)} for r in rows]
+        # an entry scored by another judge than the release pins is shown, never ranked among them
+        ranks = statistical_ranks_of([r for r in rows if r["judge_is_pinned"]], "composite")
     else:
         ranks = statistical_ranks_of(rows)
     return [{**r, "rank": ranks.get(r["submission_id"])} for r in rows]
 
 
-def _trait_entry(figures: dict[str, Any]) -> dict[str, Any]:
-    """An entry's trait fields, with the composite's 95% interval clustered by case."""
+def _trait_entry(figures: dict[str, Any], declared: dict[str, Any] | None) -> dict[str, Any]:
+    """An entry's trait fields, with the composite's 95% interval clustered by case, and whether
+    its judge is the one the release pins (`judge_is_pinned`: same model and prompt hash)."""
     by_case = figures.pop("composite_by_case")
     interval = case_interval(list(by_case.values())) if figures["composite"] is not None else None
-    return {**figures, "composite_ci": _rounded(interval)}
+    judge = figures["judge"]
+    pinned = bool(judge and declared and (judge["model"], judge["prompt_hash"]) == (declared["model"], declared["prompt_hash"]))
+    return {**figures, "composite_ci": _rounded(interval), "judge_is_pinned": pinned}
 
 
 def entry_rank(store: Store, submission_id: str) -> int | None:
@@ -155,11 +161,12 @@ def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _entry(facts: dict[str, Any], models: list[str], harness: str | None) -> dict[str, Any]:
+def _entry(facts: dict[str, Any], models: list[str], pinned: dict[str, str]) -> dict[str, Any]:
     return {
         "submission_id": facts["submission_id"],
         "agent_label": facts["label"],
         "label_self_declared": True,
+        "config_signature": pinned.get("config_signature"),
         "public_handle": facts["public_handle"],
         "play_model": facts["play_model"],
         "model_provenance": facts["model_provenance"],
@@ -173,7 +180,7 @@ def _entry(facts: dict[str, Any], models: list[str], harness: str | None) -> dic
         "measurement_era_is_current": facts["measurement_era_is_current"],
         "variance_note": facts["variance_note"],
         "facilitator_models": models,
-        "harness_version": harness,
+        "harness_version": pinned.get("harness_version"),
         "rank": facts["rank"],
         **{k: facts[k] for k in TRAIT_FIELDS if k in facts},
     }
@@ -199,9 +206,9 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -
     rows = release_entries(store, release["id"])
     ids = [r["submission_id"] for r in rows]
     models = repo.facilitator_models(ids)
-    harness = repo.harness_versions(ids)
-    entries = sorted((_entry(r, models.get(r["submission_id"], []), harness.get(r["submission_id"])) for r in rows),
-                     key=_order)
+    pinned = repo.pinned_agents(ids)
+    entries = sorted((_entry(r, models.get(r["submission_id"], []), pinned.get(r["submission_id"], {}))
+                      for r in rows), key=_order)
     latest_public = history[0]["version"] if history else None
     return {
         "suite": {"key": release["suite_key"], "version": release["version"], "title": release["title"],

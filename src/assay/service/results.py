@@ -6,6 +6,7 @@ from typing import Any
 
 from assay.errors import NotFound
 from assay.service.actors import Actor, require_owner
+from assay.service import scoring
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -105,6 +106,7 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     doc = run["scenario"]["document"]
     outcome = {c["check_id"]: c for c in run["checks"]}
     view = trial_view(run)
+    events = transcript_events(run["transcript"])
     return Debrief(
         run_id=run["run_id"], case_id=run["case_id"], title=doc["title"], scenario_hash=run["scenario_hash"],
         trial=run["trial"], seed=run["seed"], status=view.status, reason=run.get("reason"),
@@ -115,8 +117,20 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
         score=view.score, passed=view.passed, safety_failures=view.safety_failures,
         claimed_success=run.get("claimed_success"), claim_summary=run.get("claim_summary"),
         false_success=view.false_success, final_state_hash=run["final_state_hash"],
-        transcript=transcript_events(run["transcript"]),
+        transcript=events, rolls=[dict(e.get("data") or {}) for e in events if e.get("source") == "dice"],
+        beats=[{**(e.get("data") or {}), "line": e.get("content")} for e in events
+               if e.get("source") == "facilitator" and e.get("role") == "user"],
+        traits=_judged_traits(store, run),
     )
+
+
+def _judged_traits(store: Store, run: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The judge's view of a run of a trait suite's submission (None for any other run)."""
+    batch = store.batch(run["batch_id"]) or {}
+    if batch.get("kind") != "submission" or not scoring.needs_judging(store, run["batch_id"]):
+        return None
+    judged = scoring.judgements(store, run["batch_id"]).get(run["run_id"])
+    return judged.traits_view() if judged is not None else None
 
 
 def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:

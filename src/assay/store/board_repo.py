@@ -574,11 +574,13 @@ class BoardRepo:
             found[r.submission_id].add(str(r.facilitator_model))
         return {k: sorted(v) for k, v in found.items()}
 
-    def harness_versions(self, submission_ids: Sequence[str]) -> dict[str, str]:
+    def pinned_agents(self, submission_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """{submission: {harness_version, config_signature}}: what its batch pinned of the agent."""
         if not submission_ids:
             return {}
         with self.read() as conn:
             rows = conn.execute(
-                sa.select(batches.c.id, batches.c.harness_version).where(batches.c.id.in_(list(submission_ids)))
+                sa.select(batches.c.id, batches.c.harness_version, batches.c.config_signature)
+                .where(batches.c.id.in_(list(submission_ids)))
             ).all()
-        return {r.id: r.harness_version for r in rows}
+        return {r.id: {"harness_version": r.harness_version, "config_signature": r.config_signature} for r in rows}
