@@ -24,7 +24,9 @@ from assay.errors import Conflict, Invalid, NotFound
 from assay.records import transcript_events
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import JudgeConfig
-from assay.score.judge import JudgePass, JudgeRun, LLMJudge, RulesJudge, RunJudgement, judge_from_spec, summarize
+from assay.score.judge import (
+    JudgePass, JudgeRun, LLMJudge, RetryPolicy, RulesJudge, RunJudgement, judge_from_spec, summarize,
+)
 from assay.service import platform_config, releases
 from assay.service.actors import Actor, require_owner
 from assay.stats.traits import RunTraits, Stability, composite, scenario_means, stability, trait_means
@@ -61,10 +63,11 @@ def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
             "passes": config.passes, "temperature": config.temperature}
 
 
-def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | None) -> Judge:
+def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | None,
+                retry: RetryPolicy | None) -> Judge:
     if spec == "rules":
         return RulesJudge()
-    return judge_from_spec(spec, base_url, api_key, passes)
+    return judge_from_spec(spec, base_url, api_key, passes, retry=retry)
 
 
 def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
@@ -131,14 +134,16 @@ def _missing(pinned: dict[str, Any], stored: list[dict[str, Any]]) -> list[int]:
 def score(store: Store, ident: str, *, judge: str | None = None, base_url: str | None = None,
           api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
           on_pass: Callable[[str, JudgePass], None] | None = None,
-          on_start: Callable[[int], None] | None = None, actor: Actor) -> dict[str, Any]:
+          on_start: Callable[[int], None] | None = None, retry: RetryPolicy | None = None,
+          actor: Actor) -> dict[str, Any]:
     """Judge every recorded run of a submission that lacks valid passes, store each pass as it
     ends, then finalise the submission if every run is settled. Returns a summary of the scoring.
 
     `judge` defaults to the one pinned at the first scoring, else the release's. A different judge
     than the pinned one is refused (`Conflict`); a release without a rubric has nothing to judge
     (`Invalid`); the endpoint and key of a model judge come from the arguments or `OPENAI_*`.
-    `on_start(n)` hears how many passes are to be made, `on_pass(run_id, pass)` each as it ends."""
+    `on_start(n)` hears how many passes are to be made, `on_pass(run_id, pass)` each as it ends;
+    `retry` paces a model judge's retries (its default backs off for up to half a minute)."""
     from assay.service.submissions import complete  # submissions calls back into scoring
 
     submission_id = _owned(store, ident, actor)
@@ -154,10 +159,10 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
         if judge is not None and judge != pinned["spec"]:
             raise Conflict(f"submission {submission_id[:12]} is scored with {pinned['spec']} (pinned at its first "
                            f"scoring); every run of a submission is scored with one judge", "judge", value=judge)
-        chosen = _make_judge(pinned["spec"], pinned["passes"], base_url, api_key)
+        chosen = _make_judge(pinned["spec"], pinned["passes"], base_url, api_key, retry)
     else:
         spec = judge or declared.spec
-        chosen = _make_judge(spec, declared.passes if spec == declared.spec else 5, base_url, api_key)
+        chosen = _make_judge(spec, declared.passes if spec == declared.spec else 5, base_url, api_key, retry)
         chosen.check(rubric)
         pinned = repo.pin(submission_id, _pin_row(chosen, rubric))
     stored = repo.passes([submission_id])
