@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta
@@ -52,6 +53,8 @@ from assay.store.schema import utcnow
 
 REMOTE = batches.REMOTE_AGENT
 assert REMOTE == REMOTE_SPEC
+#: What a run id looks like (`uuid4().hex`); anything else names no run, and is never sent to the database.
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 #: The longest failure reason a remote agent may report (the run record keeps 500 characters).
 MAX_FAILURE = 500
 
@@ -143,7 +146,7 @@ def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
 
 def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
     """The remote run `run_id`, if `actor` may play it; otherwise it does not exist."""
-    run = RemoteRepo(store).run(run_id) if isinstance(run_id, str) and len(run_id) <= 64 else None
+    run = RemoteRepo(store).run(run_id) if isinstance(run_id, str) and _RUN_ID.match(run_id) else None
     if run is None or run["load_spec"] != REMOTE:
         raise NotFound("no such run", "run", value=run_id)
     require_agent_of(actor, run["account"], run_id)

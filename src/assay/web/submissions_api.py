@@ -18,9 +18,10 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.errors import Conflict, Invalid
+from assay.records import storable
 from assay.service import batches, remote, submissions
 from assay.service.actors import Actor
 from assay.store.db import Store
@@ -56,20 +57,47 @@ router = APIRouter(prefix="/api/submissions", tags=["submissions"], lifespan=_li
 # -- request and response models ------------------------------------------------------------------
 
 
-class ModelAgent(BaseModel):
-    """A model behind an OpenAI-compatible endpoint, which the server drives itself."""
+def _text(value: Any) -> Any:
+    """Text a database can hold, as the run records make it (`records.storable`): a NUL or a lone
+    surrogate becomes U+FFFD (PostgreSQL refuses both; a refusal would echo them back)."""
+    return storable(value) if isinstance(value, str) else value
 
+
+class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _text(value)
+
+
+class ModelAgent(_Request):
+    """A model behind an OpenAI-compatible endpoint, which the server drives itself."""
 
     spec: str = Field(pattern=r"^openai:\S{1,200}$", description="`openai:MODEL`.", examples=["openai:gpt-4.1-mini"])
     base_url: str | None = Field(None, max_length=2000, pattern=r"^https?://\S+$",
                                  description="The endpoint (default: the server's `OPENAI_BASE_URL`). The server's "
                                              "own `OPENAI_API_KEY` is used; a key is never part of a submission.")
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from urllib.parse import urlsplit
 
-class SubmissionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+            value = _text(value)
+            try:
+                parts = urlsplit(value)
+                parts.port  # noqa: B018 - raises for a port that is not one
+            except ValueError as exc:
+                raise ValueError(f"not a URL: {exc}") from None
+            if not parts.hostname:
+                raise ValueError("a URL names a host")
+        return value
 
+
+class SubmissionRequest(_Request):
     suite: str = Field(min_length=1, max_length=200, description="Suite key.", examples=["forge"])
     version: str | None = Field(None, min_length=1, max_length=100,
                                 description="Suite version (default: the latest public one).")
@@ -192,10 +220,16 @@ def list_submissions(store: Store = Depends(get_store), actor: Actor = Depends(a
 @router.get("/{submission_id}", response_model=OwnerView, responses=error_responses(404),
             summary="The owner's view of a submission: status, figures, and every run with its seed")
 def submission_view(submission_id: str, store: Store = Depends(get_store), actor: Actor = Depends(api_actor)) -> Any:
-    return submissions.results(store, submission_id, actor=actor)
+    return submissions.results(store, _ident(submission_id), actor=actor)
 
 
 @router.post("/{submission_id}/unpublish", response_model=OwnerView, responses=error_responses(404, 409),
              summary="Take a submission off the public board (or stop its publication on completion)")
 def unpublish(submission_id: str, store: Store = Depends(get_store), actor: Actor = Depends(api_actor)) -> Any:
-    return submissions.unpublish(store, submission_id, actor=actor)
+    return submissions.unpublish(store, _ident(submission_id), actor=actor)
+
+
+def _ident(submission_id: str) -> str:
+    """A submission id (or prefix) as a path gave it, as text a database can hold (a NUL or a lone
+    surrogate names no submission either way)."""
+    return _text(submission_id)
