@@ -194,3 +194,24 @@ def test_a_body_that_is_not_a_submission_is_422(web_store: Store, junk: str) -> 
     response = _client(web_store).post("/api/submissions", content=junk,
                                        headers={**bearer(keys.alice_api), "content-type": "application/json"})
     assert response.status_code == 422 and "detail" in response.json()
+
+
+def test_text_a_database_would_refuse_is_never_a_500(web_store: Store) -> None:
+    """PostgreSQL refuses NUL in text: a field holding one is stored as U+FFFD (as run records are),
+    a path id holding one names nothing; a base URL that does not parse is a 422."""
+    keys = accounts_and_keys(web_store)
+    client = TestClient(make_app(web_store, rate_limit=0), raise_server_exceptions=False)
+    auth = bearer(keys.alice_api)
+    created = client.post("/api/submissions", headers=auth,
+                          json={"suite": "forge", "label": "nul\u0000label", "play_model": "m\u0000", "agent": "remote"})
+    assert created.status_code == 201 and created.json()["agent"]["label"] == "nul\ufffdlabel"
+    assert submit_remote(client, keys.alice_api, "x", suite="fo\u0000rge").status_code == 404
+    for path in ("/api/submissions/ab%00cdef", "/api/submissions/ab%00cdef/unpublish"):
+        assert (client.post(path, headers=auth) if path.endswith("unpublish") else client.get(path, headers=auth)
+                ).status_code == 404
+    unparsable = client.post("/api/submissions", headers=auth, json={
+        "suite": "forge", "label": "x", "agent": {"spec": "openai:m", "base_url": "http://["}})
+    assert unparsable.status_code == 422
+    step = client.post("/api/agent/runs/ab%00cd/step", json={"step": 1, "message": {}},
+                       headers=bearer(keys.alice_agent))
+    assert step.status_code == 404
