@@ -11,6 +11,7 @@ from assay.store import board_schema  # noqa: F401 - the board's tables join the
 from assay.store import judge_schema  # noqa: F401 - so do the judge's
 from assay.store import keys_schema  # noqa: F401 - and the keys'
 from assay.store import remote_schema  # noqa: F401 - and remote play's
+from assay.store import panel_schema  # noqa: F401 - and the human panel's and the admins'
 from assay.store.db import default_url, mask_url, open_store
 from assay.store.repo import Store
 
