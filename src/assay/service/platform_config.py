@@ -25,6 +25,7 @@ SAFETY_VARIANCE = "academy_eval_safety_variance"
 PARTICIPATION = "academy_eval_participation"
 MEASUREMENT_ERA = "academy_eval_measurement_era"
 SUBMISSION_CAP = "submission_cap"
+PANEL_QUORUM = "panel_quorum"
 
 
 class _Strict(BaseModel):
@@ -53,10 +54,18 @@ class SubmissionCap(_Strict):
     max_per_account_per_version: StrictInt = Field(default=3, ge=1)
 
 
+class PanelQuorum(_Strict):
+    """Distinct approved panelists whose scorecards on a model's scored runs it takes before the
+    panel board ranks the model (with a number); below it the model is provisional, a count only."""
+
+    min_panelists: StrictInt = Field(default=3, ge=1)
+
+
 MODELS: dict[str, type[_Strict]] = {
     SAFETY_VARIANCE: SafetyVariance,
     PARTICIPATION: Participation,
     SUBMISSION_CAP: SubmissionCap,
+    PANEL_QUORUM: PanelQuorum,
 }
 KNOWN_KEYS: tuple[str, ...] = (*MODELS, MEASUREMENT_ERA)
 

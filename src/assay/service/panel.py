@@ -1,0 +1,431 @@
+"""The human panel: applications, the ingest state machine, the categories, and the panel board.
+
+The third way to score a run (DESIGN.md): vetted humans rate runs by category (0..10), and the
+board shows, per model, the mean of its runs' per-category medians, with no number from fewer
+than a quorum of panelists. Reference document 003 describes the pipeline; issue 11 pins it.
+
+Who may do what (the actors' rules, `service.actors`):
+
+- anyone (the public) applies to the panel (`apply`) and reads the categories and the board;
+- the platform's staff (the operator, or an admin through a session) list and decide applications
+  (`review`) and run every ingest step (`ingest`); `by` names the admin who did (None: the operator).
+
+The ingest steps, each one refusal or one transaction:
+
+- `register-model` (`slug`, `name`, `vendor`), `register-environment` (`slug`, `name`, `spec`);
+- `create-run` (`model`, `environment` by slug, `artifact_url`) → a `pending` run;
+- `record-score` (`run`, `panelist_email`, `ratings` {category: 0..10}, `comment`, `minutes`):
+  the panelist is resolved by email among the applications, and anyone not approved now is refused
+  with one refusal (pending, rejected and unknown alike); one scorecard per (run, panelist) counts —
+  a new one replaces the earlier for the board, which stays as history; ratings outside 0..10, for
+  unknown categories, or on a run that is scored already are refused; a scorecard may be partial;
+- `finalize-run` (`run`) → `scored`, refused for a run with no scorecards. Only scored runs count.
+
+The categories come from ONE taxonomy file, `panel_categories.yaml` beside this module: the store
+is seeded from it (idempotently, on first need), and the pages read it through `categories`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
+
+from assay.errors import BadInput, Forbidden, Invalid, NotFound
+from assay.scenario.load import describe_error
+from assay.scenario.yamlsafe import load_yaml_file
+from assay.service import platform_config
+from assay.service.actors import Actor, require_staff
+from assay.service.admins import check_email
+from assay.store.db import Store
+from assay.store.panel_repo import PanelRepo
+
+TAXONOMY = Path(__file__).resolve().parent / "panel_categories.yaml"
+SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+RATING_MIN, RATING_MAX = 0, 10
+#: Places the board rounds its figures to.
+PLACES = 2
+RANKING = ("Ranked by overall: the mean over categories of the model's per-category means of its scored runs' "
+           "medians (the median across the approved panelists who rated the run in that category; for an "
+           "even count the mean of the two middle ratings). A model is ranked once at least {quorum} distinct "
+           "approved panelists have scored its scored runs; below that it is provisional, counted but never "
+           "given a number.")
+
+DECISIONS = {"approve": "approved", "reject": "rejected"}
+
+
+# -- the taxonomy -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Category:
+    slug: str
+    name: str
+    description: str
+
+
+class _CategoryDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    slug: StrictStr = Field(pattern=SLUG.pattern)
+    name: StrictStr = Field(min_length=1, max_length=80)
+    description: StrictStr = Field(min_length=1, max_length=400)
+
+
+class _TaxonomyDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    categories: list[_CategoryDoc] = Field(min_length=1)
+
+
+def taxonomy(path: Path = TAXONOMY) -> tuple[Category, ...]:
+    """The evaluation categories as the taxonomy file lists them, in its order."""
+    try:
+        doc = _TaxonomyDoc.model_validate(load_yaml_file(path))
+    except ValidationError as exc:
+        raise BadInput(describe_error(exc), str(path)) from None
+    slugs = [c.slug for c in doc.categories]
+    if len(set(slugs)) != len(slugs):
+        raise BadInput("a category slug is listed twice", str(path))
+    return tuple(Category(c.slug, c.name, c.description) for c in doc.categories)
+
+
+def seed_categories(store: Store, path: Path = TAXONOMY) -> int:
+    """Store the taxonomy's categories the store does not hold yet; how many were added."""
+    rows = [{"slug": c.slug, "name": c.name, "description": c.description, "position": i}
+            for i, c in enumerate(taxonomy(path), start=1)]
+    repo = PanelRepo(store)
+    if {r["slug"] for r in rows} <= repo.category_slugs():
+        return 0
+    return repo.seed_categories(rows)
+
+
+def categories(store: Store) -> list[dict[str, Any]]:
+    """The evaluation categories (`slug`, `name`, `description`), in the taxonomy's order."""
+    seed_categories(store)
+    return [{"slug": c["slug"], "name": c["name"], "description": c["description"]}
+            for c in PanelRepo(store).categories()]
+
+
+# -- text -------------------------------------------------------------------------------------
+
+
+def _text(value: str, field: str, *, max_length: int, required: bool = True) -> str:
+    """Text a database can hold, stored as given (never interpreted): no NUL, no lone surrogate."""
+    if "\x00" in value:
+        raise Invalid("text may not contain the NUL character", field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid("text must be valid Unicode (no lone surrogates)", field) from None
+    if required and not value.strip():
+        raise Invalid("may not be empty", field)
+    if len(value) > max_length:
+        raise Invalid(f"at most {max_length} characters", field)
+    return value
+
+
+def _slug(value: str, field: str) -> str:
+    if not SLUG.match(value):
+        raise Invalid("a slug is 1-64 characters of a-z, 0-9 and '-' (not at either end)", field, value=value)
+    return value
+
+
+def _validated(model: type[BaseModel] | TypeAdapter[Any], payload: Any) -> Any:
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_python(payload)
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first.get("loc") else None
+        raise Invalid(describe_error(exc), field) from None
+
+
+# -- applications -----------------------------------------------------------------------------
+
+
+class Application(BaseModel):
+    """A panel application as the public sends it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    email: StrictStr = Field(max_length=254)
+    specialty: StrictStr = Field(max_length=200)
+    years_experience: StrictInt = Field(ge=0, le=80)
+    statement: StrictStr = Field(max_length=5000)
+
+
+def apply(store: Store, payload: Mapping[str, Any], *, actor: Actor) -> dict[str, Any]:
+    """Apply to the panel: `{"id": …}`. An email that applied already gets an answer of the same
+    shape, with an id that names nothing, and nothing is stored: the answer never says who applied."""
+    del actor  # anyone may apply
+    form = _validated(Application, dict(payload))
+    email = check_email(form.email)
+    specialty = _text(form.specialty, "specialty", max_length=200)
+    statement = _text(form.statement, "statement", max_length=5000)
+    application_id = secrets.token_hex(8)
+    PanelRepo(store).add_application(application_id=application_id, email=email, specialty=specialty,
+                                     years_experience=form.years_experience, statement=statement)
+    return {"id": application_id}
+
+
+def application_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An application as the staff see it: who, what, and the decision in force."""
+    decision = row.get("decision")
+    reviewed = row.get("reviewed_at")
+    return {
+        "id": row["id"],
+        "email": row["email"],
+        "specialty": row["specialty"],
+        "years_experience": row["years_experience"],
+        "statement": row["statement"],
+        "applied_at": row["created_at"].isoformat(),
+        "status": decision or "pending",
+        "reviewed_at": reviewed.isoformat() if reviewed is not None else None,
+        "reviewed_by": (row.get("reviewer_email") or "operator") if decision else None,
+    }
+
+
+def applications(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+    """Every application, oldest first (the staff only: it names applicants)."""
+    require_staff(actor, "read panel applications", "application")
+    return [application_view(r) for r in PanelRepo(store).applications()]
+
+
+def review(store: Store, application_id: str, decision: str, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+    """Approve or reject an application (`decision` `approve` | `reject`), recorded with the
+    reviewing admin and the time; the latest decision is in force (a panelist may be rejected later,
+    and their scorecards then stop counting)."""
+    require_staff(actor, "decide panel applications", "application")
+    if decision not in DECISIONS:
+        raise Invalid("a decision is approve or reject", "decision", value=decision)
+    return application_view(PanelRepo(store).add_review(application_id, DECISIONS[decision], by))
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class RegisterModel(_Step):
+    action: Literal["register-model"]
+    slug: StrictStr = Field(max_length=64)
+    name: StrictStr = Field(max_length=200)
+    vendor: StrictStr = Field(max_length=200)
+
+
+class RegisterEnvironment(_Step):
+    action: Literal["register-environment"]
+    slug: StrictStr = Field(max_length=64)
+    name: StrictStr = Field(max_length=200)
+    spec: StrictStr = Field(max_length=20000)
+
+
+class CreateRun(_Step):
+    action: Literal["create-run"]
+    model: StrictStr = Field(max_length=64)
+    environment: StrictStr = Field(max_length=64)
+    artifact_url: StrictStr = Field(max_length=2048)
+
+
+class RecordScore(_Step):
+    action: Literal["record-score"]
+    run: StrictStr = Field(max_length=64)
+    panelist_email: StrictStr = Field(max_length=254)
+    ratings: dict[StrictStr, StrictInt | StrictFloat]
+    comment: StrictStr = Field("", max_length=20000)
+    minutes: StrictInt = Field(0, ge=0, le=100_000)
+
+
+class FinalizeRun(_Step):
+    action: Literal["finalize-run"]
+    run: StrictStr = Field(max_length=64)
+
+
+IngestStep = Annotated[Union[RegisterModel, RegisterEnvironment, CreateRun, RecordScore, FinalizeRun],
+                       Field(discriminator="action")]
+ACTIONS = ("register-model", "register-environment", "create-run", "record-score", "finalize-run")
+_STEP = TypeAdapter(IngestStep)
+
+
+def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+    """One step of the ingest state machine, chosen by `payload["action"]`, its fields beside it."""
+    require_staff(actor, "ingest benchmark data", "action")
+    if not isinstance(payload, Mapping):
+        raise Invalid("an ingest step is a JSON object with an action", "action")
+    action = payload.get("action")
+    if action not in ACTIONS:
+        raise Invalid(f"action must be one of: {', '.join(ACTIONS)}", "action",
+                      value=str(action) if isinstance(action, str) else None)
+    step = _validated(_STEP, dict(payload))
+    if isinstance(step, RegisterModel):
+        return register_model(store, step.slug, step.name, step.vendor, actor=actor)
+    if isinstance(step, RegisterEnvironment):
+        return register_environment(store, step.slug, step.name, step.spec, actor=actor)
+    if isinstance(step, CreateRun):
+        return create_run(store, step.model, step.environment, step.artifact_url, actor=actor, by=by)
+    if isinstance(step, RecordScore):
+        return record_score(store, step.run, step.panelist_email, step.ratings, step.comment, step.minutes,
+                            actor=actor, by=by)
+    return finalize_run(store, step.run, actor=actor, by=by)
+
+
+def register_model(store: Store, slug: str, name: str, vendor: str, *, actor: Actor) -> dict[str, Any]:
+    require_staff(actor, "register models", "slug")
+    row = PanelRepo(store).add_model(slug=_slug(slug, "slug"), name=_text(name, "name", max_length=200),
+                                     vendor=_text(vendor, "vendor", max_length=200))
+    return {"model": row["slug"], "name": row["name"], "vendor": row["vendor"]}
+
+
+def register_environment(store: Store, slug: str, name: str, spec: str, *, actor: Actor) -> dict[str, Any]:
+    require_staff(actor, "register environments", "slug")
+    row = PanelRepo(store).add_environment(slug=_slug(slug, "slug"), name=_text(name, "name", max_length=200),
+                                           spec=_text(spec, "spec", max_length=20000))
+    return {"environment": row["slug"], "name": row["name"]}
+
+
+def _url(value: str) -> str:
+    value = _text(value, "artifact_url", max_length=2048)
+    if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.IGNORECASE):
+        raise Invalid("an artifact URL is an http(s) URL", "artifact_url", value=value)
+    return value
+
+
+def run_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"run": row["id"], "model": row["model"], "environment": row["environment"],
+            "artifact_url": row["artifact_url"], "status": "scored" if row["finalized_at"] is not None else "pending",
+            "n_scorecards": int(row["n_scorecards"]), "created_at": row["created_at"].isoformat()}
+
+
+def create_run(store: Store, model: str, environment: str, artifact_url: str, *, actor: Actor,
+               by: str | None = None) -> dict[str, Any]:
+    """A new `pending` run of `model` on `environment`."""
+    require_staff(actor, "create runs", "run")
+    row = PanelRepo(store).add_run(run_id=secrets.token_hex(8), model=_slug(model, "model"),
+                                   environment=_slug(environment, "environment"), artifact_url=_url(artifact_url),
+                                   by_admin=by)
+    return {"run": row["id"], "status": "pending"}
+
+
+def _ratings(store: Store, ratings: Mapping[str, Any]) -> dict[str, float]:
+    if not ratings:
+        raise Invalid("a scorecard rates at least one category", "ratings")
+    known = {c["slug"] for c in categories(store)}
+    clean: dict[str, float] = {}
+    for slug, value in ratings.items():
+        if slug not in known:
+            raise Invalid("not an evaluation category (see /api/benchmark/categories)", "ratings", value=slug)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or not RATING_MIN <= value <= RATING_MAX:
+            raise Invalid(f"a rating is a number from {RATING_MIN} to {RATING_MAX}", "ratings", value=f"{slug}: {value}")
+        clean[slug] = float(value)
+    return clean
+
+
+def panelist_refusal() -> Forbidden:
+    """The one refusal for anyone who is not an approved panelist: pending, rejected or unknown."""
+    return Forbidden("only an approved panelist may hold a scorecard", "panelist_email")
+
+
+def record_score(store: Store, run: str, panelist_email: str, ratings: Mapping[str, Any], comment: str = "",
+                 minutes: int = 0, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+    """Record an approved panelist's scorecard for a pending run; the latest one per panelist counts."""
+    require_staff(actor, "record scorecards", "run")
+    clean = _ratings(store, ratings)
+    comment = _text(comment, "comment", max_length=20000, required=False)
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 0:
+        raise Invalid("minutes is a whole number of at least 0", "minutes")
+    repo = PanelRepo(store)
+    found = repo.run(run)
+    if found is None:
+        raise NotFound("no such run", "run", value=run)
+    try:
+        email = check_email(panelist_email)
+    except Invalid:
+        raise panelist_refusal() from None
+    panelist = repo.approved_panelist(email)
+    if panelist is None:
+        raise panelist_refusal()
+    card = repo.add_scorecard(run_id=found["id"], panelist_id=panelist["id"], ratings=clean, comment=comment,
+                              minutes=minutes, by_admin=by)
+    return {"run": found["id"], "scorecard": card, "status": "pending", "ratings": clean}
+
+
+def finalize_run(store: Store, run: str, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+    """Mark a run `scored`: from now on its scorecards count on the board and no more are taken."""
+    require_staff(actor, "finalize runs", "run")
+    PanelRepo(store).finalize(run, by)
+    return {"run": run, "status": "scored"}
+
+
+def runs(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+    """Every run with its status (the staff's view of the pipeline)."""
+    require_staff(actor, "list runs", "run")
+    return [run_view(r) for r in PanelRepo(store).runs()]
+
+
+def scorecards(store: Store, run: str, *, actor: Actor) -> list[dict[str, Any]]:
+    """A run's scorecards, history included (the staff only: they name panelists)."""
+    require_staff(actor, "read scorecards", "run")
+    repo = PanelRepo(store)
+    if repo.run(run) is None:
+        raise NotFound("no such run", "run", value=run)
+    by_id = {a["id"]: a["email"] for a in repo.applications()}
+    return [{"scorecard": c["id"], "panelist_email": by_id.get(c["panelist_id"]), "ratings": c["ratings"],
+             "comment": c["comment"], "minutes": c["minutes"], "recorded_at": c["created_at"].isoformat()}
+            for c in repo.scorecards(run)]
+
+
+# -- the board --------------------------------------------------------------------------------
+
+
+def quorum(store: Store) -> int:
+    return int(platform_config.get(store, platform_config.PANEL_QUORUM)["min_panelists"])
+
+
+def _figure(value: Any) -> float:
+    return round(float(value), PLACES)
+
+
+def board(store: Store, *, actor: Actor) -> dict[str, Any]:
+    """The public panel board: `ranked` models (quorum met) with their figures, and `provisional`,
+    only a count. Panelists appear by specialty and years of experience only."""
+    del actor  # the board is public; nothing on it names a panelist
+    need = quorum(store)
+    repo = PanelRepo(store)
+    order = {c["slug"]: i for i, c in enumerate(categories(store))}
+    by_model: dict[Any, dict[str, float]] = {}
+    for row in repo.model_categories():
+        by_model.setdefault(row["model_id"], {})[row["category"]] = _figure(row["mean_rating"])
+    panelists: dict[Any, list[dict[str, Any]]] = {}
+    for p in repo.model_panelists():
+        panelists.setdefault(p["model_id"], []).append({"specialty": p["specialty"],
+                                                        "years_experience": int(p["years_experience"])})
+    ranked, provisional = [], 0
+    for row in repo.board_rows():
+        if int(row["n_panelists"]) < need:
+            provisional += 1
+            continue
+        scores = by_model.get(row["model_id"], {})
+        ranked.append({
+            "slug": row["slug"],
+            "name": row["name"],
+            "vendor": row["vendor"],
+            "n_runs": int(row["n_runs"]),
+            "n_panelists": int(row["n_panelists"]),
+            "overall_score": _figure(row["overall_rating"]),
+            "category_scores": {k: scores[k] for k in sorted(scores, key=lambda s: (order.get(s, len(order)), s))},
+            "panelists": sorted(panelists.get(row["model_id"], []),
+                                key=lambda p: (p["specialty"], p["years_experience"])),
+        })
+    ranked.sort(key=lambda e: (-e["overall_score"], e["slug"]))
+    for entry in ranked:  # equal figures share a rank (1, 1, 3)
+        entry["rank"] = 1 + sum(1 for other in ranked if other["overall_score"] > entry["overall_score"])
+    return {"ranked": ranked, "provisional": {"count": provisional}, "quorum": need,
+            "ranking": RANKING.format(quorum=need)}

@@ -1,0 +1,290 @@
+"""Reads and appends for the human panel: categories, applications and reviews, models,
+environments, runs, scorecards, and the panel board's rows.
+
+Only INSERTs, each write one transaction; a refusal that depends on what is stored (a run that is
+scored already, a run without scorecards) is re-checked inside that transaction under a lock on
+the run (PostgreSQL: an advisory transaction lock; SQLite: BEGIN IMMEDIATE), so two writers
+cannot both slip past it. The board's numbers are read from the panel views and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.errors import Conflict, NotFound
+from assay.store.panel_schema import (
+    admins,
+    eval_categories,
+    panel_applications,
+    panel_board,
+    panel_counted_cards,
+    panel_current_decisions,
+    panel_environments,
+    panel_model_categories,
+    panel_models,
+    panel_ratings,
+    panel_reviews,
+    panel_run_finalizations,
+    panel_run_medians,
+    panel_runs,
+    panel_scorecards,
+)
+from assay.store.repo import Store
+from assay.store.schema import utcnow
+
+
+def _lock_key(namespace: str, name: str) -> int:
+    digest = hashlib.sha256(f"assay:panel:{namespace}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class PanelRepo:
+    """The panel's half of the store, over the same engine."""
+
+    def __init__(self, store: Store) -> None:
+        self._engine = store.engine
+        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
+
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        with self._writer.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sa.Connection]:
+        with self._engine.connect() as conn:
+            yield conn
+
+    @staticmethod
+    def _lock(conn: sa.Connection, namespace: str, name: str) -> None:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
+
+    # -- categories -----------------------------------------------------------------------------
+
+    def category_slugs(self) -> set[str]:
+        with self._read() as conn:
+            return {str(s) for s in conn.execute(sa.select(eval_categories.c.slug)).scalars()}
+
+    def seed_categories(self, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert the categories whose slug is not stored yet (a stored one is never changed); how
+        many were added."""
+        with self._write() as conn:
+            self._lock(conn, "categories", "seed")
+            have = {str(s) for s in conn.execute(sa.select(eval_categories.c.slug)).scalars()}
+            missing = [dict(r) for r in rows if r["slug"] not in have]
+            if missing:
+                now = utcnow()
+                conn.execute(sa.insert(eval_categories), [{**r, "created_at": now} for r in missing])
+        return len(missing)
+
+    def categories(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(eval_categories.c.slug, eval_categories.c.name,
+                                          eval_categories.c.description, eval_categories.c.position)
+                                .order_by(eval_categories.c.position, eval_categories.c.slug)).all()
+        return [dict(r._mapping) for r in rows]
+
+    # -- applications and reviews ---------------------------------------------------------------
+
+    def add_application(self, *, application_id: str, email: str, specialty: str, years_experience: int,
+                        statement: str) -> bool:
+        """Store an application; False (and nothing stored) when this email has applied already."""
+        try:
+            with self._write() as conn:
+                self._lock(conn, "application", email)
+                if conn.execute(sa.select(panel_applications.c.id)
+                                .where(panel_applications.c.email == email)).first() is not None:
+                    return False
+                conn.execute(sa.insert(panel_applications).values(
+                    id=application_id, email=email, specialty=specialty, years_experience=years_experience,
+                    statement=statement, created_at=utcnow()))
+        except sa.exc.IntegrityError:  # the unique email, should a concurrent application win
+            return False
+        return True
+
+    @staticmethod
+    def _applications() -> sa.Select[Any]:
+        reviewer = admins.alias("reviewer")
+        return (sa.select(panel_applications, panel_current_decisions.c.decision,
+                          panel_current_decisions.c.reviewed_at, panel_current_decisions.c.by_admin,
+                          reviewer.c.email.label("reviewer_email"))
+                .select_from(panel_applications
+                             .outerjoin(panel_current_decisions,
+                                        panel_current_decisions.c.application_id == panel_applications.c.id)
+                             .outerjoin(reviewer, reviewer.c.id == panel_current_decisions.c.by_admin)))
+
+    def applications(self) -> list[dict[str, Any]]:
+        """Every application, oldest first, with the decision in force (None: pending)."""
+        with self._read() as conn:
+            rows = conn.execute(self._applications().order_by(panel_applications.c.created_at,
+                                                              panel_applications.c.id)).all()
+        return [dict(r._mapping) for r in rows]
+
+    def application(self, application_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(self._applications().where(panel_applications.c.id == application_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def approved_panelist(self, email: str) -> dict[str, Any] | None:
+        """The application of this email when its decision in force is `approved`, else None."""
+        with self._read() as conn:
+            row = conn.execute(self._applications().where(panel_applications.c.email == email,
+                                                          panel_current_decisions.c.decision == "approved")).first()
+        return dict(row._mapping) if row is not None else None
+
+    def add_review(self, application_id: str, decision: str, by_admin: str | None) -> dict[str, Any]:
+        with self._write() as conn:
+            if conn.execute(sa.select(panel_applications.c.id)
+                            .where(panel_applications.c.id == application_id)).first() is None:
+                raise NotFound("no such application", "application", value=application_id)
+            conn.execute(sa.insert(panel_reviews).values(application_id=application_id, decision=decision,
+                                                         by_admin=by_admin, reviewed_at=utcnow()))
+        found = self.application(application_id)
+        assert found is not None
+        return found
+
+    # -- models, environments, runs -------------------------------------------------------------
+
+    def _add_named(self, table: sa.Table, noun: str, values: dict[str, Any]) -> dict[str, Any]:
+        slug = values["slug"]
+        try:
+            with self._write() as conn:
+                self._lock(conn, noun, slug)
+                if conn.execute(sa.select(table.c.id).where(table.c.slug == slug)).first() is not None:
+                    raise Conflict(f"a {noun} with this slug is registered already", "slug", value=slug)
+                conn.execute(sa.insert(table).values(**values, created_at=utcnow()))
+                row = conn.execute(sa.select(table).where(table.c.slug == slug)).one()
+        except sa.exc.IntegrityError:
+            raise Conflict(f"a {noun} with this slug is registered already", "slug", value=slug) from None
+        return dict(row._mapping)
+
+    def add_model(self, *, slug: str, name: str, vendor: str) -> dict[str, Any]:
+        return self._add_named(panel_models, "model", {"slug": slug, "name": name, "vendor": vendor})
+
+    def add_environment(self, *, slug: str, name: str, spec: str) -> dict[str, Any]:
+        return self._add_named(panel_environments, "environment", {"slug": slug, "name": name, "spec": spec})
+
+    def add_run(self, *, run_id: str, model: str, environment: str, artifact_url: str,
+                by_admin: str | None) -> dict[str, Any]:
+        with self._write() as conn:
+            model_id = conn.execute(sa.select(panel_models.c.id).where(panel_models.c.slug == model)).scalar()
+            if model_id is None:
+                raise NotFound("no such model (register it first)", "model", value=model)
+            env_id = conn.execute(sa.select(panel_environments.c.id)
+                                  .where(panel_environments.c.slug == environment)).scalar()
+            if env_id is None:
+                raise NotFound("no such environment (register it first)", "environment", value=environment)
+            conn.execute(sa.insert(panel_runs).values(id=run_id, model_id=model_id, environment_id=env_id,
+                                                      artifact_url=artifact_url, by_admin=by_admin,
+                                                      created_at=utcnow()))
+        found = self.run(run_id)
+        assert found is not None
+        return found
+
+    @staticmethod
+    def _runs() -> sa.Select[Any]:
+        n_cards = (sa.select(sa.func.count()).select_from(panel_scorecards)
+                   .where(panel_scorecards.c.run_id == panel_runs.c.id).scalar_subquery())
+        return (sa.select(panel_runs.c.id, panel_runs.c.artifact_url, panel_runs.c.created_at,
+                          panel_models.c.slug.label("model"), panel_environments.c.slug.label("environment"),
+                          panel_run_finalizations.c.finalized_at, n_cards.label("n_scorecards"))
+                .select_from(panel_runs
+                             .join(panel_models, panel_models.c.id == panel_runs.c.model_id)
+                             .join(panel_environments, panel_environments.c.id == panel_runs.c.environment_id)
+                             .outerjoin(panel_run_finalizations, panel_run_finalizations.c.run_id == panel_runs.c.id)))
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """A run with its model and environment slugs, `finalized_at` (None while pending) and how
+        many scorecards it holds (history included)."""
+        with self._read() as conn:
+            row = conn.execute(self._runs().where(panel_runs.c.id == run_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def runs(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            rows = conn.execute(self._runs().order_by(panel_runs.c.created_at, panel_runs.c.id)).all()
+        return [dict(r._mapping) for r in rows]
+
+    def models(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(panel_models).order_by(panel_models.c.slug))]
+
+    def environments(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            return [dict(r._mapping) for r in
+                    conn.execute(sa.select(panel_environments).order_by(panel_environments.c.slug))]
+
+    def _pending_run(self, conn: sa.Connection, run_id: str) -> None:
+        self._lock(conn, "run", run_id)
+        if conn.execute(sa.select(panel_runs.c.id).where(panel_runs.c.id == run_id)).first() is None:
+            raise NotFound("no such run", "run", value=run_id)
+        if conn.execute(sa.select(panel_run_finalizations.c.run_id)
+                        .where(panel_run_finalizations.c.run_id == run_id)).first() is not None:
+            raise Conflict("the run is scored already; its scorecards are final", "run", value=run_id)
+
+    def add_scorecard(self, *, run_id: str, panelist_id: str, ratings: Mapping[str, float], comment: str,
+                      minutes: int, by_admin: str | None) -> int:
+        """Append a scorecard and its ratings to a pending run; its id."""
+        with self._write() as conn:
+            self._pending_run(conn, run_id)
+            card_id = conn.execute(sa.insert(panel_scorecards).values(
+                run_id=run_id, panelist_id=panelist_id, comment=comment, minutes=minutes, by_admin=by_admin,
+                created_at=utcnow()).returning(panel_scorecards.c.id)).scalar_one()
+            conn.execute(sa.insert(panel_ratings),
+                         [{"card_id": card_id, "category": c, "rating": float(r)} for c, r in ratings.items()])
+        return int(card_id)
+
+    def finalize(self, run_id: str, by_admin: str | None) -> None:
+        """Mark a pending run scored; a run without any scorecard is refused."""
+        with self._write() as conn:
+            self._pending_run(conn, run_id)
+            if conn.execute(sa.select(panel_scorecards.c.id).where(panel_scorecards.c.run_id == run_id)
+                            .limit(1)).first() is None:
+                raise Conflict("a run with no scorecards cannot be scored", "run", value=run_id)
+            conn.execute(sa.insert(panel_run_finalizations).values(run_id=run_id, by_admin=by_admin,
+                                                                   finalized_at=utcnow()))
+
+    def scorecards(self, run_id: str) -> list[dict[str, Any]]:
+        """Every scorecard of a run, history included, oldest first, with its ratings."""
+        with self._read() as conn:
+            cards = [dict(r._mapping) for r in conn.execute(
+                sa.select(panel_scorecards).where(panel_scorecards.c.run_id == run_id)
+                .order_by(panel_scorecards.c.id))]
+            ratings = conn.execute(sa.select(panel_ratings).where(
+                panel_ratings.c.card_id.in_([c["id"] for c in cards]))).all() if cards else []
+        by_card: dict[int, dict[str, float]] = {}
+        for r in ratings:
+            by_card.setdefault(int(r.card_id), {})[str(r.category)] = float(r.rating)
+        return [{**c, "ratings": by_card.get(int(c["id"]), {})} for c in cards]
+
+    # -- the board ------------------------------------------------------------------------------
+
+    def board_rows(self) -> list[dict[str, Any]]:
+        """`panel_board`: per model with any counted scorecard, its runs, panelists and overall mean."""
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(panel_board).order_by(panel_board.c.slug))]
+
+    def model_categories(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(panel_model_categories))]
+
+    def run_medians(self) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(panel_run_medians))]
+
+    def model_panelists(self) -> list[dict[str, Any]]:
+        """Per model, the distinct panelists whose scorecards count: only their specialty and years
+        of experience, never a name or an email."""
+        query = (sa.select(panel_counted_cards.c.model_id, panel_applications.c.id, panel_applications.c.specialty,
+                           panel_applications.c.years_experience).distinct()
+                 .select_from(panel_counted_cards.join(panel_applications,
+                                                       panel_applications.c.id == panel_counted_cards.c.panelist_id)))
+        with self._read() as conn:
+            return [{"model_id": r.model_id, "specialty": r.specialty, "years_experience": r.years_experience}
+                    for r in conn.execute(query)]
