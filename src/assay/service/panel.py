@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from assay.errors import BadInput, Forbidden, Invalid, NotFound
 from assay.scenario.load import describe_error
@@ -135,10 +135,8 @@ def _slug(value: str, field: str) -> str:
     return value
 
 
-def _validated(model: type[BaseModel] | TypeAdapter[Any], payload: Any) -> Any:
+def _validated(model: type[BaseModel], payload: Any) -> Any:
     try:
-        if isinstance(model, TypeAdapter):
-            return model.validate_python(payload)
         return model.model_validate(payload)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
@@ -250,8 +248,10 @@ class FinalizeRun(_Step):
 
 IngestStep = Annotated[Union[RegisterModel, RegisterEnvironment, CreateRun, RecordScore, FinalizeRun],
                        Field(discriminator="action")]
-ACTIONS = ("register-model", "register-environment", "create-run", "record-score", "finalize-run")
-_STEP = TypeAdapter(IngestStep)
+"""Every step, told apart by `action` (its JSON schema is what `/openapi.json` documents)."""
+STEPS: dict[str, type[_Step]] = {"register-model": RegisterModel, "register-environment": RegisterEnvironment,
+                                 "create-run": CreateRun, "record-score": RecordScore, "finalize-run": FinalizeRun}
+ACTIONS = tuple(STEPS)
 
 
 def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | None = None) -> dict[str, Any]:
@@ -263,7 +263,7 @@ def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | 
     if action not in ACTIONS:
         raise Invalid(f"action must be one of: {', '.join(ACTIONS)}", "action",
                       value=str(action) if isinstance(action, str) else None)
-    step = _validated(_STEP, dict(payload))
+    step = _validated(STEPS[action], dict(payload))
     if isinstance(step, RegisterModel):
         return register_model(store, step.slug, step.name, step.vendor, actor=actor)
     if isinstance(step, RegisterEnvironment):

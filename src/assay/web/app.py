@@ -135,6 +135,11 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.include_router(submissions_api.router)
     app.include_router(agent_api.router)
     app.include_router(pages.router)
+    from assay.web import admin, panel_api, panel_pages  # the human panel and admin sessions (issue 11)
+
+    app.include_router(admin.router)
+    app.include_router(panel_api.router)
+    app.include_router(panel_pages.router)
     # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then the routes
     app.add_middleware(BodyLimit, limit=settings.body_limit)
     if settings.rate_limit > 0:

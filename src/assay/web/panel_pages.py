@@ -1,0 +1,145 @@
+"""The human panel's public pages, and the rendering the admin pages share: server-rendered HTML,
+complete without JavaScript (plain forms, no script).
+
+- `GET /panel` the application form; `POST /panel` (a plain form) applies and answers the same
+  "thank you" whether or not the email had applied already.
+- `GET /benchmark` the panel board: the ranked models with their overall figure and per-category
+  medians, the provisional models as a count only, panelists by specialty and years of experience
+  only. Nothing scored yet says "no runs scored yet"; a board that fails to load says that instead,
+  distinctly (503 when the database is unreachable, 500 otherwise), with no trace.
+
+Every handler calls `service.panel` as the public and adds no rule of its own. The pages extend the
+board pages' layout (`base.html`, read as is) and its stylesheet; the category names come from the
+taxonomy file through the service, as the API's do. Templates autoescape: a comment, a name or a
+specialty is shown literally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import sqlalchemy.exc
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from assay.errors import BadInput
+from assay.service import panel
+from assay.service.actors import Actor
+from assay.store.db import Store
+from assay.web.deps import get_store, public_actor
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+
+HERE = Path(__file__).resolve().parent
+STYLESHEET = HERE / "static" / "style.css"
+#: No script, no frames, nothing from elsewhere; forms post only here.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+#: A form body larger than this is not a form of ours (the app's body limit still applies first).
+MAX_FORM = 64 * 1024
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(enabled_extensions=("html",), default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    tag = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12] if STYLESHEET.is_file() else "0"
+    env.globals.update(stylesheet_version=tag)
+    env.filters["figure"] = figure
+    return env
+
+
+def figure(value: Any) -> str:
+    """A board figure as shown (2 places); words where there is none."""
+    return "no number" if value is None else f"{float(value):.2f}"
+
+
+_ENV = _environment()
+
+
+def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    html = _ENV.get_template(name).render(**context)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """A urlencoded form body as {name: last value}; anything else is refused (one line)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise BadInput("expected a form (application/x-www-form-urlencoded)", "body")
+    body = await request.body()
+    if len(body) > MAX_FORM:
+        raise BadInput(f"a form has at most {MAX_FORM} bytes", "body")
+    try:
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False,
+                          max_num_fields=200)
+    except (UnicodeDecodeError, ValueError):
+        raise BadInput("the form is not valid UTF-8 text", "body") from None
+    return {key: values[-1] for key, values in parsed.items()}
+
+
+def failed_page(what: str, exc: BaseException) -> HTMLResponse:
+    """The distinct page for something that could not be loaded: no trace, the cause in words."""
+    unreachable = isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError))
+    log.exception("%s could not be loaded", what)
+    return render("panel_message.html", 503 if unreachable else 500, title=f"The {what} failed to load",
+                  heading=f"The {what} failed to load", kind="failed",
+                  message=("the database could not be reached" if unreachable
+                           else "an unexpected error occurred on the server")
+                  + ". This says nothing about any model; try again later.")
+
+
+@router.get("/benchmark", response_class=HTMLResponse)
+def benchmark_page(store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
+    """The panel board, as `GET /api/benchmark/leaderboard` answers it."""
+    try:
+        found = panel.board(store, actor=actor)
+        cats = panel.categories(store)
+    except Exception as exc:  # noqa: BLE001 - any failure is a failed load, never a trace
+        return failed_page("benchmark board", exc)
+    return render("benchmark.html", title="Assay — human panel benchmark", board=found, ranked=found["ranked"],
+                  provisional=found["provisional"]["count"], categories=cats)
+
+
+@router.get("/panel", response_class=HTMLResponse)
+def panel_form() -> Response:
+    return render("panel_apply.html", title="Assay — apply to the human panel", values={}, error=None)
+
+
+@router.post("/panel", response_class=HTMLResponse)
+async def panel_apply(request: Request, store: Store = Depends(get_store),
+                      actor: Actor = Depends(public_actor)) -> Response:
+    """Apply with the form; the answer is the same for a new email and one that applied already."""
+    from starlette.concurrency import run_in_threadpool
+
+    fields: dict[str, str] = {}
+    try:
+        fields = await form_fields(request)
+        years_text = fields.get("years_experience", "").strip()
+        if not years_text.isdigit():
+            raise BadInput("years of experience is a whole number", "years_experience")
+        payload = {"email": fields.get("email", ""), "specialty": fields.get("specialty", ""),
+                   "years_experience": int(years_text), "statement": fields.get("statement", "")}
+        await run_in_threadpool(panel.apply, store, payload, actor=actor)
+    except BadInput as exc:
+        return render("panel_apply.html", 422, title="Assay — apply to the human panel", values=fields,
+                      error=str(exc))
+    return render("panel_message.html", 200, title="Application received", heading="Application received",
+                  kind="received",
+                  message="Thank you. If you have not applied before, your application is now with the admins; "
+                          "approved panelists are told by email. Nothing more is shown here.")
