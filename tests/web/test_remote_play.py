@@ -280,7 +280,11 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     client = _client(web_store)
     assert submit_remote(client, keys.alice_api, "remote").status_code == 201
     auth = bearer(keys.alice_agent)
-    for junk in ("hello", None, [1, 2], {"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}):
+    deep: Any = []
+    for _ in range(600):  # deeper than any message, and than a naive recursion survives
+        deep = [deep]
+    for junk in ("hello", None, [1, 2], {"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
+                 {"role": "assistant", "content": deep}):
         run_id = client.post("/api/agent/runs/next", headers=auth).json()["run_id"]
         answer = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": junk}, headers=auth)
         assert answer.status_code == 200

@@ -55,6 +55,8 @@ REMOTE = batches.REMOTE_AGENT
 assert REMOTE == REMOTE_SPEC
 #: What a run id looks like (`uuid4().hex`); anything else names no run, and is never sent to the database.
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+#: How deep an agent's answer may nest before the rest of it is dropped (a message nests 4 deep).
+MAX_DEPTH = 32
 #: The longest failure reason a remote agent may report (the run record keeps 500 characters).
 MAX_FAILURE = 500
 
@@ -210,15 +212,16 @@ def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str
 # -- stepping -----------------------------------------------------------------------------------
 
 
-def _json_value(value: Any) -> Any:
-    """What an agent sent, as JSON both backends store alike: text made storable, and a number
-    that is not one (NaN, Infinity) made null, which the engine reads as nothing said."""
-    if isinstance(value, float) and not math.isfinite(value):
+def _json_value(value: Any, depth: int = 0) -> Any:
+    """What an agent sent, as JSON both backends store alike: text made storable, a number that is
+    not one (NaN, Infinity) made null, and anything nested deeper than `MAX_DEPTH` (no assistant
+    message is) made null, which the engine reads as nothing said."""
+    if depth > MAX_DEPTH or (isinstance(value, float) and not math.isfinite(value)):
         return None
     if isinstance(value, dict):
-        return {storable(str(k)): _json_value(v) for k, v in value.items()}
+        return {storable(str(k)): _json_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
+        return [_json_value(v, depth + 1) for v in value]
     if isinstance(value, str):
         return storable(value)
     if value is None or isinstance(value, bool | int | float):
