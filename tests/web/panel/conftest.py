@@ -1,0 +1,241 @@
+"""Fixtures for the human panel and admin sessions (issue 11), on SQLite and a real PostgreSQL.
+
+Per test (over the web tests' `web_store`, so each test has its own database of each backend):
+
+- `panel_app`: the app over that store (the web tests' `make_app`, rate limit off: the login limit
+  is the one under test here);
+- `https`: a `TestClient` on `https://testserver` — the session cookie is `Secure`, and a client
+  keeps a Secure cookie only for https; `anon` is another client, never logged in;
+- `admin`: an admin account (`ADMIN_EMAIL` / `ADMIN_PASSWORD`) created as the operator;
+- `session`: `https` logged in as that admin, with its CSRF token (`Session.csrf`, `Session.ingest`);
+- `Panel(session)`: helpers that drive the pipeline through the API as a person would.
+
+Session-scoped, for the browser test: `browser` is ONE headless Debian Chromium (JavaScript off per
+page), which fails, never skips, when Chromium is missing; `panel_server` starts a real
+`assay serve` on 127.0.0.1 and a free port over a temporary SQLite store with an admin in it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from ..conftest import SECRET, make_app
+
+ADMIN_EMAIL = "root@example.org"
+ADMIN_PASSWORD = "correct horse battery staple"
+CHROMIUM = Path("/usr/bin/chromium")
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def panel_app(web_store: Any) -> FastAPI:
+    return make_app(web_store, rate_limit=0)
+
+
+@pytest.fixture
+def https(panel_app: FastAPI) -> TestClient:
+    return TestClient(panel_app, base_url="https://testserver")
+
+
+@pytest.fixture
+def anon(panel_app: FastAPI) -> TestClient:
+    return TestClient(panel_app, base_url="https://testserver")
+
+
+@pytest.fixture
+def admin(web_store: Any) -> dict[str, Any]:
+    from assay.service import admins
+    from assay.service.actors import OPERATOR
+
+    return admins.create(web_store, ADMIN_EMAIL, ADMIN_PASSWORD, actor=OPERATOR)
+
+
+@dataclass
+class Session:
+    """A client logged in as an admin: its CSRF token, and the calls the tests make with it."""
+
+    client: TestClient
+    csrf: str
+    login: Any = None
+
+    def headers(self) -> dict[str, str]:
+        return {"X-CSRF-Token": self.csrf}
+
+    def ingest(self, **step: Any) -> Any:
+        return self.client.post("/api/benchmark/ingest", json=step, headers=self.headers())
+
+    def decide(self, application_id: str, decision: str) -> Any:
+        return self.client.post(f"/api/panel/applications/{application_id}/{decision}", headers=self.headers())
+
+
+def log_in(client: TestClient, email: str = ADMIN_EMAIL, password: str = ADMIN_PASSWORD) -> Session:
+    answer = client.post("/admin/login", json={"email": email, "password": password})
+    assert answer.status_code == 200, answer.text
+    return Session(client, answer.json()["csrf_token"], answer)
+
+
+@pytest.fixture
+def session(https: TestClient, admin: dict[str, Any]) -> Session:
+    return log_in(https)
+
+
+@dataclass
+class Panel:
+    """The pipeline driven through the API: applicants, decisions, models, runs, scorecards."""
+
+    s: Session
+    public: TestClient
+    applications: dict[str, str] = field(default_factory=dict)  # email -> application id
+
+    def apply(self, email: str, specialty: str = "incident response", years: int = 8,
+              statement: str = "I run an on-call rota.") -> str:
+        answer = self.public.post("/api/panel/applications", json={
+            "email": email, "specialty": specialty, "years_experience": years, "statement": statement})
+        assert answer.status_code == 201, answer.text
+        self.applications[email] = answer.json()["id"]
+        return answer.json()["id"]
+
+    def panelist(self, email: str, specialty: str = "incident response", years: int = 8) -> str:
+        """An applicant, approved."""
+        application_id = self.apply(email, specialty, years)
+        assert self.s.decide(application_id, "approve").status_code == 200
+        return application_id
+
+    def model(self, slug: str, name: str | None = None, vendor: str = "Acme") -> None:
+        answer = self.s.ingest(action="register-model", slug=slug, name=name or slug.upper(), vendor=vendor)
+        assert answer.status_code == 200, answer.text
+
+    def environment(self, slug: str = "outage", spec: str = "Restore the service.") -> None:
+        answer = self.s.ingest(action="register-environment", slug=slug, name=slug.title(), spec=spec)
+        assert answer.status_code == 200, answer.text
+
+    def run(self, model: str, environment: str = "outage") -> str:
+        answer = self.s.ingest(action="create-run", model=model, environment=environment,
+                               artifact_url=f"https://artifacts.example.org/{model}/{environment}.tar")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "pending"
+        return str(answer.json()["run"])
+
+    def score(self, run: str, email: str, ratings: dict[str, Any], comment: str = "", minutes: int = 30) -> Any:
+        return self.s.ingest(action="record-score", run=run, panelist_email=email, ratings=ratings,
+                             comment=comment, minutes=minutes)
+
+    def finalize(self, run: str) -> Any:
+        return self.s.ingest(action="finalize-run", run=run)
+
+
+@pytest.fixture
+def pipeline(session: Session, anon: TestClient) -> Panel:
+    return Panel(session, anon)
+
+
+# -- the real server and the browser -------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _assay() -> Path:
+    beside = Path(sys.executable).parent / "assay"
+    return beside if beside.exists() else Path(shutil.which("assay") or "assay")
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    db_url: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def panel_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real `assay serve` over a fresh SQLite store, with an admin created through the CLI."""
+    root = tmp_path_factory.mktemp("panel-serve")
+    db_url = f"sqlite:///{root / 'assay.db'}"
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()}
+    created = subprocess.run([str(_assay()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db_url],
+                             input=ADMIN_PASSWORD + "\n", capture_output=True, text=True, env=env, timeout=120)
+    assert created.returncode == 0, created.stderr
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = root / "serve.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url],
+                                stdout=sink, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"assay serve did not start: {log.read_text()[-2000:]}", pytrace=False)
+            try:
+                with urllib.request.urlopen(base + "/benchmark", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)
+        yield Server(base, db_url, env)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """ONE headless Debian Chromium for the session; missing Chromium fails, never skips."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+                    "(apt-get install chromium) to run the browser tests", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
+            pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def artifacts_dir() -> Path:
+    where = Path(os.environ.get("ASSAY_ARTIFACTS") or HERE / "artifacts")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh JavaScript-off context and page; its screenshot is kept when the test ends."""
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    try:
+        yield opened
+    finally:
+        name = "panel-" + request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
+        try:
+            opened.screenshot(path=str(artifacts_dir() / f"{name}.png"), full_page=True)
+        finally:
+            context.close()
