@@ -56,9 +56,11 @@ class Done:
 
 
 def fork_world(loaded: LoadedScenario, seed: int, trial: int) -> World:
-    """A fresh private world for one run; in-run chance derives from (run seed, case id, trial)."""
+    """A fresh private world for one run; in-run chance derives from (run seed, case id, trial).
+    The scenario's `world_options` (a campaign's facilitator) are built afresh for each fork."""
     kit = get_kit(loaded.scenario.kit)
-    return kit.fork(loaded.initial_state, Rng.of(seed, loaded.id, trial), loaded.scenario.briefing)
+    options = {name: make() for name, make in loaded.world_options.items()}
+    return kit.fork(loaded.initial_state, Rng.of(seed, loaded.id, trial), loaded.scenario.briefing, **options)
 
 
 def open_episode(loaded: LoadedScenario, planned: PlannedRun, limits: Limits) -> Episode:

@@ -9,8 +9,8 @@ and the hash changes with it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -52,6 +52,10 @@ class LoadedScenario:
     world_fingerprint: str
     content_hash: str
     checks_hash: str
+    #: What a run's world is forked with besides the scenario, by keyword (the campaign kit's
+    #: `facilitator`): each value a factory called once per fork. Not part of any hash: it may word
+    #: a run differently, never change what happens in it.
+    world_options: Mapping[str, Callable[[], Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> str:

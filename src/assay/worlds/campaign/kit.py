@@ -21,6 +21,7 @@ its lines are recorded in the transcript as inputs a replay feeds back.
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import re
@@ -29,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay.worlds.base import Claim, Event, Observation, ToolError
-from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
+from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table, replaying
 from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import DEED_KINDS, PRESSURE_KINDS, CampaignSpec
 from assay.worlds.campaign.tools import DEEDS, SCHEMAS, TOOLS
@@ -113,6 +114,11 @@ class CampaignKit:
         mutable = {k: v for k, v in initial_state.items() if k not in READ_ONLY_SECTIONS}
         state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
         return CampaignWorld(state, rng, briefing, facilitator or ScriptedFacilitator())
+
+    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any]:
+        """How a replay forks this world: with a facilitator that says again the lines the run's
+        record holds (whoever spoke them, a model included), so a replay never calls a model."""
+        return {"facilitator": functools.partial(replaying, list(transcript))}
 
     def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
         """(player messages, actions): a player message is an assistant message with words in it;

@@ -1,0 +1,103 @@
+"""A model facilitator (`openai:MODEL`): the game master's lines worded by a model behind an
+OpenAI-compatible endpoint, prompted with the scenario's facilitator brief.
+
+What happens is still decided by the world (`kit.py`): which beat opens, whether pressure is
+applied again, what a roll means. The model is told exactly that — the cue and the scripted line
+that would convey it — and asked to say it in its own voice, in the campaign's language. So the
+final state, and every check over it, is the same whoever words the lines; only the transcript
+differs, and it records every line with the facilitator's name. `assay replay` feeds the recorded
+lines back (`facilitator.replaying`): a replay never calls a model.
+
+`FacilitatorSpec` is what a batch carries (picklable: spec and endpoint, never a key); calling it
+builds the facilitator for one run, reading the key from `ASSAY_FACILITATOR_API_KEY` or
+`OPENAI_API_KEY` at that moment (a loopback endpoint may go without).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from assay.endpoints import is_loopback, without_credentials
+from assay.errors import Invalid
+from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
+
+#: Sent as the key to loopback endpoints that need none (the client refuses to run without one).
+PLACEHOLDER_API_KEY = "unset"
+MAX_WORDS = 150
+
+SYSTEM = (
+    "You are the facilitator (game master) of a tabletop role-play campaign, and you speak only as the "
+    "facilitator. Campaign: {title}. Setting: {setting}\n\nYour brief: {brief}\n\n"
+    "Rules of the table: the world has already decided what happens — rolls, their results, which scene "
+    "opens, whether you press the player again. Convey exactly that and nothing more: never invent a roll, "
+    "a result, an objective or a scene. Write in the language with the BCP 47 tag '{language}', in at most "
+    "{words} words, in your own voice, and keep any scene header such as '[scene 2/5]' at the start."
+)
+
+
+@dataclass(frozen=True)
+class FacilitatorSpec:
+    """`scripted` or `openai:MODEL` (with its endpoint): a factory of one run's facilitator."""
+
+    spec: str
+    base_url: str | None = None
+    temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        kind, sep, model = self.spec.partition(":")
+        if self.spec != "scripted" and not (kind == "openai" and sep and model):
+            raise Invalid(f"unknown facilitator '{self.spec}'; use 'scripted' or 'openai:MODEL'", "facilitator")
+
+    @property
+    def shown(self) -> dict[str, Any]:
+        """What may be stored and printed: the spec and the endpoint without credentials."""
+        return {"spec": self.spec, "base_url": without_credentials(self.base_url) if self.base_url else None}
+
+    def __call__(self) -> Facilitator:
+        if self.spec == "scripted":
+            return ScriptedFacilitator()
+        return ModelFacilitator(self.spec.partition(":")[2], base_url=self.base_url, temperature=self.temperature)
+
+
+class ModelFacilitator:
+    """Words each cue with a chat-completions request (one per facilitator line)."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, temperature: float = 0.7,
+                 timeout: float = 60.0) -> None:
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            raise Invalid("a model facilitator needs an endpoint (--facilitator-base-url or OPENAI_BASE_URL)",
+                          "facilitator")
+        key = os.environ.get("ASSAY_FACILITATOR_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if not key and not is_loopback(url):
+            raise Invalid(f"no API key for the facilitator endpoint {without_credentials(url)} "
+                          "(set ASSAY_FACILITATOR_API_KEY or OPENAI_API_KEY)", "facilitator")
+        self.model = f"openai:{model}"
+        self._name = model
+        self._temperature = temperature
+        self._client = openai.OpenAI(base_url=url, api_key=key or PLACEHOLDER_API_KEY, timeout=timeout,
+                                     max_retries=2)
+        self._scripted = ScriptedFacilitator()
+
+    def messages(self, cue: Cue, table: Table) -> list[dict[str, str]]:
+        """The request: the brief as the system message, the conversation so far, then the cue."""
+        system = SYSTEM.format(title=table.title, setting=table.setting.strip(), brief=table.brief.strip(),
+                               language=table.language, words=MAX_WORDS)
+        talk = [{"role": "assistant" if m.get("role") == "user" else "user", "content": str(m.get("content") or "")}
+                for m in table.conversation if m.get("role") in ("user", "assistant") and m.get("content")]
+        what = self._scripted.speak(cue, table)
+        cue_text = (f"Say this next, as the facilitator ({cue.kind}"
+                    + (f", beat {cue.beat.get('id')}" if cue.beat is not None else "") + "):\n\n" + what)
+        return [{"role": "system", "content": system}, *talk, {"role": "user", "content": cue_text}]
+
+    def speak(self, cue: Cue, table: Table) -> str:
+        reply = self._client.chat.completions.create(model=self._name, messages=self.messages(cue, table),
+                                                     temperature=self._temperature)
+        text = (reply.choices[0].message.content or "").strip() if reply.choices else ""
+        if not text:
+            raise RuntimeError(f"the facilitator model {self._name} answered with no words")
+        return text
