@@ -48,7 +48,8 @@ MIN_PASSWORD = 12
 MAX_PASSWORD = 1024
 #: Longer than any token we issue; a longer presented value is refused before any work.
 MAX_TOKEN = 256
-EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
+#: local@domain.tld, no white space, no control character (the text is stored and shown as given)
+EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]{1,64}@[^@\s\x00-\x1f\x7f]+\.[^@\s\x00-\x1f\x7f]+$")
 
 #: Argon2id, the RFC 9106 second recommendation (64 MiB, 3 passes, 4 lanes).
 _HASHER = PasswordHasher(time_cost=3, memory_cost=65536, parallelism=4, hash_len=32, salt_len=16, type=Type.ID)
@@ -81,7 +82,7 @@ class Login:
 def check_email(email: str) -> str:
     """An email as stored and compared: trimmed and lower-cased; anything not shaped like one refused."""
     clean = email.strip().lower()
-    if len(clean) > 254 or not EMAIL.match(clean):
+    if len(clean) > 254 or not EMAIL.match(clean) or not clean.isprintable():
         raise Invalid("not an email address", "email")
     return clean
 

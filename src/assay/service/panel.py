@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from assay.errors import BadInput, Forbidden, Invalid, NotFound
 from assay.scenario.load import describe_error
@@ -147,14 +147,28 @@ def _validated(model: type[BaseModel], payload: Any) -> Any:
 # -- applications -----------------------------------------------------------------------------
 
 
+#: Documented (not enforced: `_text` does, with the same rule) in the published schema: some
+#: character that is not white space, and no NUL anywhere.
+_NON_BLANK = {"pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$"}
+
+
+def _whole(value: Any) -> Any:
+    """A JSON number that is a whole number (27.0 is an integer to JSON Schema) as an int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class Application(BaseModel):
     """A panel application as the public sends it."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    email: StrictStr = Field(max_length=254)
-    specialty: StrictStr = Field(max_length=200)
+    email: StrictStr = Field(max_length=254, json_schema_extra={"format": "email"})
+    specialty: StrictStr = Field(min_length=1, max_length=200, json_schema_extra=_NON_BLANK)
     years_experience: StrictInt = Field(ge=0, le=80)
-    statement: StrictStr = Field(max_length=5000)
+    statement: StrictStr = Field(min_length=1, max_length=5000, json_schema_extra=_NON_BLANK)
+
+    _years = field_validator("years_experience", mode="before")(_whole)
 
 
 def apply(store: Store, payload: Mapping[str, Any], *, actor: Actor) -> dict[str, Any]:
@@ -239,6 +253,8 @@ class RecordScore(_Step):
     ratings: dict[StrictStr, StrictInt | StrictFloat]
     comment: StrictStr = Field("", max_length=20000)
     minutes: StrictInt = Field(0, ge=0, le=100_000)
+
+    _minutes = field_validator("minutes", mode="before")(_whole)
 
 
 class FinalizeRun(_Step):
