@@ -228,3 +228,24 @@ def test_a_campaign_debrief_shows_the_rolls_the_beats_and_the_judges_reasons(sql
     card = cards.card(store, "academy", actor=PUBLIC)
     assert "`composite` = the mean over capability traits" in card and "Judge: `rules`" in card
     assert LLMJudge.prompt_hash[:12] not in card  # the rules judge's own hash is the one pinned
+
+
+def test_the_platform_scores_what_is_recorded_and_waits_for_the_rest(sqlite_store: Store) -> None:
+    """A server's background scoring (`score_recorded`): a trait suite's submission whose runs are
+    all recorded is judged by the judge its release pins; one still being played, and an oracle
+    suite's, are left alone."""
+    store = sqlite_store
+    accounts.create(store, "alice", None, actor=OPERATOR)
+    played = submissions.compose(store, "academy", factory=load_agent("reference:steadfast"), account="alice",
+                                 label="played", actor=OPERATOR)
+    waiting = submissions.compose(store, "academy", factory=load_agent("reference:steadfast"), account="alice",
+                                  label="waiting", actor=OPERATOR)
+    oracle = submissions.submit(store, "forge", factory=load_agent("reference:diligent"), account="alice",
+                                label="forge", workers=2, actor=OPERATOR)
+    submissions.execute(store, played, workers=2)
+    assert submissions.results(store, played, actor=OPERATOR)["status"] == "incomplete"
+    assert scoring.score_recorded(store) == [played]
+    assert submissions.results(store, played, actor=OPERATOR)["status"] == "complete"
+    assert submissions.results(store, waiting, actor=OPERATOR)["n_recorded"] == 0
+    assert submissions.results(store, oracle, actor=OPERATOR)["status"] == "complete"
+    assert scoring.score_recorded(store) == []  # nothing left to judge

@@ -190,6 +190,28 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
             "runs_recorded": len(judged)}
 
 
+def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
+                   on_error: Callable[[str, Exception], None] | None = None) -> list[str]:
+    """Score, with the judge each one pins (the release's), every submission whose runs are all
+    recorded but not all judged — or just those of `submission_ids` — as the platform itself (a
+    server's background work: remote and server-played submissions are judged without anyone
+    running `assay score`). A submission that cannot be scored now (its judge's endpoint down) is
+    reported to `on_error` and left for the next call. Returns the ids it scored."""
+    from assay.service.actors import OPERATOR
+
+    waiting = JudgeRepo(store).awaiting_judge()
+    todo = [s for s in waiting if submission_ids is None or s in submission_ids]
+    done = []
+    for submission_id in todo:
+        try:
+            score(store, submission_id, actor=OPERATOR)
+            done.append(submission_id)
+        except Exception as exc:  # noqa: BLE001 - one submission's judge must not stop the others
+            if on_error is not None:
+                on_error(submission_id, exc)
+    return done
+
+
 def _config_view(pinned: dict[str, Any]) -> dict[str, Any]:
     return {"model": pinned["model"], "prompt_version": pinned["prompt_version"],
             "prompt_hash": pinned["prompt_hash"], "passes": pinned["passes"],

@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.store.board_repo import BoardRepo
+from assay.store.board_schema import board_run_facts
 from assay.store.judge_schema import judge_configs, judge_passes
 from assay.store.schema import planned_runs, runs, utcnow
 
@@ -81,3 +82,14 @@ class JudgeRepo(BoardRepo):
         )
         with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
+
+    def awaiting_judge(self) -> list[str]:
+        """Submissions whose every planned run is recorded and swept and some is not judged yet:
+        what a server's background scoring picks up (oldest plan first)."""
+        f = board_run_facts
+        waiting = sa.func.sum(sa.case(((f.c.has_run == 1) & (f.c.judged == 0), 1), else_=0))
+        query = (sa.select(f.c.submission_id).group_by(f.c.submission_id)
+                 .having(sa.func.sum(f.c.swept) == sa.func.count(), waiting > 0)
+                 .order_by(f.c.submission_id))
+        with self.read() as conn:
+            return [r.submission_id for r in conn.execute(query)]

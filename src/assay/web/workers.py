@@ -8,7 +8,9 @@ with its process), and `Workers.resume_pending` — run when the app starts — 
 Several worker processes may do so at once: the claims split the work.
 
 The sweeper ends remote runs left idle past their time limit (`remote.expire_idle`) every few
-seconds, so a remote submission whose agent went away still completes.
+seconds, so a remote submission whose agent went away still completes, and scores the submissions
+of trait suites whose runs are all recorded (`scoring.score_recorded`): scoring lags the runs, and
+a submission is complete once judged.
 
 One `Workers` per app (`for_app`), started by the submissions router's lifespan, or on first use
 when the app runs without one (a `TestClient` outside `with`).
@@ -92,7 +94,7 @@ class Workers:
             self._todo.put(None)
 
     def _work(self) -> None:
-        from assay.service import submissions
+        from assay.service import scoring, submissions
 
         while True:
             submission_id = self._todo.get()
@@ -101,6 +103,7 @@ class Workers:
             try:
                 if not self._stop.is_set():
                     submissions.execute(self.store, submission_id, workers=RUNS_IN_FLIGHT)
+                    scoring.score_recorded(self.store, [submission_id], on_error=_judge_failed)
             except Exception as exc:  # noqa: BLE001 - logged; the slots stay pending for a resume
                 log.error("submission %s: background play stopped: %s: %s", submission_id, type(exc).__name__, exc)
             finally:
@@ -110,13 +113,18 @@ class Workers:
                     self._idle.notify_all()
 
     def _sweep(self, seconds: float) -> None:
-        from assay.service import remote
+        from assay.service import remote, scoring
 
         while not self._stop.wait(seconds):
             try:
                 remote.expire_idle(self.store)
+                scoring.score_recorded(self.store, on_error=_judge_failed)  # remote submissions, too
             except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
                 log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
+
+
+def _judge_failed(submission_id: str, exc: Exception) -> None:
+    log.warning("submission %s: scoring deferred: %s: %s", submission_id, type(exc).__name__, exc)
 
 
 def for_app(app: Any) -> Workers:
