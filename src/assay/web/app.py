@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from assay.errors import BadInput, DomainError, Unauthenticated, http_status
@@ -106,6 +107,15 @@ async def _refused(_request: Request, exc: Exception) -> JSONResponse:
     return refusal_response(exc)
 
 
+async def _malformed(_request: Request, exc: Exception) -> JSONResponse:
+    """A request the route's models refuse: 422 naming where and why, never echoing the input
+    (it may be large, secret, or not even encodable — a lone surrogate made the default a 500)."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [{"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
+               "type": str(e.get("type", ""))} for e in exc.errors()]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
 def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     from assay.web import agent_api, api, pages, submissions_api
 
@@ -131,6 +141,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     if store is not None:
         app.state.store = store
     app.add_exception_handler(BadInput, _refused)
+    app.add_exception_handler(RequestValidationError, _malformed)
     app.include_router(api.router)
     app.include_router(submissions_api.router)
     app.include_router(agent_api.router)
