@@ -130,11 +130,19 @@ def test_only_the_owner_sees_or_unpublishes_a_submission(web_store: Store) -> No
     assert refused.status_code == 409 and "not published" in refused.json()["detail"]
 
 
-def test_a_model_agent_is_played_by_the_server_in_the_background(web_store: Store) -> None:
+def test_a_model_agent_is_played_by_the_server_in_the_background(web_store: Store,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     keys = accounts_and_keys(web_store)
     app = make_app(web_store, rate_limit=0)
     client = TestClient(app)
     with FakeOpenAI(_model) as model:
+        # the server sends its own key to the endpoint: a submitter may name only one it offers
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        monkeypatch.setenv("ASSAY_MODEL_ENDPOINTS", f"https://models.example/v1, {model.base_url}")
+        elsewhere = client.post("/api/submissions", headers=bearer(keys.alice_api), json={
+            "suite": "forge", "label": "a model", "agent": {"spec": "openai:fake-model",
+                                                           "base_url": "http://127.0.0.1:9/attacker/v1"}})
+        assert elsewhere.status_code == 422 and elsewhere.json()["field"] == "base_url"
         created = client.post("/api/submissions", headers=bearer(keys.alice_api), json={
             "suite": "forge", "label": "a model", "publish": True,
             "agent": {"spec": "openai:fake-model", "base_url": model.base_url}})

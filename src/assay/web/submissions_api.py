@@ -13,6 +13,7 @@ cannot be honoured as sent); a malformed field is 422. Another account's submiss
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -77,8 +78,9 @@ class ModelAgent(_Request):
 
     spec: str = Field(pattern=r"^openai:\S{1,200}$", description="`openai:MODEL`.", examples=["openai:gpt-4.1-mini"])
     base_url: str | None = Field(None, max_length=2000, pattern=r"^https?://\S+$",
-                                 description="The endpoint (default: the server's `OPENAI_BASE_URL`). The server's "
-                                             "own `OPENAI_API_KEY` is used; a key is never part of a submission.")
+                                 description="The endpoint (default: the server's `OPENAI_BASE_URL`); only one the "
+                                             "server offers (`ASSAY_MODEL_ENDPOINTS`), since the server's own "
+                                             "`OPENAI_API_KEY` is sent there; a key is never part of a submission.")
 
     @field_validator("base_url")
     @classmethod
@@ -174,6 +176,20 @@ class OwnerView(_Open):
     runs: list[OwnerRun]
 
 
+def offered_endpoints() -> list[str]:
+    """The model endpoints this server drives agents at: `ASSAY_MODEL_ENDPOINTS` (comma-separated
+    base URLs), else its own `OPENAI_BASE_URL`. The server sends its own key to them, so a
+    submitter may name only these — never an address of their choosing (the key would go there)."""
+    named = os.environ.get("ASSAY_MODEL_ENDPOINTS") or os.environ.get("OPENAI_BASE_URL") or ""
+    return [u.strip().rstrip("/") for u in named.split(",") if u.strip()]
+
+
+def _require_offered(base_url: str | None) -> None:
+    if base_url is not None and base_url.rstrip("/") not in offered_endpoints():
+        raise Invalid("this server does not drive models at that endpoint (it would send its own key there); "
+                      "name one of ASSAY_MODEL_ENDPOINTS, or omit base_url", "base_url")
+
+
 # -- routes -----------------------------------------------------------------------------------
 
 
@@ -185,6 +201,7 @@ def create_submission(body: SubmissionRequest, request: Request, store: Store = 
     if isinstance(body.agent, ModelAgent):
         from assay.agents.loader import load_agent
 
+        _require_offered(body.agent.base_url)
         factory = load_agent(body.agent.spec, base_url=body.agent.base_url)
     else:
         factory = remote.remote_factory()
