@@ -5,7 +5,7 @@
   (`Accept: text/html`) is sent on to `/admin` instead (303). Every failed login is the same 401
   `wrong email or password`, and logins are rate limited per client address and per email (429
   with `Retry-After`) on top of the app's own limit.
-- The cookie `assay_admin` holds the session token signed with itsdangerous (HMAC-SHA1 under the
+- The cookie `assay_admin` holds the session token signed with itsdangerous (HMAC-SHA256 under the
   server secret, with a timestamp checked against the session's lifetime): HttpOnly, Secure,
   SameSite=Strict, Path=/. Behind it is the server-side session row (`service.admins`), re-read on
   every request: a tampered, expired or ended cookie is the one 401.
@@ -65,7 +65,7 @@ router = APIRouter(tags=["admin"], responses=error_responses(429, 500))
 
 
 def _serializer(secret: bytes) -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(secret, salt=_SALT)
+    return URLSafeTimedSerializer(secret, salt=_SALT, signer_kwargs={"digest_method": hashlib.sha256})
 
 
 def seal(secret: bytes, token: str) -> str:
