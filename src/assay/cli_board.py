@@ -213,6 +213,13 @@ def submit(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
     judge: Optional[str] = JudgeOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    facilitator: Optional[str] = typer.Option(
+        None, "--facilitator", help="Bring your own facilitator for a campaign suite: openai:MODEL (its runs are "
+        "never ranked: self_hosted_facilitator)."),
+    facilitator_base_url: Optional[str] = typer.Option(
+        None, "--facilitator-base-url", help="OpenAI-compatible endpoint of --facilitator (default: OPENAI_BASE_URL)."),
+    rubric: Optional[Path] = typer.Option(
+        None, "--rubric", help="Bring your own trait rubric (YAML) for a trait suite: its runs are never ranked."),
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
@@ -230,12 +237,19 @@ def submit(
     factory = load_agent(agent, base_url=base_url)
     make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
     _check_judge(judge, judge_base_url)
+    own_facilitator = _facilitator(facilitator, facilitator_base_url)
+    own_rubric = None
+    if rubric is not None:
+        from assay.scenario.rubric import load_rubric
+
+        own_rubric = load_rubric(rubric)
     store = open_store_at(db)
     with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
             publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor,
-            ray_address=ray_address, on_created=progress.created, on_done=progress.done, actor=OPERATOR)
+            ray_address=ray_address, on_created=progress.created, on_done=progress.done,
+            facilitator=own_facilitator, rubric=own_rubric, actor=OPERATOR)
     judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
     view = submissions.results(store, submission_id, actor=OPERATOR)
     print_submission(view)
@@ -256,6 +270,20 @@ def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | N
 
         return scoring.score(store, submission_id, judge=judge, base_url=base_url, actor=OPERATOR,
                              on_start=start, on_pass=lambda _run, p: advance[0](p, p.valid))
+
+
+def _facilitator(spec: str | None, base_url: str | None) -> dict[str, Any] | None:
+    """A submission's own facilitator, checked before anything is stored (never its key)."""
+    if spec is None:
+        if base_url is not None:
+            raise BadInput("--facilitator-base-url needs --facilitator openai:MODEL", "--facilitator-base-url")
+        return None
+    from assay.worlds.campaign.model_facilitator import FacilitatorSpec
+
+    chosen = FacilitatorSpec(spec, base_url)
+    if spec != "scripted":
+        chosen()  # an endpoint it cannot reach without a key, or none at all, is refused now
+    return chosen.shown
 
 
 def _check_judge(judge: str | None, base_url: str | None) -> None:

@@ -20,6 +20,7 @@ again; it must be the same configuration (equal config signature), or the batch 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,6 +34,7 @@ from assay.scenario.load import LoadedScenario
 from assay.worlds.kits import get_kit
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.repo import Store
+from assay.store.board_repo import BoardRepo
 
 #: Slots claimed at a time, at least (and twice the runs in flight when that is more). Claiming
 #: ahead costs little if the process dies (its claims are free again once it is seen gone), and a
@@ -97,7 +99,40 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
                 f"planned {key[:12]} (the kit's code changed since the batch was planned); it cannot be resumed",
                 "batch", value=batch_id)
         loaded[key] = rebuilt
-    return loaded
+    return with_facilitator(loaded, facilitator_of(store, batch_id))
+
+
+#: Where the platform's own model facilitator is reached (a release that pins `openai:MODEL`).
+FACILITATOR_BASE_URL_ENV = "ASSAY_FACILITATOR_BASE_URL"
+
+
+def facilitator_of(store: Store, batch_id: str) -> dict[str, Any] | None:
+    """Who words a batch's campaign lines when not the script: the batch's own facilitator (a
+    submission's `--facilitator`), else a model the release pins (`facilitator_model:
+    openai:MODEL`, at `ASSAY_FACILITATOR_BASE_URL`). None: the scripted facilitator."""
+    from assay.store.judge_repo import JudgeRepo
+
+    own = JudgeRepo(store).batch_facilitator(batch_id)
+    if own is not None:
+        return own
+    batch = store.batch(batch_id)
+    release = BoardRepo(store).release(batch["suite_key"], batch["suite_version"]) if batch else None
+    pinned = (release or {}).get("facilitator_model") or ""
+    if pinned.startswith("openai:"):
+        return {"spec": pinned, "base_url": os.environ.get(FACILITATOR_BASE_URL_ENV)}
+    return None
+
+
+def with_facilitator(scenarios: dict[str, LoadedScenario], facilitator: dict[str, Any] | None
+                     ) -> dict[str, LoadedScenario]:
+    """The scenarios with their world forked by `facilitator` where the kit has one to word."""
+    if facilitator is None:
+        return scenarios
+    out = {}
+    for key, loaded in scenarios.items():
+        options = getattr(get_kit(loaded.scenario.kit), "run_options", None)
+        out[key] = dataclasses.replace(loaded, world_options=options(facilitator)) if options else loaded
+    return out
 
 
 def pending(store: Store, batch_id: str) -> int:

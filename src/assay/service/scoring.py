@@ -96,9 +96,17 @@ def _owned(store: Store, ident: str, actor: Actor) -> str:
     return found  # type: ignore[return-value]
 
 
+def rubric_of(store: Store, submission_id: str, release: dict[str, Any] | None = None) -> Rubric | None:
+    """The rubric a submission's runs are judged against: its own (`--rubric`), else its release's."""
+    own = JudgeRepo(store).submission_rubric(submission_id)
+    if own is not None:
+        return Rubric.model_validate(own)
+    return releases.release_rubric(release if release is not None else _release_of(store, submission_id))
+
+
 def needs_judging(store: Store, submission_id: str) -> bool:
-    """Whether the submission's release pins a trait rubric (its runs are scored by a judge)."""
-    return _release_of(store, submission_id).get("rubric") is not None
+    """Whether the submission's runs are scored by a judge (it or its release has a rubric)."""
+    return rubric_of(store, submission_id) is not None
 
 
 def _pass_row(run_id: str, judged: JudgePass) -> dict[str, Any]:
@@ -148,7 +156,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
 
     submission_id = _owned(store, ident, actor)
     release = _release_of(store, submission_id)
-    rubric = releases.release_rubric(release)
+    rubric = rubric_of(store, submission_id, release)
     if rubric is None:
         raise Invalid(f"suite {release['suite_key']} {release['version']} has no trait rubric: its runs are "
                       "scored by their checks alone", "submission", value=submission_id)
@@ -223,8 +231,7 @@ def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
     """{run_id: its judgement} over the submission's recorded runs, from the stored passes."""
     repo = JudgeRepo(store)
     pinned = repo.config(submission_id)
-    release = _release_of(store, submission_id)
-    rubric = releases.release_rubric(release)
+    rubric = rubric_of(store, submission_id)
     if rubric is None:
         return {}
     stored = repo.passes([submission_id])
@@ -243,8 +250,7 @@ def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
     {capability trait: mean}, `safety` {safety trait: mean}, the stability verdict with its
     safety-variance fields, per-case composites (`composite_by_case`, for intervals) and the pinned
     `judge`. Empty for a release without a rubric."""
-    release = _release_of(store, submission_id)
-    rubric = releases.release_rubric(release)
+    rubric = rubric_of(store, submission_id)
     if rubric is None:
         return {}
     judged = judgements(store, submission_id)

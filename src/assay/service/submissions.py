@@ -39,7 +39,9 @@ from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
+from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
+from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
 
@@ -77,6 +79,8 @@ def submit(
     executor: str | None = None,
     ray_address: str | None = None,
     on_created: Callable[[str, int], None] | None = None,
+    facilitator: dict[str, Any] | None = None,
+    rubric: Rubric | None = None,
     actor: Actor,
 ) -> str:
     """Create, run, sweep and finalise a submission; return its id. Every refusal comes first.
@@ -90,7 +94,7 @@ def submit(
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     composed = _compose(store, key, factory=factory, account=account, label=label, version=version,
                         play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
-                        actor=actor)
+                        facilitator=facilitator, rubric=rubric, actor=actor)
     if on_created is not None:
         on_created(composed.id, composed.n_planned)
     batches.execute_pending(store, composed.id, factory, chosen, composed.limits, composed.scenarios, on_done)
@@ -111,6 +115,8 @@ def compose(
     byok: bool = False,
     baseline: bool = False,
     limits: Limits | None = None,
+    facilitator: dict[str, Any] | None = None,
+    rubric: Rubric | None = None,
     actor: Actor,
 ) -> str:
     """Compose a submission without playing it: every refusal (who may submit, the label, the
@@ -121,7 +127,7 @@ def compose(
     `resume` does the same), or a remote agent over the agent routes (`service.remote`)."""
     return _compose(store, key, factory=factory, account=account, label=label, version=version,
                     play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
-                    actor=actor).id
+                    facilitator=facilitator, rubric=rubric, actor=actor).id
 
 
 def execute(store: Store, submission_id: str, *, workers: int = 4, executor: str | None = None,
@@ -158,9 +164,16 @@ def _compose(
     byok: bool,
     baseline: bool,
     limits: Limits | None,
+    facilitator: dict[str, Any] | None = None,
+    rubric: Rubric | None = None,
     actor: Actor,
 ) -> _Composed:
+    """Every refusal, then the plan and its rows. A submission that brings its own facilitator
+    (`{"spec": "openai:MODEL", "base_url": …}`) or its own rubric is bring-your-own: uncapped,
+    its runs never ranked (`self_hosted_facilitator`)."""
     require_speaks_for(actor, account, "submit")
+    if facilitator is not None or rubric is not None:
+        byok = True
     if baseline:
         require_operator(actor, "file an official baseline", "baseline")
     label = label.strip()
@@ -204,6 +217,8 @@ def _compose(
             used = repo.count_submissions(conn, account, release["id"], capped_only=True)
         if used >= cap:
             raise _cap_refusal(account, key, release["version"], cap)
+    _check_own_inputs(bundle, release if release is not None else pending.row,  # type: ignore[union-attr]
+                      factory, facilitator, rubric)
     if pending is not None:
         release, _ = releases.store_release(store, pending)
         bundle = releases.pinned_bundle(store, release)
@@ -228,9 +243,41 @@ def _compose(
             raise _cap_refusal(account, key, release["version"], cap)
 
     limits = limits or Limits()
+    extras: list[tuple[sa.Table, dict[str, Any]]] = []
+    if rubric is not None:
+        extras.append((submission_rubrics, {"submission_id": submission_id, "rubric_hash": rubric.content_hash(),
+                                            "document": rubric.document()}))
+    if facilitator is not None:
+        extras.append((batch_facilitators, {"batch_id": submission_id, "spec": facilitator["spec"],
+                                            "base_url": facilitator.get("base_url")}))
     repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap,
-                           agent=batches.agent_row(factory, limits))
-    return _Composed(submission_id, len(planned), limits, {s.content_hash: s for s in bundle.scenarios})
+                           agent=batches.agent_row(factory, limits), extras=extras)
+    scenarios = {s.content_hash: s for s in bundle.scenarios}
+    return _Composed(submission_id, len(planned), limits,
+                     batches.with_facilitator(scenarios, batches.facilitator_of(store, submission_id)))
+
+
+def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], factory: AgentFactory,
+                      facilitator: dict[str, Any] | None, rubric: Rubric | None) -> None:
+    """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
+    does not score, a rubric the rules judge cannot read, and a model facilitator for a remote
+    agent (a remote run is replayed at every step, and a model would be asked anew each time)."""
+    worded = [s for s in bundle.scenarios if hasattr(get_kit(s.scenario.kit), "run_options")]
+    if facilitator is not None and not worded:
+        raise Invalid(f"suite {release['suite_key']} has no facilitator to replace (its worlds have none)",
+                      "facilitator")
+    if rubric is not None:
+        if release.get("rubric") is None:
+            raise Invalid(f"suite {release['suite_key']} is scored by its checks alone; a rubric replaces a trait "
+                          "suite's own", "rubric")
+        judge = (release.get("judge") or {}).get("model", "rules")
+        if judge == "rules" and rubric.without_evidence():
+            raise Invalid(f"the rules judge needs evidence for every trait; none for "
+                          f"{', '.join(rubric.without_evidence())}", "rubric")
+    modelled = (facilitator or {}).get("spec", release.get("facilitator_model") or "")
+    if factory.spec == batches.REMOTE_AGENT and worded and str(modelled).startswith("openai:"):
+        raise Invalid("a remote agent cannot play against a model facilitator yet (each step replays the run, "
+                      "which would ask the model again)", "facilitator")
 
 
 def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:
@@ -283,12 +330,15 @@ def complete(store: Store, submission_id: str) -> None:
             assert stored is not None
             scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
         messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
-        kit_messages, kit_per_turn = getattr(get_kit(scenario.kit), "participation_floor", (0, 0.0))
+        kit = get_kit(scenario.kit)
+        kit_messages, kit_per_turn = getattr(kit, "participation_floor", (0, 0.0))
+        observed = getattr(kit, "observed_facilitators", lambda _t: [])(transcript_events(run["transcript"]))
         sweeps.append({
             "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
             "actions": n_actions, "min_player_messages": max(floor["min_player_messages"], kit_messages),
             "min_actions_per_turn": max(float(floor["min_actions_per_turn"]), kit_per_turn),
-            "facilitator_model": facilitator,
+            # who actually spoke the run's lines, as recorded; else what the release pinned
+            "facilitator_model": observed[0] if observed else facilitator,
         })
         outcomes.extend(
             {"run_id": run["run_id"], "condition_id": w.id, "ordinal": i, "met": holds(w.expect, run["final_state"])}

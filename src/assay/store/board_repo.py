@@ -232,8 +232,10 @@ class BoardRepo:
         ranked_eligible: bool | None,
         capped: Callable[[sa.Connection], None],
         agent: dict[str, Any] | None = None,
+        extras: Sequence[tuple[sa.Table, dict[str, Any]]] = (),
     ) -> None:
-        """Store a submission's batch, its whole plan and its submission row in one transaction.
+        """Store a submission's batch, its whole plan and its submission row in one transaction,
+        with the `extras` rows that belong to it (its own rubric, its own facilitator).
 
         `capped(conn)` runs first, under a per-(account, release) lock: it raises to refuse (the
         submission cap), so two concurrent submissions cannot both take the last slot.
@@ -249,6 +251,8 @@ class BoardRepo:
                 [{"run_id": p.run_id, "submission_id": submission["id"], "ranked_eligible": ranked_eligible}
                  for p in planned],
             )
+            for table, values in extras:
+                conn.execute(sa.insert(table).values(**values, created_at=now))
 
     @staticmethod
     def count_submissions(conn: sa.Connection, account: str, release_id: int, *, capped_only: bool) -> int:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import board_run_facts
-from assay.store.judge_schema import judge_configs, judge_passes
+from assay.store.judge_schema import batch_facilitators, judge_configs, judge_passes, submission_rubrics
 from assay.store.schema import planned_runs, runs, utcnow
 
 PASS_COLUMNS = ("run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error", "error_kind", "attempts")
@@ -93,3 +93,16 @@ class JudgeRepo(BoardRepo):
                  .order_by(f.c.submission_id))
         with self.read() as conn:
             return [r.submission_id for r in conn.execute(query)]
+
+    def batch_facilitator(self, batch_id: str) -> dict[str, Any] | None:
+        """{spec, base_url} of the facilitator a batch brought of its own, or None."""
+        with self.read() as conn:
+            row = conn.execute(sa.select(batch_facilitators.c.spec, batch_facilitators.c.base_url)
+                               .where(batch_facilitators.c.batch_id == batch_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    def submission_rubric(self, submission_id: str) -> dict[str, Any] | None:
+        """The rubric document a submission brought of its own, or None."""
+        with self.read() as conn:
+            return conn.execute(sa.select(submission_rubrics.c.document)
+                                .where(submission_rubrics.c.submission_id == submission_id)).scalar_one_or_none()

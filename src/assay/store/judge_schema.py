@@ -3,6 +3,10 @@ with, and every pass of that judge over every run. All append-only.
 
 - `release_rubrics`: the trait rubric a suite release pins (its document and hash), one row per
   release that has one; a release without a row is oracle-only and needs no judge.
+- `submission_rubrics`: a rubric a submission brought of its own (`--rubric FILE`), replacing the
+  release's for its runs (which are then never ranked).
+- `batch_facilitators`: the facilitator a batch's campaign runs are worded by when it is not the
+  release's (`--facilitator openai:MODEL`, bring your own key): spec and endpoint, never a key.
 - `judge_configs`: the judge configuration pinned at the first scoring of a submission (spec, model,
   prompt version and hash, passes, the valid passes a run needs, temperature, rubric hash); every
   later pass of the submission is made with it. One row per submission, never replaced.
@@ -24,6 +28,24 @@ release_rubrics = sa.Table(
     sa.Column("release_id", sa.Integer, sa.ForeignKey("suite_releases.id"), primary_key=True),
     sa.Column("rubric_hash", sa.String(64), nullable=False),
     sa.Column("document", json_type(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
+submission_rubrics = sa.Table(
+    "submission_rubrics",
+    metadata,
+    sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), primary_key=True),
+    sa.Column("rubric_hash", sa.String(64), nullable=False),
+    sa.Column("document", json_type(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
+batch_facilitators = sa.Table(
+    "batch_facilitators",
+    metadata,
+    sa.Column("batch_id", sa.String(32), sa.ForeignKey("batches.id"), primary_key=True),
+    sa.Column("spec", sa.String, nullable=False),
+    sa.Column("base_url", sa.String, nullable=True),
     sa.Column("created_at", UTCDateTime(), nullable=False),
 )
 
@@ -61,5 +83,6 @@ judge_passes = sa.Table(
     sa.Index("ix_judge_passes_submission", "submission_id"),
 )
 
-JUDGE_TABLES: tuple[str, ...] = ("release_rubrics", "judge_configs", "judge_passes")
+JUDGE_TABLES: tuple[str, ...] = ("release_rubrics", "submission_rubrics", "batch_facilitators", "judge_configs",
+                                  "judge_passes")
 """Tables 0005_judge_passes creates; all append-only."""

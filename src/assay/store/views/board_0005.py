@@ -1,6 +1,7 @@
 """The board views as revision 0005 creates them: 0002's, with trait judging in "scored".
 
-A run of a release that pins a trait rubric (`release_rubrics`) is scored only once its judge has
+A run of a release that pins a trait rubric (`release_rubrics`), or of a submission that brought
+its own (`submission_rubrics`), is scored only once its judge has
 made enough valid passes over it (`judge_configs.min_valid`, pinned at the submission's first
 scoring); until then it is recorded but not scored, so its submission stays `incomplete` and off
 the board (scoring lags run completion; no number from too little). A run of an oracle-only
@@ -15,13 +16,14 @@ from __future__ import annotations
 from assay.store.views import board_0002
 
 _JUDGED = (
-    "CASE WHEN rr.release_id IS NULL THEN 1"
+    "CASE WHEN rr.release_id IS NULL AND sbr.submission_id IS NULL THEN 1"
     " WHEN jc.submission_id IS NOT NULL AND COALESCE(jv.n_valid, 0) >= jc.min_valid THEN 1"
     " ELSE 0 END"
 )
 
 _JUDGE_JOINS = """
   LEFT JOIN release_rubrics rr ON rr.release_id = s.release_id
+  LEFT JOIN submission_rubrics sbr ON sbr.submission_id = s.id
   LEFT JOIN judge_configs jc ON jc.submission_id = s.id
   LEFT JOIN (
     SELECT jp.run_id AS run_id, SUM(CASE WHEN jp.valid THEN 1 ELSE 0 END) AS n_valid

@@ -25,12 +25,16 @@ import functools
 import json
 import pickle
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from assay.worlds.base import Claim, Event, Observation, ToolError
-from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table, replaying
+from assay.worlds.campaign.facilitator import (
+    Cue, Facilitator, ScriptedFacilitator, Table, recorded_models, replaying,
+)
+from assay.worlds.campaign.model_facilitator import FacilitatorSpec
 from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import DEED_KINDS, PRESSURE_KINDS, CampaignSpec
 from assay.worlds.campaign.tools import DEEDS, SCHEMAS, TOOLS
@@ -114,6 +118,16 @@ class CampaignKit:
         mutable = {k: v for k, v in initial_state.items() if k not in READ_ONLY_SECTIONS}
         state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
         return CampaignWorld(state, rng, briefing, facilitator or ScriptedFacilitator())
+
+    def run_options(self, facilitator: Mapping[str, Any]) -> dict[str, Any]:
+        """How a batch's runs fork this world when a facilitator other than the script words the
+        lines: {"spec": "openai:MODEL", "base_url": …} (a model facilitator, `model_facilitator`)."""
+        return {"facilitator": FacilitatorSpec(str(facilitator["spec"]), facilitator.get("base_url"))}
+
+    @staticmethod
+    def observed_facilitators(transcript: list[dict[str, Any]]) -> list[str]:
+        """Who spoke a run's facilitator lines (normally one), as the record says."""
+        return recorded_models(transcript)
 
     def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any]:
         """How a replay forks this world: with a facilitator that says again the lines the run's

@@ -1,6 +1,8 @@
 """Trait judging: the rubric a release pins, the judge a submission is scored with, every pass.
 
 - `release_rubrics`: a release's trait rubric (document and hash); append-only.
+- `submission_rubrics`: a submission's own rubric (`--rubric`); append-only.
+- `batch_facilitators`: a batch's own facilitator (`--facilitator`, never a key); append-only.
 - `judge_configs`: the judge pinned at a submission's first scoring; append-only, one per submission.
 - `judge_passes`: every pass over every run, valid or failed, with the raw reply; append-only,
   `(run_id, pass_index)` unique so a pass is never recorded twice.
@@ -30,7 +32,7 @@ down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-TABLES = ("release_rubrics", "judge_configs", "judge_passes")
+TABLES = ("release_rubrics", "submission_rubrics", "batch_facilitators", "judge_configs", "judge_passes")
 
 
 def _json() -> sa.types.TypeEngine[Any]:
@@ -47,6 +49,20 @@ def upgrade() -> None:
         sa.Column("release_id", sa.Integer, sa.ForeignKey("suite_releases.id"), primary_key=True),
         sa.Column("rubric_hash", sa.String(64), nullable=False),
         sa.Column("document", _json(), nullable=False),
+        sa.Column("created_at", _ts(), nullable=False),
+    )
+    op.create_table(
+        "submission_rubrics",
+        sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("rubric_hash", sa.String(64), nullable=False),
+        sa.Column("document", _json(), nullable=False),
+        sa.Column("created_at", _ts(), nullable=False),
+    )
+    op.create_table(
+        "batch_facilitators",
+        sa.Column("batch_id", sa.String(32), sa.ForeignKey("batches.id"), primary_key=True),
+        sa.Column("spec", sa.String, nullable=False),
+        sa.Column("base_url", sa.String, nullable=True),
         sa.Column("created_at", _ts(), nullable=False),
     )
     op.create_table(
