@@ -198,7 +198,7 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
     assert got["value"] == {"min_player_messages": 3, "min_actions_per_turn": 0.5} and len(got["history"]) == 1
     assert set(cli("config", "get").json()) == {
         "academy_eval_safety_variance", "academy_eval_participation", "academy_eval_measurement_era",
-        "submission_cap"}
+        "submission_cap", "panel_quorum"}
 
     cli("era", "add", "2026-a", "--from", "2020-01-01", "--reason", "first boundary")
     eras = cli("era", "list", "--json").json()
