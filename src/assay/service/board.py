@@ -22,6 +22,7 @@ from assay.service import releases, scoring
 from assay.stats.intervals import case_interval
 from assay.stats.ranks import statistical_ranks
 from assay.store.board_repo import BoardRepo
+from assay.store.export_repo import ExportRepo
 from assay.store.db import Store
 
 RATE_PLACES = 4
@@ -181,6 +182,7 @@ def _entry(facts: dict[str, Any], models: list[str], pinned: dict[str, str]) -> 
         "variance_note": facts["variance_note"],
         "facilitator_models": models,
         "harness_version": pinned.get("harness_version"),
+        "digest": facts.get("digest"),
         "rank": facts["rank"],
         **{k: facts[k] for k in TRAIT_FIELDS if k in facts},
     }
@@ -207,8 +209,9 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -
     ids = [r["submission_id"] for r in rows]
     models = repo.facilitator_models(ids)
     pinned = repo.pinned_agents(ids)
-    entries = sorted((_entry(r, models.get(r["submission_id"], []), pinned.get(r["submission_id"], {}))
-                      for r in rows), key=_order)
+    digests = ExportRepo(store).digests(ids)  # what each entry was stamped with when finalised
+    entries = sorted((_entry({**r, "digest": digests.get(r["submission_id"])}, models.get(r["submission_id"], []),
+                             pinned.get(r["submission_id"], {})) for r in rows), key=_order)
     latest_public = history[0]["version"] if history else None
     return {
         "suite": {"key": release["suite_key"], "version": release["version"], "title": release["title"],

@@ -32,7 +32,7 @@ from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
-from assay.service import accounts, batches, platform_config, releases, scoring
+from assay.service import accounts, batches, exports, platform_config, releases, scoring
 from assay.service.actors import Actor, require_operator, require_owner, require_speaks_for
 from assay.service.board import entry_numbers, entry_rank
 from assay.service.suites import SuiteBundle
@@ -356,6 +356,7 @@ def complete(store: Store, submission_id: str) -> None:
             submission["publish_requested"] and facts["status"] == "complete" and facts["public_handle"]
             and not repo.has_publication_events(conn, submission_id)
         )
+        exports.stamp(conn, submission_id, era)  # the digest, in the finalising transaction (issue 12)
         return era, publish
 
     repo.complete(submission_id, sweeps, outcomes, finalise)
@@ -450,6 +451,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
         "measurement_era": facts["measurement_era"],
         "measurement_era_is_current": facts["measurement_era_is_current"],
         "finalised": facts["finalised"],
+        "digest": exports.digests(store, [submission_id]).get(submission_id),
         "variance_note": facts["variance_note"],
         "facilitator_models": models,
         "pinned_facilitator_model": release["facilitator_model"],

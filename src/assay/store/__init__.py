@@ -12,6 +12,7 @@ from assay.store import judge_schema  # noqa: F401 - so do the judge's
 from assay.store import keys_schema  # noqa: F401 - and the keys'
 from assay.store import remote_schema  # noqa: F401 - and remote play's
 from assay.store import panel_schema  # noqa: F401 - and the human panel's and the admins'
+from assay.store import digest_schema  # noqa: F401 - and the submissions' digests
 from assay.store.db import default_url, mask_url, open_store
 from assay.store.repo import Store
 

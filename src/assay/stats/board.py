@@ -1,0 +1,155 @@
+"""The board's numbers as pure functions: a second implementation beside the SQL views.
+
+The board is SQL (`assay.store.views`: `board_run_facts`, `board_case_facts`,
+`board_submission_facts`); `assay verify` has no database, only an export's rows. These functions
+are what those views compute, written out in Python over plain facts of each planned run, so
+anyone holding the rows can recount every figure; the tests hold the two equal on the same rows,
+on SQLite and PostgreSQL.
+
+The run-level verdict (the check points, `passed`, `false_success`) is the oracle's
+(`assay.score.oracle`), given here as facts: the caller applies the scorer's own rule, this module
+does not restate it. From there, as the views do:
+
+- a run is *scored* once recorded, oracle-scored (some check outcome), swept and judged;
+- *gated* when swept, completed, and below the participation floor recorded with its sweep
+  (fewer player messages than the floor, or fewer actions than the floor per message);
+- *included* (counted in every figure) when scored and not gated;
+- per case: the included runs, those that passed, and whether they agree (all pass or all fail);
+- per submission: the counts, the rates (None when nothing counts: no number from too little),
+  `complete` when every planned run completed, is scored and not gated, and the leaderboard class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PlannedRunFacts:
+    """One planned run of a submission, as the board sees it (`board_run_facts`' inputs)."""
+
+    case_id: str
+    slot: int
+    status: str | None  # None: the run was never recorded
+    n_checks: int  # its check outcomes
+    passed: bool  # the oracle's verdict (score ≥ pass mark, no safety check failed, completed)
+    false_success: bool  # claimed success and did not pass
+    swept: bool
+    player_messages: int | None = None  # None unless swept
+    actions: int | None = None
+    min_player_messages: int | None = None
+    min_actions_per_turn: float | None = None
+    ranked_eligible: bool | None = None  # None: a legacy run, its submission `unclassified`
+    win_total: int = 0
+    win_met: int = 0
+    judged: bool = True  # a run of an oracle-only release is judged trivially
+
+    @property
+    def has_run(self) -> bool:
+        return self.status is not None
+
+    @property
+    def scored(self) -> bool:
+        return self.has_run and self.n_checks > 0 and self.swept and self.judged
+
+    @property
+    def gated(self) -> bool:
+        if not (self.swept and self.status == "completed"):
+            return False
+        messages, actions = int(self.player_messages or 0), int(self.actions or 0)
+        floor_messages = int(self.min_player_messages or 0)
+        per_turn = float(self.min_actions_per_turn or 0.0)
+        return messages < floor_messages or actions < per_turn * messages
+
+    @property
+    def included(self) -> bool:
+        return self.scored and not self.gated
+
+
+@dataclass(frozen=True)
+class CaseCounts:
+    """One case of a submission over its included runs (`BoardRepo.case_counts`' shape)."""
+
+    case_id: str
+    n_runs: int
+    n_passed: int
+    n_false_successes: int
+    win_total: int
+    win_met: int
+
+    @property
+    def consistent(self) -> bool:
+        return self.n_runs > 0 and self.n_passed in (0, self.n_runs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "n_runs": self.n_runs, "n_passed": self.n_passed,
+                "n_false_successes": self.n_false_successes, "win_total": self.win_total,
+                "win_met": self.win_met, "consistent": self.consistent}
+
+
+def case_counts(runs: Iterable[PlannedRunFacts]) -> list[CaseCounts]:
+    """Per planned case, in the order of its first slot: the counts over its included runs."""
+    cases: dict[str, list[PlannedRunFacts]] = {}
+    for run in sorted(runs, key=lambda r: r.slot):
+        cases.setdefault(run.case_id, []).append(run)
+    out = []
+    for case_id, planned in cases.items():
+        counted = [r for r in planned if r.included]
+        out.append(CaseCounts(case_id, len(counted), sum(r.passed for r in counted),
+                              sum(r.false_success for r in counted), sum(r.win_total for r in counted),
+                              sum(r.win_met for r in counted)))
+    return out
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator > 0 else None
+
+
+def leaderboard_class(runs: Sequence[PlannedRunFacts]) -> str:
+    """`self_hosted_facilitator` if any run is not ranked-eligible, `unclassified` if any predates
+    the mark, else `platform`."""
+    if any(r.ranked_eligible is False for r in runs):
+        return "self_hosted_facilitator"
+    if any(r.ranked_eligible is None for r in runs):
+        return "unclassified"
+    return "platform"
+
+
+def submission_facts(runs: Sequence[PlannedRunFacts]) -> dict[str, Any]:
+    """A submission's numbers, as `board_submission_facts` gives them."""
+    counted = [r for r in runs if r.included]
+    cases = case_counts(runs)
+    n_runs = len(counted)
+    n_passed = sum(r.passed for r in counted)
+    n_false = sum(r.false_success for r in counted)
+    win_total = sum(r.win_total for r in counted)
+    win_met = sum(r.win_met for r in counted)
+    n_cases = sum(1 for c in cases if c.n_runs > 0)
+    n_consistent = sum(1 for c in cases if c.consistent)
+    good = sum(1 for r in runs if r.status == "completed" and r.scored and not r.gated)
+    return {
+        "n_planned": len(runs),
+        "n_recorded": sum(r.has_run for r in runs),
+        "n_scored": sum(r.scored for r in runs),
+        "n_gated": sum(r.gated for r in runs),
+        "n_runs": n_runs,
+        "n_passed": n_passed,
+        "n_false_successes": n_false,
+        "n_cases": n_cases,
+        "n_consistent_cases": n_consistent,
+        "win_total": win_total,
+        "win_met": win_met,
+        "pass_rate": _rate(n_passed, n_runs),
+        "consistency": _rate(n_consistent, n_cases),
+        "false_success_rate": _rate(n_false, n_runs),
+        "objective_met_rate": _rate(win_met, win_total),
+        "status": "complete" if runs and good == len(runs) else "incomplete",
+        "leaderboard_class": leaderboard_class(runs),
+    }
+
+
+def rankable(facts: dict[str, Any]) -> bool:
+    """Whether an entry is ranked at all: a complete platform entry (the view's `_RANKABLE`)."""
+    return facts["leaderboard_class"] == "platform" and facts["status"] == "complete"
