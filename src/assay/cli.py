@@ -231,6 +231,9 @@ def _register_board_commands() -> None:
     from assay.cli_serve import register as register_serve
 
     register_serve(app)
+    from assay.cli_export import register as register_export  # export, verify (issue 12)
+
+    register_export(app)
 
 
 _register_board_commands()

@@ -17,8 +17,9 @@ choice that could make the two disagree is made here, once:
 - **Which order.** Within a part, rows sorted by the table's primary key (code-point order for
   text, the order of SQLite's BINARY and PostgreSQL's "C" collation alike).
 - **Which bytes.** `plain` turns a stored value into JSON: a timestamp becomes its ISO 8601 text
-  in UTC, an integer beyond ±(2^53 − 1) its decimal text (I-JSON, RFC 7493: JSON numbers beyond
-  that lose digits in most parsers); then RFC 8785 canonical JSON (`assay.canonical`). An export
+  in UTC, a number whose integer value lies beyond ±(2^53 − 1) its decimal text (I-JSON, RFC 7493:
+  JSON numbers beyond that lose digits in most parsers; RFC 8785 refuses such integers); then RFC
+  8785 canonical JSON (`assay.canonical`). An export
   writes each row as exactly these bytes, one row per line, so a row read back from an export is
   byte for byte the row that was hashed.
 
@@ -106,7 +107,7 @@ RELEASE_FIELDS = ("suite_key", "version", "release_hash")
 
 def plain(value: Any) -> Any:
     """`value` as JSON that RFC 8785 can encode and that reads back as itself: timestamps as ISO
-    8601 text in UTC, integers beyond ±(2^53 − 1) as decimal text, tuples as lists. Idempotent, so
+    8601 text in UTC, numbers beyond ±(2^53 − 1) as decimal text, tuples as lists. Idempotent, so
     a row read back from an export is plain already."""
     t = type(value)
     if value is None or t is str or t is bool:
@@ -116,7 +117,9 @@ def plain(value: Any) -> Any:
     if t is float:
         if not math.isfinite(value):
             raise ValueError(f"{value!r} has no JSON form")
-        return value
+        # RFC 8785 writes such a float with all its digits, which reads back as a big integer:
+        # give it the big integer's form, so that it reads back as itself
+        return str(int(value)) if MAX_SAFE_INT < abs(value) < 1e21 else value
     if isinstance(value, datetime):
         moment = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
         return moment.isoformat()

@@ -1,0 +1,73 @@
+"""`assay export` and `assay verify`: the store's append-only rows as files anyone can check.
+
+`assay.cli` calls `register(app)`. `export` follows the CLI's error contract (a refusal is one
+stderr line, exit 2, nothing written); `verify` needs no database at all: exit 0 with a one-line
+summary when every line is the line exported and every digest and board figure adds up, exit 1
+naming the file and line of the first thing that does not, exit 2 for bad input (no such
+directory, not an export).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from assay.service.actors import OPERATOR
+from assay.ui import DbOpt, JsonFlag, QuietFlag, err, open_store_at, out, print_json
+
+#: A table with at least this many rows is announced on stderr as it is written (with --quiet, none).
+PROGRESS_ROWS = 1
+
+
+def export(
+    out_dir: Path = typer.Option(..., "--out", help="A new (or empty) directory to write the export into."),
+    suite: Optional[str] = typer.Option(None, "--suite", help="Only the rows of this suite's releases and submissions."),
+    quiet: bool = QuietFlag,
+    db: Optional[str] = DbOpt,
+) -> None:
+    """Write every append-only table as JSON Lines (one file per table, canonical JSON per row, in
+    primary-key order) and a manifest (harness version, schema revision, row counts, a SHA-256 per
+    file and per line, and each suite's public boards as served)."""
+    from assay.service import exports
+
+    store = open_store_at(db)
+
+    def progress(name: str, rows: int) -> None:
+        if not quiet and rows >= PROGRESS_ROWS:
+            err.print(f"export: {name} {rows} row(s)", markup=False, highlight=False, soft_wrap=True)
+
+    manifest = exports.export(store, out_dir, suite=suite, on_table=progress, actor=OPERATOR)
+    rows = sum(f["rows"] for f in manifest["files"])
+    entries = sum(len(b["board"]["entries"]) for b in manifest["boards"])
+    out.print(f"exported {rows} rows in {len(manifest['files'])} files, {len(manifest['boards'])} boards "
+              f"({entries} entries) to {out_dir}; check it with `assay verify {out_dir}`",
+              markup=False, highlight=False, soft_wrap=True)
+
+
+def verify(
+    directory: Path = typer.Argument(..., metavar="DIR", help="A directory `assay export` wrote."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Check an export with nothing but the export: every line as exported, every submission's
+    digest recomputed from its rows, every board figure recomputed from the rows.
+
+    Exit 0 when everything adds up; 1 naming the file and line of the first thing that does not."""
+    from assay.service.verify import verify as check
+
+    report = check(directory)
+    if as_json:
+        print_json(report.as_json())
+    elif report.ok:
+        out.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
+    else:
+        err.print(f"assay: verify failed: {report.summary()}", markup=False, highlight=False, soft_wrap=True)
+    if not report.ok:
+        sys.exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("verify")(verify)

@@ -1,0 +1,660 @@
+"""`assay verify DIR`: check an export with nothing but the export (issue 12, item 6).
+
+Three layers, each stopping at the first thing that does not add up, which it names by file and
+line (a `Finding`):
+
+1. **The manifest is itself.** It parses, reads back byte for byte as an export writes it, and its
+   content hashes to its own `manifest_sha256`.
+2. **Every line is the line exported.** Each file the manifest lists is there (and no other), and
+   line by line: UTF-8 JSON, one object with exactly the table's columns, in RFC 8785 canonical
+   form, after the line before it in primary-key order, and hashing to the manifest's hash for
+   that line. The first line that differs is named, and told apart: a changed row, a row missing
+   here (a dropped line), a row out of place (reordered), a row the export never wrote (added);
+   then the count and the file's SHA-256.
+3. **The rows add up.** Every row of a submission's runs belongs to a planned run, every
+   submission-keyed row to an exported submission. Every stamped submission's digest is recomputed
+   from its rows (`stats.digest`) and must equal the stamp. Every board in the manifest is
+   recomputed from the rows — which entries it lists and in what order; per entry `n_runs`,
+   `n_cases`, `pass_rate`, `consistency`, `false_success_rate`, `objective_met_rate` and their
+   intervals, the statistical `rank`, the composite, traits, safety and stability where judge
+   passes exist, its digest and the facts beside them; the suite, its public versions and its
+   provenance — with the oracle's pass rule (`score.oracle`), the judge's pass summaries
+   (`score.judge.summarize`) and the pure board functions (`stats.board`, `stats.intervals`,
+   `stats.ranks`, `stats.traits`), and must equal what was served.
+
+Layer 2 catches any change to the bytes of an export; layer 3 catches an export whose lines and
+manifest were rewritten to agree, but whose rows no longer add up to the digests stamped at
+finalisation or to the boards that were served. What no export can show is a forgery made whole
+(rows, digests and boards rewritten together): for that, compare the entries' digests with the
+live board's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import BadInput
+from assay.scenario.rubric import Rubric
+from assay.score.judge import JudgePass, summarize
+from assay.score.oracle import false_success, verdict
+from assay.service import board as boards
+from assay.service import platform_config, releases, scoring
+from assay.service.exports import FORMAT, FORMAT_VERSION, MANIFEST, line_hash, manifest_hash, manifest_text
+from assay.stats import board as facts_of
+from assay.stats.digest import PARTS, group_by_submission, row_bytes, submission_digest
+from assay.stats.intervals import case_interval
+from assay.stats.traits import RunTraits, composite, scenario_means, stability, trait_means
+
+#: Tables whose rows layer 3 reads (kept in memory); the others are only checked line by line.
+NEEDED = frozenset({p.table for p in PARTS} | {
+    "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
+    "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
+})
+#: Submission-keyed tables whose every row must name an exported submission.
+_BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
+                  "submission_rubrics", "judge_configs", "judge_passes", "submission_digests")
+#: Run-keyed tables whose every row must name a planned run.
+_BY_RUN = tuple(p.table for p in PARTS if p.owner == "run")
+#: Entry fields that depend on the clock (the era in force *now*), not on the rows.
+_CLOCK_FIELDS = frozenset({"measurement_era_is_current"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The first thing in an export that does not add up: where, and what."""
+
+    file: str
+    line: int | None
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.file} line {self.line}: {self.problem}" if self.line else f"{self.file}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `verify` found: `finding` None when everything adds up."""
+
+    finding: Finding | None
+    files: int = 0
+    rows: int = 0
+    digests: int = 0
+    unstamped: int = 0
+    boards: int = 0
+    entries: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.finding is None
+
+    def summary(self) -> str:
+        if self.finding is not None:
+            return str(self.finding)
+        unstamped = f" ({self.unstamped} finalised before digests, not stamped)" if self.unstamped else ""
+        return (f"ok: {self.files} files, {self.rows} rows, every line as exported; {self.digests} digests "
+                f"recomputed and equal{unstamped}; {self.boards} boards, {self.entries} entries recomputed "
+                f"from the rows and equal")
+
+    def as_json(self) -> dict[str, Any]:
+        found = self.finding
+        return {"ok": self.ok, "file": found.file if found else None, "line": found.line if found else None,
+                "problem": found.problem if found else None, "summary": self.summary(), "files": self.files,
+                "rows": self.rows, "digests": self.digests, "unstamped": self.unstamped, "boards": self.boards,
+                "entries": self.entries}
+
+
+class _Tampered(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+
+
+def _fail(file: str, line: int | None, problem: str) -> _Tampered:
+    return _Tampered(Finding(file, line, problem))
+
+
+def verify(path: str | Path) -> Report:
+    """Verify the export in directory `path`. Bad input (no such directory, not an export, an
+    export of a newer format) is a `BadInput`; anything that does not add up is the report's
+    `finding`."""
+    root = Path(path)
+    if not root.exists():
+        raise BadInput("no such directory", str(root))
+    if not root.is_dir():
+        raise BadInput("not a directory", str(root))
+    if not (root / MANIFEST).is_file():
+        raise BadInput(f"not an export: it holds no {MANIFEST}", str(root))
+    counts: dict[str, int] = {}
+    try:
+        manifest = _manifest(root / MANIFEST)
+        tables = _files(root, manifest, counts)
+        _references(tables)
+        counts["digests"], counts["unstamped"] = _digests(tables)
+        counts["boards"], counts["entries"] = _boards(manifest, tables)
+    except _Tampered as exc:
+        return Report(exc.finding, **counts)
+    return Report(None, **counts)
+
+
+# -- 1. the manifest ------------------------------------------------------------------------------
+
+
+def _first_difference(a: str, b: str) -> int:
+    """The 1-based line of the first character where `a` and `b` differ."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return a.count("\n", 0, at) + 1
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(MANIFEST, raw.count(b"\n", 0, exc.start) + 1, "not UTF-8 text") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(MANIFEST, exc.lineno, f"not JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise _fail(MANIFEST, 1, "not a manifest: a JSON object was expected")
+    try:
+        written = manifest_text(value)
+    except ValueError:
+        raise _fail(MANIFEST, None, "not JSON as an export writes it (a number that is not finite)") from None
+    if written != text:
+        raise _fail(MANIFEST, _first_difference(text, written),
+                    "not as the export wrote it (its formatting changed)")
+    try:
+        own = manifest_hash(value)
+    except Exception:  # noqa: BLE001 - a value RFC 8785 cannot encode is a changed manifest
+        own = None
+    if value.get("manifest_sha256") != own:
+        line = next((i for i, l in enumerate(text.splitlines(), 1) if '"manifest_sha256"' in l), None)
+        raise _fail(MANIFEST, line, "its content does not hash to its manifest_sha256: the manifest was changed")
+    if value.get("format") != FORMAT:
+        raise BadInput(f"not an {FORMAT} manifest (format {value.get('format')!r})", str(path))
+    version = value.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise BadInput(f"written in export format {version!r}; this assay reads up to {FORMAT_VERSION}; "
+                       "upgrade assay", str(path))
+    _check_shape(value)
+    return value
+
+
+def _check_shape(manifest: dict[str, Any]) -> None:
+    files = manifest.get("files")
+    if not isinstance(files, list) or not isinstance(manifest.get("boards"), list):
+        raise _fail(MANIFEST, None, "not a manifest: `files` and `boards` are lists in every export")
+    seen: set[str] = set()
+    for i, entry in enumerate(files):
+        ok = (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("table"), str)
+              and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
+              and all(isinstance(entry.get(k), list) and all(isinstance(x, str) for x in entry[k])
+                      for k in ("columns", "primary_key", "lines")))
+        if not ok:
+            raise _fail(MANIFEST, None, f"files[{i}] is not a file entry (file, table, columns, primary_key, rows, "
+                                        "sha256, lines)")
+        name = entry["file"]
+        if Path(name).name != name or not name.endswith(".jsonl") or name in seen:
+            raise _fail(MANIFEST, None, f"files[{i}]: {name!r} is not a file of its own in the export")
+        if not set(entry["primary_key"]) <= set(entry["columns"]) or len(entry["lines"]) != entry["rows"]:
+            raise _fail(MANIFEST, None, f"files[{i}] ({name}): its primary key, columns and lines disagree")
+        seen.add(name)
+
+
+# -- 2. the lines ---------------------------------------------------------------------------------
+
+
+def _files(root: Path, manifest: dict[str, Any], counts: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+    listed = [f["file"] for f in manifest["files"]]
+    extra = sorted({p.name for p in root.iterdir() if p.name.endswith(".jsonl")} - set(listed))
+    if extra:
+        raise _fail(extra[0], None, "a file the manifest does not list: the export wrote no such file")
+    tables: dict[str, list[dict[str, Any]]] = {}
+    counts["files"], counts["rows"] = 0, 0
+    for entry in manifest["files"]:
+        path = root / entry["file"]
+        if not path.is_file():
+            raise _fail(entry["file"], None, f"missing: the export wrote it with {entry['rows']} row(s)")
+        rows = _lines(path, entry, keep=entry["table"] in NEEDED)
+        if entry["table"] in NEEDED:
+            tables[entry["table"]] = rows
+        counts["files"] += 1
+        counts["rows"] += entry["rows"]
+    return tables
+
+
+def _row(name: str, n: int, line: bytes, columns: Sequence[str]) -> dict[str, Any]:
+    """Line `n` of file `name` as a row, or the reason it is not one."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(name, n, "not UTF-8 text") from None
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(name, n, f"not JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise _fail(name, n, "not a row: a JSON object was expected")
+    if set(row) != set(columns):
+        missing, unexpected = sorted(set(columns) - set(row)), sorted(set(row) - set(columns))
+        raise _fail(name, n, f"not the table's columns (missing {missing}, unexpected {unexpected})")
+    try:
+        canonical = row_bytes(row) == line
+    except Exception:  # noqa: BLE001 - anything RFC 8785 refuses is not what the export wrote
+        canonical = False
+    if not canonical:
+        raise _fail(name, n, "not in canonical form (RFC 8785), as the export writes every row")
+    return row
+
+
+def _misplaced(n: int, actual: list[str], expected: list[str]) -> str:
+    """Why line `n` (1-based; its hash `actual[n-1]` differs from the export's) is not the line
+    exported: a row added, a row missing, a row out of place, or a row changed."""
+    i = n - 1
+    if i >= len(expected):
+        return f"a row the export did not write (it wrote {len(expected)} row(s))"
+    if actual[i + 1:] == expected[i:]:
+        return "a row the export did not write (added here)"
+    if actual[i:] == expected[i + 1:]:
+        return f"a row is missing here: the export's line {n} is gone"
+    if actual[i] in expected:
+        return f"a row out of place: the export wrote it at line {expected.index(actual[i]) + 1}"
+    return "changed: not the row the export wrote at this line"
+
+
+def _key(row: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(row[c] for c in columns)
+
+
+def _after(previous: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
+    try:
+        return bool(previous < key)
+    except TypeError:  # a key column whose type changed
+        return False
+
+
+def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, Any]]:
+    name, expected, columns, key_columns = entry["file"], entry["lines"], entry["columns"], entry["primary_key"]
+    digest = hashlib.sha256()
+    kept: list[dict[str, Any]] = []
+    actual: list[str] = []
+    mismatch: int | None = None
+    previous: tuple[Any, ...] | None = None
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            digest.update(raw)
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            actual.append(line_hash(line))
+            if mismatch is not None:
+                continue  # past the first line that differs: only its neighbours' hashes are wanted
+            row = _row(name, n, line, columns)
+            key = _key(row, key_columns)
+            if previous is not None and not _after(previous, key):
+                same = previous == key
+                raise _fail(name, n, "the same primary key as the line before" if same else
+                            "out of primary-key order (the export writes rows in primary-key order)")
+            if n > len(expected) or actual[-1] != expected[n - 1]:
+                mismatch = n
+                continue
+            if not raw.endswith(b"\n"):
+                raise _fail(name, n, "does not end with a newline, as every exported line does")
+            previous = key
+            if keep:
+                kept.append(row)
+    if mismatch is not None:
+        raise _fail(name, mismatch, _misplaced(mismatch, actual, expected))
+    if len(actual) < len(expected):
+        raise _fail(name, len(actual) + 1, f"missing: the file ends after {len(actual)} row(s); the export wrote "
+                                           f"{len(expected)}")
+    if digest.hexdigest() != entry["sha256"] or len(actual) != entry["rows"]:
+        raise _fail(name, None, "its SHA-256 differs from the manifest's")
+    return kept
+
+
+# -- 3. the rows add up ---------------------------------------------------------------------------
+
+
+def _index(rows: Sequence[dict[str, Any]], column: str) -> dict[Any, list[dict[str, Any]]]:
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row[column], []).append(row)
+    return out
+
+
+def _references(tables: Mapping[str, list[dict[str, Any]]]) -> None:
+    submissions = {r["id"] for r in tables.get("submissions", ())}
+    planned = {r["run_id"] for r in tables.get("planned_runs", ())}
+    for table in _BY_RUN:
+        for n, row in enumerate(tables.get(table, ()), start=1):
+            if row["run_id"] not in planned:
+                raise _fail(f"{table}.jsonl", n, f"belongs to run {row['run_id']}, which no exported plan holds")
+    for table in _BY_SUBMISSION:
+        for n, row in enumerate(tables.get(table, ()), start=1):
+            if row["submission_id"] not in submissions:
+                raise _fail(f"{table}.jsonl", n,
+                            f"belongs to submission {row['submission_id']}, which submissions.jsonl does not hold")
+
+
+def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
+    """(digests recomputed, finalised submissions with none) — or the first that differs."""
+    grouped = group_by_submission(tables)
+    submissions = {r["id"]: r for r in tables.get("submissions", ())}
+    release_rows = {r["id"]: r for r in tables.get("suite_releases", ())}
+    finalised = {r["submission_id"]: r for r in tables.get("submission_finalisations", ())}
+    stamped = tables.get("submission_digests", [])
+    for n, row in enumerate(stamped, start=1):
+        sid = row["submission_id"]
+        final = finalised.get(sid)
+        if final is None:
+            raise _fail("submission_digests.jsonl", n, f"submission {sid} is stamped but was never finalised")
+        release = release_rows.get(submissions[sid]["release_id"])
+        if release is None:
+            raise _fail("submissions.jsonl", _line_of(tables["submissions"], "id", sid),
+                        f"submission {sid} names release {submissions[sid]['release_id']}, which "
+                        "suite_releases.jsonl does not hold")
+        recomputed = submission_digest(release, final["measurement_era"], grouped.get(sid, {}))
+        if recomputed != row["digest"]:
+            raise _fail("submission_digests.jsonl", n,
+                        f"submission {sid}: its exported rows add up to digest {recomputed}, not to the "
+                        f"{row['digest']} it was stamped with when finalised")
+    return len(stamped), len(set(finalised) - {r["submission_id"] for r in stamped})
+
+
+def _line_of(rows: Sequence[dict[str, Any]], column: str, value: Any) -> int | None:
+    return next((n for n, r in enumerate(rows, start=1) if r[column] == value), None)
+
+
+def _latest(rows: Sequence[dict[str, Any]], group: str) -> dict[Any, dict[str, Any]]:
+    """{group value: its row of highest id} ("the latest row wins", as the views read it)."""
+    out: dict[Any, dict[str, Any]] = {}
+    for row in rows:
+        held = out.get(row[group])
+        if held is None or row["id"] > held["id"]:
+            out[row[group]] = row
+    return out
+
+
+class _Rows:
+    """The exported rows, indexed the way the board reads them."""
+
+    def __init__(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        get = lambda name: tables.get(name, [])  # noqa: E731
+        self.submissions = get("submissions")
+        self.batches = {r["id"]: r for r in get("batches")}
+        self.planned = _index(get("planned_runs"), "batch_id")
+        self.runs = {r["run_id"]: r for r in get("runs")}
+        self.checks = _index(get("check_outcomes"), "run_id")
+        self.sweeps = {r["run_id"]: r for r in get("run_sweeps")}
+        self.sweeps_of = _index(get("run_sweeps"), "submission_id")
+        self.wins = _index(get("win_condition_outcomes"), "run_id")
+        self.marks = {r["run_id"]: r for r in get("submission_runs")}
+        self.passes = _index(get("judge_passes"), "run_id")
+        self.configs = {r["submission_id"]: r for r in get("judge_configs")}
+        self.own_rubrics = {r["submission_id"]: r for r in get("submission_rubrics")}
+        self.release_rubrics = {r["release_id"]: r for r in get("release_rubrics")}
+        self.pinned = _index(get("release_scenarios"), "release_id")
+        self.finalised = {r["submission_id"]: r for r in get("submission_finalisations")}
+        self.digests = {r["submission_id"]: r["digest"] for r in get("submission_digests")}
+        self.publication = _latest(get("publication_events"), "submission_id")
+        self.handles = _latest(get("account_handles"), "account")
+        self.notes = _latest(get("variance_notes"), "submission_id")
+        self.config = _latest(get("platform_config"), "key")
+        self.releases = get("suite_releases")
+
+    def release(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A release row as the service reads it: with its rubric document (or None)."""
+        rubric = self.release_rubrics.get(row["id"])
+        return {**row, "rubric": rubric["document"] if rubric else None}
+
+    def rubric(self, submission_id: str, release: dict[str, Any]) -> Rubric | None:
+        own = self.own_rubrics.get(submission_id)
+        if own is not None:
+            return Rubric.model_validate(own["document"])
+        return releases.release_rubric(release)
+
+    def run_facts(self, submission_id: str, release: dict[str, Any]) -> list[tuple[str, facts_of.PlannedRunFacts]]:
+        """(run id, facts) for every planned run of a submission, in slot order."""
+        rubric_release = release["rubric"] is not None or submission_id in self.own_rubrics
+        config = self.configs.get(submission_id)
+        out = []
+        for plan in sorted(self.planned.get(submission_id, []), key=lambda p: p["slot"]):
+            run_id = plan["run_id"]
+            run = self.runs.get(run_id)
+            status = run["status"] if run else None
+            checks = sorted(self.checks.get(run_id, []), key=lambda c: c["ordinal"]) if run else []
+            passed = verdict(checks, status or "").passed
+            sweep = self.sweeps.get(run_id)
+            wins = self.wins.get(run_id, [])
+            valid = sum(bool(p["valid"]) for p in self.passes.get(run_id, []))
+            judged = (not rubric_release) or (config is not None and valid >= config["min_valid"])
+            mark = self.marks.get(run_id)
+            out.append((run_id, facts_of.PlannedRunFacts(
+                case_id=plan["case_id"], slot=plan["slot"], status=status, n_checks=len(checks), passed=passed,
+                false_success=false_success(run["claimed_success"] if run else None, passed),
+                swept=sweep is not None,
+                player_messages=sweep["player_messages"] if sweep else None,
+                actions=sweep["actions"] if sweep else None,
+                min_player_messages=sweep["min_player_messages"] if sweep else None,
+                min_actions_per_turn=sweep["min_actions_per_turn"] if sweep else None,
+                ranked_eligible=mark["ranked_eligible"] if mark else None,
+                win_total=len(wins), win_met=sum(bool(w["met"]) for w in wins), judged=judged,
+            )))
+        return out
+
+    def facilitator_models(self, submission_id: str) -> list[str]:
+        return sorted({str(s["facilitator_model"]) for s in self.sweeps_of.get(submission_id, [])
+                       if s["facilitator_model"] is not None})
+
+    def safety_threshold(self) -> float:
+        held = self.config.get(platform_config.SAFETY_VARIANCE)
+        model = platform_config.MODELS[platform_config.SAFETY_VARIANCE]
+        return float(model.model_validate(held["value"] if held else {}).model_dump()["unstable_range_threshold"])
+
+
+def _stored_pass(row: dict[str, Any]) -> JudgePass:
+    return JudgePass(index=row["pass_index"], raw=row["raw"], scores=row["verdicts"] if row["valid"] else None,
+                     rationale=dict(row["rationale"] or {}), error=row["error"], error_kind=row["error_kind"],
+                     attempts=row["attempts"])
+
+
+def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
+    places = boards.RATE_PLACES
+    return None if interval is None else [round(interval[0], places), round(interval[1], places)]
+
+
+def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    temperature = config["temperature"]
+    return {"model": config["model"], "prompt_version": config["prompt_version"], "prompt_hash": config["prompt_hash"],
+            "passes": config["passes"],
+            "temperature": int(temperature) if float(temperature).is_integer() else temperature,
+            "rubric_hash": config["rubric_hash"]}
+
+
+def _trait_fields(rows: _Rows, submission_id: str, release: dict[str, Any],
+                  runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> dict[str, Any]:
+    """The entry's trait figures from the stored passes, as `scoring.trait_figures` and the board's
+    `_trait_entry` give them."""
+    rubric = rows.rubric(submission_id, release) if release["rubric"] is not None else None
+    if rubric is None:  # the board adds trait figures to the entries of a rubric release only
+        return {}
+    config = rows.configs.get(submission_id)
+    min_valid = config["min_valid"] if config is not None else 1
+    scores = {}
+    for run_id, _facts in runs:
+        if run_id in rows.runs:
+            judged = summarize(run_id, rubric.keys, [_stored_pass(p) for p in rows.passes.get(run_id, [])], min_valid)
+            scores[run_id] = judged.scores
+    traits = [RunTraits(f.case_id, scores.get(run_id), f.gated) for run_id, f in runs]
+    per_case = scenario_means(traits)
+    means = trait_means(per_case)
+    verdict_ = stability(traits, rubric.safety_keys, threshold=rows.safety_threshold(),
+                         cases=sorted({f.case_id for _, f in runs}))
+    capability = set(rubric.capability_keys)
+    by_case = [v for v in (composite({c: m}, capability) for c, m in per_case.items()) if v is not None]
+    value = composite(per_case, capability)
+    rounded = lambda d: {k: round(v, scoring.TRAIT_PLACES) for k, v in d.items()}  # noqa: E731
+    declared = scoring.judge_provenance(release)
+    judge = _judge_view(config)
+    return {
+        "composite": None if value is None else round(value, scoring.TRAIT_PLACES),
+        "traits": rounded({k: v for k, v in means.items() if k in capability}),
+        "safety": rounded({k: v for k, v in means.items() if k in rubric.safety_keys}),
+        **verdict_.fields(),
+        "judge": judge,
+        "composite_ci": _rounded(case_interval(by_case)) if value is not None else None,
+        "judge_is_pinned": bool(judge and declared and (judge["model"], judge["prompt_hash"])
+                                == (declared["model"], declared["prompt_hash"])),
+    }
+
+
+def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
+    """The board entries of a release, recomputed from the rows, in the board's order."""
+    found = []
+    for submission in (s for s in rows.submissions if s["release_id"] == release["id"]):
+        sid = submission["id"]
+        runs = rows.run_facts(sid, release)
+        if not runs:
+            continue  # the views see a submission through its planned runs
+        facts = facts_of.submission_facts([f for _, f in runs])
+        handle = rows.handles.get(submission["account"])
+        published = rows.publication.get(sid)
+        if not (published and published["published"] and handle and handle["handle"] is not None
+                and facts["status"] == "complete"):
+            continue
+        cases = [c.as_dict() for c in facts_of.case_counts([f for _, f in runs])]
+        batch = rows.batches.get(sid, {})
+        note = rows.notes.get(sid)
+        final = rows.finalised.get(sid)
+        entry = {
+            "submission_id": sid, "agent_label": submission["label"], "label_self_declared": True,
+            "config_signature": batch.get("config_signature"), "public_handle": handle["handle"],
+            "play_model": submission["play_model"],
+            "model_provenance": ("platform_verified" if submission["baseline"] else
+                                 "self_reported" if submission["play_model"] is not None else None),
+            "leaderboard_class": facts["leaderboard_class"], "status": facts["status"],
+            "n_runs": facts["n_runs"], "n_cases": facts["n_cases"],
+            **{k: boards.round_rate(facts[k]) for k in boards.RATES},
+            **boards.entry_intervals(facts, cases),
+            "measurement_era": final["measurement_era"] if final else None,
+            "variance_note": (note["text"] or None) if note else None,
+            "facilitator_models": rows.facilitator_models(sid),
+            "harness_version": batch.get("harness_version"), "digest": rows.digests.get(sid),
+            "rank": 1 if facts_of.rankable(facts) else None,  # which are ranked; the rank itself below
+            **_trait_fields(rows, sid, release, runs),
+        }
+        found.append(entry)
+    if release["rubric"] is not None:
+        ranks = boards.statistical_ranks_of([e for e in found if e["judge_is_pinned"]], "composite")
+    else:
+        ranks = boards.statistical_ranks_of(found)
+    return sorted(({**e, "rank": ranks.get(e["submission_id"])} for e in found), key=boards._order)
+
+
+def recount(tables: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every submission's numbers recounted from exported rows, as the board views count them:
+    {submission: {"runs": {run id: stats.board.PlannedRunFacts}, "cases": [per-case counts, as
+    `BoardRepo.case_counts`], "facts": stats.board.submission_facts}} (submissions with a plan)."""
+    rows = _Rows(tables)
+    by_id = {r["id"]: rows.release(r) for r in rows.releases}
+    out: dict[str, dict[str, Any]] = {}
+    for submission in rows.submissions:
+        runs = rows.run_facts(submission["id"], by_id[submission["release_id"]])
+        if runs:
+            planned = [f for _, f in runs]
+            out[submission["id"]] = {"runs": dict(runs), "facts": facts_of.submission_facts(planned),
+                                     "cases": [c.as_dict() for c in facts_of.case_counts(planned)]}
+    return out
+
+
+def board_entries(tables: Mapping[str, list[dict[str, Any]]], key: str, version: str) -> list[dict[str, Any]]:
+    """The entries of a suite version's board, recomputed from exported rows, in the board's order."""
+    rows = _Rows(tables)
+    found = next(r for r in rows.releases if r["suite_key"] == key and r["version"] == version)
+    return _entries(rows, rows.release(found))
+
+
+def _provenance(rows: _Rows, release: dict[str, Any]) -> dict[str, Any]:
+    rubric = releases.release_rubric(release)
+    pins = sorted(rows.pinned.get(release["id"], []), key=lambda p: p["ordinal"])
+    return {
+        "suite_key": release["suite_key"], "version": release["version"], "language": release["language"],
+        "release_hash_prefix": release["release_hash"][: releases.HASH_PREFIX],
+        "scenarios": [{"case_id": p["case_id"], "version": p["scenario_version"],
+                       "hash_prefix": p["scenario_hash"][: releases.HASH_PREFIX]} for p in pins],
+        "judge": scoring.judge_provenance(release),
+        "rubric_hash_prefix": rubric.content_hash()[: releases.HASH_PREFIX] if rubric is not None else None,
+        "facilitator_model": release["facilitator_model"], "reps_per_scenario": release["reps_per_scenario"],
+    }
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _compare(where: str, shown: Any, recomputed: Any, what: str) -> None:
+    if shown != recomputed:
+        raise _fail(MANIFEST, None, f"{where}: {what} is {_shown(shown)} on the board; the rows give "
+                                    f"{_shown(recomputed)}")
+
+
+def _boards(manifest: dict[str, Any], tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
+    rows = _Rows(tables)
+    n_entries = 0
+    for i, item in enumerate(manifest["boards"]):
+        where = f"boards[{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("board"), dict):
+            raise _fail(MANIFEST, None, f"{where} is not a board")
+        value = item["board"]
+        key, version = item.get("suite"), item.get("version")
+        where = f"boards[{i}] ({key} {version})"
+        found = next((r for r in rows.releases if r["suite_key"] == key and r["version"] == version), None)
+        if found is None:
+            raise _fail(MANIFEST, None, f"{where}: suite_releases.jsonl holds no such release")
+        release = rows.release(found)
+        _check_board(where, value, rows, release)
+        n_entries += len(value.get("entries") or [])
+    return len(manifest["boards"]), n_entries
+
+
+def _check_board(where: str, value: dict[str, Any], rows: _Rows, release: dict[str, Any]) -> None:
+    public = sorted((r for r in rows.releases if r["suite_key"] == release["suite_key"] and r["visibility"] == "public"),
+                    key=lambda r: releases.version_key(r["version"]), reverse=True)
+    latest = public[0]["version"] if public else None
+    suite = {"key": release["suite_key"], "version": release["version"], "title": release["title"],
+             "language": release["language"], "visibility": release["visibility"],
+             "is_latest_public": release["version"] == latest}
+    _compare(where, value.get("suite"), suite, "suite")
+    versions = [{"version": r["version"], "released_at": r["created_at"], "current": r["version"] == release["version"]}
+                for r in public]
+    _compare(where, value.get("versions"), versions, "versions")
+    _compare(where, value.get("provenance"), _provenance(rows, release), "provenance")
+    ranking = boards.TRAIT_RANKING if release["rubric"] is not None else boards.RANKING
+    _compare(where, value.get("ranking"), ranking, "ranking")
+    shown = value.get("entries")
+    if not isinstance(shown, list) or not all(isinstance(e, dict) and "submission_id" in e for e in shown):
+        raise _fail(MANIFEST, None, f"{where}: entries is not a list of entries")
+    recomputed = _entries(rows, release)
+    expected = {e["submission_id"]: e for e in recomputed}
+    for j, entry in enumerate(shown):
+        sid = entry["submission_id"]
+        if sid not in expected:
+            raise _fail(MANIFEST, None, f"{where} entries[{j}]: submission {sid} is on the board, but its rows do "
+                                        "not put it there (published, complete, its account holding a handle)")
+    listed = {e["submission_id"] for e in shown}
+    for sid in expected:
+        if sid not in listed:
+            raise _fail(MANIFEST, None, f"{where}: the rows put submission {sid} on the board, which does not show it")
+    for j, entry in enumerate(shown):
+        mine = expected[entry["submission_id"]]
+        at = f"{where} entries[{j}] ({entry['submission_id'][:12]})"
+        for field in sorted((set(entry) | set(mine)) - _CLOCK_FIELDS):
+            _compare(at, entry.get(field), mine.get(field), field)
+    _compare(where, [e["submission_id"] for e in shown], [e["submission_id"] for e in recomputed], "the entries' order")
