@@ -182,3 +182,14 @@ def ray_address() -> Iterator[str]:
         yield address
     finally:
         ray.shutdown()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Browser tests (`xdist_group("browser")`) are collected last. Playwright's sync API keeps its
+    event loop registered as running on the main thread while the session's one browser lives, so
+    an `asyncio.run` in a later test on the same worker would fail; last in the collection, the
+    browser group is also the last work xdist hands its worker."""
+    def in_browser_group(item: pytest.Item) -> bool:
+        return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))
+
+    items.sort(key=in_browser_group)  # stable: every other order is kept

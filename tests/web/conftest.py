@@ -172,3 +172,30 @@ def populated_site(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 @pytest.fixture
 def site_client(populated_site: Site) -> TestClient:
     return TestClient(populated_site.app)
+
+
+# -- the browser: ONE per test session, shared by the board pages and the panel pages ----------
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """ONE headless Debian Chromium for the session (a second Playwright in one process is refused,
+    and its loop would be running under every later `asyncio.run`: so browser tests are collected
+    last, see `tests/conftest.py`). Missing Chromium fails: an untested browser is not a passed
+    browser test (browsers cannot be downloaded here; never `playwright install`)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+                    "(apt-get install chromium) to run the browser tests", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
+            pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
+        try:
+            yield launched
+        finally:
+            launched.close()

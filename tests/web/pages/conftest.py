@@ -37,7 +37,6 @@ from tests.board._support import mini_suite
 from ..conftest import INJECTION, SECRET
 from ..conftest import build_site as build_web_site
 
-CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).resolve().parent
 INJECTION_LABEL = "<script>alert('label')</script><img src=x onerror=alert(1)>&amp;\"' {{7*7}} ${7*7}"
 INJECTION_MODEL = "<b>model</b><script>alert('model')</script>"
@@ -160,26 +159,6 @@ def server(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 
 
 # -- the browser --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """ONE headless Debian Chromium for the session. Missing Chromium fails: an untested browser is
-    not a passed browser test (browsers cannot be downloaded here; never `playwright install`)."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
-                    "(apt-get install chromium) to run the browser tests", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
-            pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 DESKTOP = {"width": 1200, "height": 900}

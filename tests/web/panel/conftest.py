@@ -38,7 +38,6 @@ from ..conftest import SECRET, make_app
 
 ADMIN_EMAIL = "root@example.org"
 ADMIN_PASSWORD = "correct horse battery staple"
-CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).resolve().parent
 
 
@@ -199,25 +198,6 @@ def panel_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=20)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """ONE headless Debian Chromium for the session; missing Chromium fails, never skips."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
-                    "(apt-get install chromium) to run the browser tests", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
-            pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def artifacts_dir() -> Path:
