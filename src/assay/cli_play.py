@@ -15,16 +15,18 @@ is reported as its failure (the run is `crashed`, as in-process).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
+
+if TYPE_CHECKING:  # asyncio is imported when a play starts, not for `assay --help`
+    import asyncio
 
 from assay.errors import BadInput
 
@@ -139,6 +141,8 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
          on_lease: Callable[[dict[str, Any]], None] | None = None,
          on_done: Callable[[Played], None] | None = None) -> list[Played]:
     """Play leased runs with `factory`'s agents until none is pending (or `max_runs` were played)."""
+    import asyncio
+
     loop = asyncio.new_event_loop()
     played: list[Played] = []
     try:
