@@ -173,3 +173,15 @@ def test_the_document_assembled_row_by_row_is_the_canonical_json_of_the_whole(ru
     assert whole["release"] == {"suite_key": "forge", "version": "1.0", "release_hash": "a" * 64}
     assert [r["run_id"] for r in whole["rows"]["runs"]] == sorted(r["run_id"] for r in runs)
     assert set(whole["rows"]) == {p.table for p in digest.PARTS}
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_the_digests_are_under_row_level_security_like_every_table(store: Store) -> None:
+    with store.engine.connect() as conn:
+        secured = conn.execute(sa.text(
+            "SELECT c.relrowsecurity AND c.relforcerowsecurity FROM pg_class c "
+            "WHERE c.relname = 'submission_digests' AND c.relkind = 'r'")).scalar_one()
+        policies = set(conn.execute(sa.text(
+            "SELECT policyname FROM pg_policies WHERE tablename = 'submission_digests'")).scalars())
+    assert secured is True
+    assert policies == {"assay_service_read", "assay_service_append", "assay_owner_all"}
