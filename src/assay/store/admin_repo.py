@@ -8,9 +8,6 @@ a keyed digest).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -18,26 +15,19 @@ import sqlalchemy as sa
 
 from assay.errors import Conflict
 from assay.store.panel_schema import admin_session_ends, admin_sessions, admins
-from assay.store.repo import Store
+from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 
-class AdminRepo:
+class AdminRepo(Repository):
     """The admins' half of the store, over the same engine."""
 
-    def __init__(self, store: Store) -> None:
-        self._engine = store.engine
-        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
-
-    @contextmanager
-    def _write(self) -> Iterator[sa.Connection]:
-        with self._writer.begin() as conn:
-            yield conn
+    LOCKS = "admin"
 
     def add_admin(self, *, admin_id: str, email: str, password_hash: str) -> dict[str, Any]:
         """A new admin; an email that is an admin already is refused."""
         try:
-            with self._write() as conn:
+            with self.write() as conn:
                 if conn.execute(sa.select(admins.c.id).where(admins.c.email == email)).first() is not None:
                     raise Conflict("an admin with this email exists already", "email", value=email)
                 conn.execute(sa.insert(admins).values(id=admin_id, email=email, password_hash=password_hash,
@@ -49,20 +39,20 @@ class AdminRepo:
         return found
 
     def admin(self, admin_id: str) -> dict[str, Any] | None:
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             row = conn.execute(sa.select(admins.c.id, admins.c.email, admins.c.created_at)
                                .where(admins.c.id == admin_id)).first()
         return dict(row._mapping) if row is not None else None
 
     def credentials(self, email: str) -> dict[str, Any] | None:
         """The admin with this email, with its password hash: what a login is checked against."""
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             row = conn.execute(sa.select(admins).where(admins.c.email == email)).first()
         return dict(row._mapping) if row is not None else None
 
     def admins(self) -> list[dict[str, Any]]:
         """Every admin, oldest first, without its hash."""
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             rows = conn.execute(sa.select(admins.c.id, admins.c.email, admins.c.created_at)
                                 .order_by(admins.c.created_at, admins.c.id)).all()
         return [dict(r._mapping) for r in rows]
@@ -71,7 +61,7 @@ class AdminRepo:
                      rotate: str | None = None) -> None:
         """Record a new session; in the same transaction end `rotate` (the session the login came
         from, when there was one and it is still open), so a login always leaves one session."""
-        with self._write() as conn:
+        with self.write() as conn:
             now = utcnow()
             if rotate is not None:
                 self._end(conn, rotate, "rotated", now)
@@ -87,19 +77,18 @@ class AdminRepo:
                  .select_from(admin_sessions.join(admins, admins.c.id == admin_sessions.c.admin_id)
                               .outerjoin(admin_session_ends, admin_session_ends.c.session_id == admin_sessions.c.id))
                  .where(admin_sessions.c.token_digest == token_digest))
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             row = conn.execute(query).first()
         return dict(row._mapping) if row is not None else None
 
     def end_session(self, session_id: str, reason: str) -> bool:
         """End a session; whether this call ended it (False: it had ended already)."""
-        with self._write() as conn:
+        with self.write() as conn:
             return self._end(conn, session_id, reason, utcnow())
 
     @staticmethod
     def _end(conn: sa.Connection, session_id: str, reason: str, at: datetime) -> bool:
-        if conn.dialect.name == "postgresql":  # serialise enders of one session (SQLite: BEGIN IMMEDIATE)
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(session_id))))
+        AdminRepo.lock(conn, "session", session_id)  # serialise enders of one session
         if conn.execute(sa.select(admin_sessions.c.id).where(admin_sessions.c.id == session_id)).first() is None:
             return False
         if conn.execute(sa.select(admin_session_ends.c.session_id)
@@ -108,7 +97,3 @@ class AdminRepo:
         conn.execute(sa.insert(admin_session_ends).values(session_id=session_id, reason=reason, ended_at=at))
         return True
 
-
-def _lock_key(session_id: str) -> int:
-    digest = hashlib.sha256(f"assay:admin-session:{session_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)

@@ -9,9 +9,7 @@ Reads of numbers go through the board views; there is nothing else to read them 
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,14 +40,9 @@ from assay.store.board_schema import (
     variance_notes,
     win_condition_outcomes,
 )
-from assay.store.repo import Store, resolve_prefix
+from assay.store.repo import Repository, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
 
-
-
-def _lock_key(namespace: str, name: str) -> int:
-    digest = hashlib.sha256(f"assay:board:{namespace}:{name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def _bool(value: Any) -> bool | None:
@@ -57,32 +50,10 @@ def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
-class BoardRepo:
+class BoardRepo(Repository):
     """The board's half of the store, over the same engine."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._engine = store.engine
-        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
-
-    # -- plumbing -----------------------------------------------------------------------------
-
-    @contextmanager
-    def write(self) -> Iterator[sa.Connection]:
-        """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free)."""
-        with self._writer.begin() as conn:
-            yield conn
-
-    @contextmanager
-    def read(self) -> Iterator[sa.Connection]:
-        with self._engine.connect() as conn:
-            yield conn
-
-    @staticmethod
-    def lock(conn: sa.Connection, namespace: str, name: str) -> None:
-        """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
-        if conn.dialect.name == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
+    LOCKS = "board"
 
     # -- releases -----------------------------------------------------------------------------
 

@@ -8,8 +8,6 @@ them in constant time. Listings (`for_account`) leave the digest out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -18,24 +16,17 @@ import sqlalchemy as sa
 from assay.errors import Conflict, NotFound
 from assay.store.board_schema import accounts
 from assay.store.keys_schema import api_keys, key_revocations
-from assay.store.repo import Store
+from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 _LISTED = (api_keys.c.id, api_keys.c.account, api_keys.c.kind, api_keys.c.prefix, api_keys.c.created_at,
            key_revocations.c.revoked_at)
 
 
-class KeysRepo:
+class KeysRepo(Repository):
     """The keys' half of the store, over the same engine."""
 
-    def __init__(self, store: Store) -> None:
-        self._engine = store.engine
-        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
-
-    @contextmanager
-    def _write(self) -> Iterator[sa.Connection]:
-        with self._writer.begin() as conn:
-            yield conn
+    LOCKS = "keys"
 
     @staticmethod
     def _joined() -> sa.FromClause:
@@ -43,7 +34,7 @@ class KeysRepo:
 
     def add_key(self, *, key_id: str, account: str, kind: str, prefix: str, digest: str) -> dict[str, Any]:
         """Record a newly issued key; the account must exist."""
-        with self._write() as conn:
+        with self.write() as conn:
             if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == account)).first() is None:
                 raise NotFound("no such account (create it with `assay account create NAME`)", "account",
                                value=account)
@@ -54,13 +45,13 @@ class KeysRepo:
 
     def key(self, key_id: str) -> dict[str, Any] | None:
         """One key (without its digest), with `revoked_at` (None while it is valid)."""
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             row = conn.execute(sa.select(*_LISTED).select_from(self._joined()).where(api_keys.c.id == key_id)).first()
         return dict(row._mapping) if row is not None else None
 
     def for_account(self, account: str) -> list[dict[str, Any]]:
         """An account's keys, oldest first, without their digests."""
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             rows = conn.execute(sa.select(*_LISTED).select_from(self._joined())
                                 .where(api_keys.c.account == account)
                                 .order_by(api_keys.c.created_at, api_keys.c.id)).all()
@@ -69,14 +60,14 @@ class KeysRepo:
     def candidates(self, prefix: str) -> list[dict[str, Any]]:
         """Every key issued with this display prefix, digest and revocation included: what a presented
         key is compared against."""
-        with self._engine.connect() as conn:
+        with self.read() as conn:
             rows = conn.execute(sa.select(*_LISTED, api_keys.c.digest).select_from(self._joined())
                                 .where(api_keys.c.prefix == prefix)).all()
         return [dict(r._mapping) for r in rows]
 
     def revoke(self, key_id: str, at: datetime | None = None) -> dict[str, Any]:
         """Append the key's revocation; a key revoked already is refused (its first revocation stands)."""
-        with self._write() as conn:
+        with self.write() as conn:
             found = conn.execute(sa.select(api_keys.c.id).where(api_keys.c.id == key_id)).first()
             if found is None:
                 raise NotFound("no such key", "key", value=key_id)

@@ -9,9 +9,7 @@ cannot both slip past it. The board's numbers are read from the panel views and 
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,48 +32,26 @@ from assay.store.panel_schema import (
     panel_runs,
     panel_scorecards,
 )
-from assay.store.repo import Store
+from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 
-def _lock_key(namespace: str, name: str) -> int:
-    digest = hashlib.sha256(f"assay:panel:{namespace}:{name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-class PanelRepo:
+class PanelRepo(Repository):
     """The panel's half of the store, over the same engine."""
 
-    def __init__(self, store: Store) -> None:
-        self._engine = store.engine
-        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
-
-    @contextmanager
-    def _write(self) -> Iterator[sa.Connection]:
-        with self._writer.begin() as conn:
-            yield conn
-
-    @contextmanager
-    def _read(self) -> Iterator[sa.Connection]:
-        with self._engine.connect() as conn:
-            yield conn
-
-    @staticmethod
-    def _lock(conn: sa.Connection, namespace: str, name: str) -> None:
-        if conn.dialect.name == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
+    LOCKS = "panel"
 
     # -- categories -----------------------------------------------------------------------------
 
     def category_slugs(self) -> set[str]:
-        with self._read() as conn:
+        with self.read() as conn:
             return {str(s) for s in conn.execute(sa.select(eval_categories.c.slug)).scalars()}
 
     def seed_categories(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert the categories whose slug is not stored yet (a stored one is never changed); how
         many were added."""
-        with self._write() as conn:
-            self._lock(conn, "categories", "seed")
+        with self.write() as conn:
+            self.lock(conn, "categories", "seed")
             have = {str(s) for s in conn.execute(sa.select(eval_categories.c.slug)).scalars()}
             missing = [dict(r) for r in rows if r["slug"] not in have]
             if missing:
@@ -84,7 +60,7 @@ class PanelRepo:
         return len(missing)
 
     def categories(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             rows = conn.execute(sa.select(eval_categories.c.slug, eval_categories.c.name,
                                           eval_categories.c.description, eval_categories.c.position)
                                 .order_by(eval_categories.c.position, eval_categories.c.slug)).all()
@@ -96,8 +72,8 @@ class PanelRepo:
                         statement: str) -> bool:
         """Store an application; False (and nothing stored) when this email has applied already."""
         try:
-            with self._write() as conn:
-                self._lock(conn, "application", email)
+            with self.write() as conn:
+                self.lock(conn, "application", email)
                 if conn.execute(sa.select(panel_applications.c.id)
                                 .where(panel_applications.c.email == email)).first() is not None:
                     return False
@@ -121,25 +97,25 @@ class PanelRepo:
 
     def applications(self) -> list[dict[str, Any]]:
         """Every application, oldest first, with the decision in force (None: pending)."""
-        with self._read() as conn:
+        with self.read() as conn:
             rows = conn.execute(self._applications().order_by(panel_applications.c.created_at,
                                                               panel_applications.c.id)).all()
         return [dict(r._mapping) for r in rows]
 
     def application(self, application_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self.read() as conn:
             row = conn.execute(self._applications().where(panel_applications.c.id == application_id)).first()
         return dict(row._mapping) if row is not None else None
 
     def approved_panelist(self, email: str) -> dict[str, Any] | None:
         """The application of this email when its decision in force is `approved`, else None."""
-        with self._read() as conn:
+        with self.read() as conn:
             row = conn.execute(self._applications().where(panel_applications.c.email == email,
                                                           panel_current_decisions.c.decision == "approved")).first()
         return dict(row._mapping) if row is not None else None
 
     def add_review(self, application_id: str, decision: str, by_admin: str | None) -> dict[str, Any]:
-        with self._write() as conn:
+        with self.write() as conn:
             if conn.execute(sa.select(panel_applications.c.id)
                             .where(panel_applications.c.id == application_id)).first() is None:
                 raise NotFound("no such application", "application", value=application_id)
@@ -154,8 +130,8 @@ class PanelRepo:
     def _add_named(self, table: sa.Table, noun: str, values: dict[str, Any]) -> dict[str, Any]:
         slug = values["slug"]
         try:
-            with self._write() as conn:
-                self._lock(conn, noun, slug)
+            with self.write() as conn:
+                self.lock(conn, noun, slug)
                 if conn.execute(sa.select(table.c.id).where(table.c.slug == slug)).first() is not None:
                     raise Conflict(f"a {noun} with this slug is registered already", "slug", value=slug)
                 conn.execute(sa.insert(table).values(**values, created_at=utcnow()))
@@ -172,7 +148,7 @@ class PanelRepo:
 
     def add_run(self, *, run_id: str, model: str, environment: str, artifact_url: str,
                 by_admin: str | None) -> dict[str, Any]:
-        with self._write() as conn:
+        with self.write() as conn:
             model_id = conn.execute(sa.select(panel_models.c.id).where(panel_models.c.slug == model)).scalar()
             if model_id is None:
                 raise NotFound("no such model (register it first)", "model", value=model)
@@ -202,26 +178,26 @@ class PanelRepo:
     def run(self, run_id: str) -> dict[str, Any] | None:
         """A run with its model and environment slugs, `finalized_at` (None while pending) and how
         many scorecards it holds (history included)."""
-        with self._read() as conn:
+        with self.read() as conn:
             row = conn.execute(self._runs().where(panel_runs.c.id == run_id)).first()
         return dict(row._mapping) if row is not None else None
 
     def runs(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             rows = conn.execute(self._runs().order_by(panel_runs.c.created_at, panel_runs.c.id)).all()
         return [dict(r._mapping) for r in rows]
 
     def models(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(panel_models).order_by(panel_models.c.slug))]
 
     def environments(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in
                     conn.execute(sa.select(panel_environments).order_by(panel_environments.c.slug))]
 
     def _pending_run(self, conn: sa.Connection, run_id: str) -> None:
-        self._lock(conn, "run", run_id)
+        self.lock(conn, "run", run_id)
         if conn.execute(sa.select(panel_runs.c.id).where(panel_runs.c.id == run_id)).first() is None:
             raise NotFound("no such run", "run", value=run_id)
         if conn.execute(sa.select(panel_run_finalizations.c.run_id)
@@ -231,7 +207,7 @@ class PanelRepo:
     def add_scorecard(self, *, run_id: str, panelist_id: str, ratings: Mapping[str, float], comment: str,
                       minutes: int, by_admin: str | None) -> int:
         """Append a scorecard and its ratings to a pending run; its id."""
-        with self._write() as conn:
+        with self.write() as conn:
             self._pending_run(conn, run_id)
             card_id = conn.execute(sa.insert(panel_scorecards).values(
                 run_id=run_id, panelist_id=panelist_id, comment=comment, minutes=minutes, by_admin=by_admin,
@@ -242,7 +218,7 @@ class PanelRepo:
 
     def finalize(self, run_id: str, by_admin: str | None) -> None:
         """Mark a pending run scored; a run without any scorecard is refused."""
-        with self._write() as conn:
+        with self.write() as conn:
             self._pending_run(conn, run_id)
             if conn.execute(sa.select(panel_scorecards.c.id).where(panel_scorecards.c.run_id == run_id)
                             .limit(1)).first() is None:
@@ -252,7 +228,7 @@ class PanelRepo:
 
     def scorecards(self, run_id: str) -> list[dict[str, Any]]:
         """Every scorecard of a run, history included, oldest first, with its ratings."""
-        with self._read() as conn:
+        with self.read() as conn:
             cards = [dict(r._mapping) for r in conn.execute(
                 sa.select(panel_scorecards).where(panel_scorecards.c.run_id == run_id)
                 .order_by(panel_scorecards.c.id))]
@@ -267,15 +243,15 @@ class PanelRepo:
 
     def board_rows(self) -> list[dict[str, Any]]:
         """`panel_board`: per model with any counted scorecard, its runs, panelists and overall mean."""
-        with self._read() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(panel_board).order_by(panel_board.c.slug))]
 
     def model_categories(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(panel_model_categories))]
 
     def run_medians(self) -> list[dict[str, Any]]:
-        with self._read() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(panel_run_medians))]
 
     def model_panelists(self) -> list[dict[str, Any]]:
@@ -285,6 +261,6 @@ class PanelRepo:
                            panel_applications.c.years_experience).distinct()
                  .select_from(panel_counted_cards.join(panel_applications,
                                                        panel_applications.c.id == panel_counted_cards.c.panelist_id)))
-        with self._read() as conn:
+        with self.read() as conn:
             return [{"model_id": r.model_id, "specialty": r.specialty, "years_experience": r.years_experience}
                     for r in conn.execute(query)]

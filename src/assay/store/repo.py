@@ -104,6 +104,38 @@ def _check_dict(row: sa.Row[Any]) -> dict[str, Any]:
     return {"check_id": row.check_id, "weight": row.weight, "safety": row.safety, "passed": row.passed}
 
 
+class Repository:
+    """One concern's reads and appends over a `Store`'s engine (the board, keys, admins, the
+    panel…): a read connection, a write transaction, and an advisory lock that serialises writers
+    of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does). `LOCKS` keeps each
+    concern's lock names apart."""
+
+    LOCKS = "store"
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._engine = store.engine
+        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
+
+    @contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free)."""
+        with self._writer.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        with self._engine.connect() as conn:
+            yield conn
+
+    @classmethod
+    def lock(cls, conn: sa.Connection, namespace: str, name: str) -> None:
+        """Hold, until the transaction ends, the lock on `name` in `namespace` (PostgreSQL only)."""
+        if conn.dialect.name == "postgresql":
+            digest = hashlib.sha256(f"assay:{cls.LOCKS}:{namespace}:{name}".encode()).digest()
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
+
+
 class Store:
     """Append-only access to one database. Holds its engine; no module-level state anywhere.
 
