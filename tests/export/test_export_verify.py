@@ -293,3 +293,18 @@ def _edit_behind_the_triggers(store: Store) -> None:
     with store.engine.begin() as conn:
         conn.execute(sa.text("DROP TRIGGER runs_append_only_update"))
         conn.execute(sa.text("UPDATE runs SET reason = 'edited' WHERE run_id = (SELECT MIN(run_id) FROM runs)"))
+
+
+def test_a_resealed_value_of_the_wrong_type_is_named_not_a_traceback(copy: Path) -> None:
+    rewrite_rows(copy, "planned_runs", lambda r: {**r, "slot": str(r["slot"])} if r["slot"] == 3 else r)
+    reseal(copy)
+    found = _found(copy)
+    assert found.file == "planned_runs.jsonl" and found.line is not None
+    assert found.problem == 'slot holds "3", not a value of the column\'s type'
+
+
+def test_a_resealed_rubric_that_is_no_rubric_is_a_finding_not_a_traceback(copy: Path) -> None:
+    rewrite_rows(copy, "release_rubrics", lambda r: {**r, "document": {"not": "a rubric"}})
+    reseal(copy)
+    found = _found(copy)
+    assert found.file == "manifest.json" and found.problem.startswith("its rows cannot be recounted")

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import sqlalchemy as sa
 
 from assay.errors import BadInput
 from assay.scenario.rubric import Rubric
@@ -46,9 +48,10 @@ from assay.service import board as boards
 from assay.service import platform_config, releases, scoring
 from assay.service.exports import FORMAT, FORMAT_VERSION, MANIFEST, line_hash, manifest_hash, manifest_text
 from assay.stats import board as facts_of
-from assay.stats.digest import PARTS, group_by_submission, row_bytes, submission_digest
+from assay.stats.digest import MAX_SAFE_INT, PARTS, group_by_submission, row_bytes, submission_digest
 from assay.stats.intervals import case_interval
 from assay.stats.traits import RunTraits, composite, scenario_means, stability, trait_means
+from assay.store.schema import UTCDateTime, metadata
 
 #: Tables whose rows layer 3 reads (kept in memory); the others are only checked line by line.
 NEEDED = frozenset({p.table for p in PARTS} | {
@@ -134,11 +137,22 @@ def verify(path: str | Path) -> Report:
         manifest = _manifest(root / MANIFEST)
         tables = _files(root, manifest, counts)
         _references(tables)
-        counts["digests"], counts["unstamped"] = _digests(tables)
-        counts["boards"], counts["entries"] = _boards(manifest, tables)
+        counts["digests"], counts["unstamped"] = _guarded("submission_digests.jsonl", _digests, tables)
+        counts["boards"], counts["entries"] = _guarded(MANIFEST, _boards, manifest, tables)
     except _Tampered as exc:
         return Report(exc.finding, **counts)
     return Report(None, **counts)
+
+
+def _guarded(file: str, check: Callable[..., Any], *args: Any) -> Any:
+    """Run a layer-3 check; rows that cannot even be recounted (a rubric that is no rubric, a
+    judge that is no judge) are a finding in `file`, never a traceback."""
+    try:
+        return check(*args)
+    except _Tampered:
+        raise
+    except Exception as exc:  # noqa: BLE001 - typed rows that still do not read as the board reads them
+        raise _fail(file, None, f"its rows cannot be recounted ({type(exc).__name__}: {exc})") from None
 
 
 # -- 1. the manifest ------------------------------------------------------------------------------
@@ -229,6 +243,47 @@ def _files(root: Path, manifest: dict[str, Any], counts: dict[str, int]) -> dict
     return tables
 
 
+def _integer(value: Any) -> bool:
+    """An integer as `stats.digest.plain` writes it: a number, or beyond ±(2^53 − 1) its decimal text."""
+    if type(value) is int:
+        return True
+    if type(value) is not str or not value.lstrip("-").isdigit() or value != str(int(value)):
+        return False
+    return abs(int(value)) > MAX_SAFE_INT
+
+
+def _kinds(entry: dict[str, Any]) -> dict[str, tuple[Callable[[Any], bool], bool]] | None:
+    """{column: (does a value have the column's type, may it be null)} for a file whose table this
+    assay knows with exactly the manifest's columns; None for any other (its rows are not typed)."""
+    table = metadata.tables.get(entry["table"])
+    if table is None or [c.name for c in table.columns] != entry["columns"]:
+        return None
+    kinds = {}
+    for column in table.columns:
+        kind = column.type
+        if isinstance(kind, sa.Boolean):
+            test: Callable[[Any], bool] = lambda v: type(v) is bool  # noqa: E731
+        elif isinstance(kind, sa.Integer):
+            test = _integer
+        elif isinstance(kind, sa.Float):
+            test = lambda v: type(v) in (int, float)  # noqa: E731
+        elif isinstance(kind, sa.String | sa.DateTime | UTCDateTime):
+            test = lambda v: type(v) is str  # noqa: E731
+        else:  # JSON: any JSON value
+            test = lambda v: True  # noqa: E731
+        kinds[column.name] = (test, bool(column.nullable))
+    return kinds
+
+
+def _typed(name: str, n: int, row: dict[str, Any], kinds: dict[str, tuple[Callable[[Any], bool], bool]]) -> None:
+    for column, (test, nullable) in kinds.items():
+        value = row[column]
+        if value is None and nullable:
+            continue
+        if value is None or not test(value):
+            raise _fail(name, n, f"{column} holds {_shown(value)}, not a value of the column's type")
+
+
 def _row(name: str, n: int, line: bytes, columns: Sequence[str]) -> dict[str, Any]:
     """Line `n` of file `name` as a row, or the reason it is not one."""
     try:
@@ -281,6 +336,7 @@ def _after(previous: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
 
 def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, Any]]:
     name, expected, columns, key_columns = entry["file"], entry["lines"], entry["columns"], entry["primary_key"]
+    kinds = _kinds(entry)
     digest = hashlib.sha256()
     kept: list[dict[str, Any]] = []
     actual: list[str] = []
@@ -294,6 +350,8 @@ def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, A
             if mismatch is not None:
                 continue  # past the first line that differs: only its neighbours' hashes are wanted
             row = _row(name, n, line, columns)
+            if kinds is not None:
+                _typed(name, n, row, kinds)
             key = _key(row, key_columns)
             if previous is not None and not _after(previous, key):
                 same = previous == key
@@ -639,7 +697,8 @@ def _check_board(where: str, value: dict[str, Any], rows: _Rows, release: dict[s
     ranking = boards.TRAIT_RANKING if release["rubric"] is not None else boards.RANKING
     _compare(where, value.get("ranking"), ranking, "ranking")
     shown = value.get("entries")
-    if not isinstance(shown, list) or not all(isinstance(e, dict) and "submission_id" in e for e in shown):
+    if not isinstance(shown, list) or not all(isinstance(e, dict) and isinstance(e.get("submission_id"), str)
+                                              for e in shown):
         raise _fail(MANIFEST, None, f"{where}: entries is not a list of entries")
     recomputed = _entries(rows, release)
     expected = {e["submission_id"]: e for e in recomputed}
