@@ -28,8 +28,16 @@ app here uses), `make_app(store, **limits)`, `issue_key(store, account, kind)`, 
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Iterator
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,3 +207,54 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+# -- the real server: `assay serve` as a user starts it -------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def assay_exe() -> Path:
+    """The `assay` console script of the interpreter running the tests."""
+    beside = Path(sys.executable).parent / "assay"
+    return beside if beside.exists() else Path(shutil.which("assay") or "assay")
+
+
+@contextmanager
+def assay_serve(db_url: str | None, log: Path, *, env: Mapping[str, str] | None = None, workers: int = 1,
+                probe: str = "/openapi.json", deadline: float = 60.0) -> Iterator[str]:
+    """The real `assay serve` on 127.0.0.1 and a free port, its output in `log`; yields its base URL
+    once `probe` answers 200, and stops it (SIGTERM, then kill) however the block ends. `env`
+    defaults to this process's, less `ASSAY_DB`, with the tests' `ASSAY_SECRET`."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    environ = dict(env) if env is not None else (
+        {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()})
+    argv = [str(assay_exe()), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--db", db_url] if db_url is not None else []
+    argv += ["--workers", str(workers)] if workers != 1 else []
+    with log.open("w") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=environ)
+    try:
+        start = time.monotonic()
+        while True:
+            if proc.poll() is not None or time.monotonic() - start > deadline:
+                pytest.fail(f"assay serve did not start: {log.read_text()[-2000:]}", pytrace=False)
+            try:
+                with urllib.request.urlopen(base + probe, timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -15,7 +15,6 @@ The last test runs the real `assay serve` and `assay play` as processes.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -45,7 +44,7 @@ from ._remote import (
     same_as_stored,
     submit_remote,
 )
-from .conftest import bearer, make_app
+from .conftest import assay_serve, bearer, make_app
 
 #: The reference agent that plays each of the three submissions, by label.
 AGENTS = {"diligent": "reference:diligent", "hasty": "reference:hasty", "overclaimer": "reference:overclaimer"}
@@ -311,12 +310,6 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
 # -- the real processes -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _assay(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("assay")
     done = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=300)
@@ -336,20 +329,8 @@ def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path
     missing = _assay("play", "--server", "http://127.0.0.1:1", "--agent", "reference:diligent", env=env, check=False)
     assert missing.returncode == 2 and "ASSAY_AGENT_KEY" in missing.stderr and "Traceback" not in missing.stderr
 
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen([str(Path(sys.executable).with_name("assay")), "serve", "--port", str(port)], env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
+    with assay_serve(None, tmp_path / "serve.log", env=env, probe="/api/suites") as base:
         with httpx2.Client(base_url=base, timeout=30) as http:
-            for _ in range(200):
-                try:
-                    if http.get("/api/suites").status_code == 200:
-                        break
-                except httpx2.TransportError:
-                    pass
-                time.sleep(0.1)
             created = http.post("/api/submissions", headers=bearer(api_key),
                                 json={"suite": "forge", "label": "my-remote-agent", "agent": "remote", "publish": True})
             assert created.status_code == 201, created.text
@@ -374,11 +355,3 @@ def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path
             wrong = _assay("play", "--server", base, "--agent", "reference:diligent",
                            env={**env, "ASSAY_AGENT_KEY": api_key}, check=False)
             assert wrong.returncode == 2 and "401" in wrong.stderr and "Traceback" not in wrong.stderr
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()

@@ -8,12 +8,6 @@ under test directly; the guards sit in front of every route alike.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -29,7 +23,7 @@ from assay.service import accounts, keys, releases
 from assay.service.actors import OPERATOR
 from assay.web.guards import TokenBuckets
 
-from .conftest import INJECTION, SECRET, Site, bearer, issue_key, make_app
+from .conftest import INJECTION, SECRET, Site, assay_serve, bearer, issue_key, make_app
 
 FIVE_MB = 5 * 1024 * 1024
 
@@ -225,32 +219,13 @@ def test_a_bug_is_a_bare_500_and_the_log_holds_no_secret(web_store: Any, caplog:
 # -- the real server -----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_assay_serve_answers_on_127_0_0_1(db_url: str, web_store: Any) -> None:
+def test_assay_serve_answers_on_127_0_0_1(db_url: str, web_store: Any, tmp_path: Path) -> None:
     """The real command: uvicorn over the store (two workers on PostgreSQL, through the factory)."""
     accounts.create(web_store, "alice", None, actor=OPERATOR)
     agent, api = issue_key(web_store, "alice", "agent"), issue_key(web_store, "alice", "api")
-    port, workers = _free_port(), "2" if db_url.startswith("postgresql") else "1"
-    env = {**os.environ, "ASSAY_SECRET": SECRET.decode()}
-    server = subprocess.Popen([str(Path(sys.executable).with_name("assay")), "serve", "--host", "127.0.0.1",
-                               "--port", str(port), "--db", db_url, "--workers", workers],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "assay serve did not come up"
-            time.sleep(0.3)
+    workers = 2 if db_url.startswith("postgresql") else 1
+    log = tmp_path / "serve.log"
+    with assay_serve(db_url, log, workers=workers) as base:
         assert "mini" not in [s["key"] for s in httpx.get(f"{base}/api/suites").json()]
         assert "forge" in [s["key"] for s in httpx.get(f"{base}/api/suites").json()]
         assert httpx.get(f"{base}/api/agent/suites", headers=bearer(agent)).status_code == 200
@@ -259,13 +234,7 @@ def test_assay_serve_answers_on_127_0_0_1(db_url: str, web_store: Any) -> None:
         assert httpx.post(f"{base}/api/suites", content=b"x" * FIVE_MB).status_code == 413
         board = httpx.get(f"{base}/api/leaderboard/forge")
         assert board.status_code == 200 and board.json()["suite"]["key"] == "forge"
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            _out, err = server.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _out, err = server.communicate()
+    err = log.read_text()
     assert SECRET.decode() not in err and agent not in err and api not in err
     assert "Traceback" not in err
 

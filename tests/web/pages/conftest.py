@@ -18,13 +18,6 @@ artefacts dir (`$ASSAY_ARTIFACTS`, default `tests/web/pages/artifacts/`, git-ign
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +27,7 @@ import pytest
 
 from tests.board._support import mini_suite
 
-from ..conftest import INJECTION, SECRET
+from ..conftest import INJECTION, SECRET, assay_serve
 from ..conftest import build_site as build_web_site
 
 HERE = Path(__file__).resolve().parent
@@ -108,54 +101,11 @@ def pages_client(site: Site) -> Iterator[Any]:
 # -- the real server ----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _assay() -> Path:
-    beside = Path(sys.executable).parent / "assay"
-    return beside if beside.exists() else Path(shutil.which("assay") or "assay")
-
-
-def _wait_until_up(base: str, alive: Any, deadline: float = 60.0) -> None:
-    start = time.monotonic()
-    while time.monotonic() - start < deadline:
-        if not alive():
-            raise RuntimeError("the server exited before it answered")
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.2)
-    raise RuntimeError(f"the server at {base} did not answer within {deadline:.0f}s")
-
-
 @pytest.fixture(scope="session")
 def server(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of the real `assay serve` over the site's store, on 127.0.0.1 and a free port."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()}
-    with log.open("w") as sink:
-        proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                 "--db", site.db_url], stdout=sink, stderr=subprocess.STDOUT, env=env)
-    try:
-        try:
-            _wait_until_up(base, lambda: proc.poll() is None)
-        except RuntimeError as exc:
-            pytest.fail(f"assay serve did not start: {exc}: {log.read_text()[-2000:]}", pytrace=False)
+    with assay_serve(site.db_url, tmp_path_factory.mktemp("serve") / "serve.log", probe="/") as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
 
 
 # -- the browser --------------------------------------------------------------------------------

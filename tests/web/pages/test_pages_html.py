@@ -22,8 +22,9 @@ from assay.service import board as board_service
 from assay.service.actors import PUBLIC
 from assay.web import markdown, pages
 
+from ..conftest import free_port
 from .conftest import (INJECTION, INJECTION_CARD, INJECTION_LABEL, INJECTION_LIMITATION, INJECTION_MODEL,
-                       INJECTION_NOTE, SECRET, Site, _free_port)
+                       INJECTION_NOTE, SECRET, Site)
 
 NOT_EVIDENCE = pages.NOT_EVIDENCE
 
@@ -283,7 +284,7 @@ def _unreachable_app() -> Any:
     from assay.store.db import Store
     from assay.web.app import Settings, create_app
 
-    url = f"postgresql+psycopg://unreached_user:hunter2-password@127.0.0.1:{_free_port()}/assay"
+    url = f"postgresql+psycopg://unreached_user:hunter2-password@127.0.0.1:{free_port()}/assay"
     store = Store(sa.create_engine(url, pool_pre_ping=False), "postgresql+psycopg://nobody:***@127.0.0.1/assay")
     return TestClient(create_app(Settings(db_url=url, secret=SECRET, rate_limit=0), store=store))
 

@@ -18,13 +18,7 @@ page), which fails, never skips, when Chromium is missing; `panel_server` starts
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +28,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from ..conftest import SECRET, make_app
+from ..conftest import SECRET, assay_exe, assay_serve, make_app
 
 ADMIN_EMAIL = "root@example.org"
 ADMIN_PASSWORD = "correct horse battery staple"
@@ -146,17 +140,6 @@ def pipeline(session: Session, anon: TestClient) -> Panel:
 # -- the real server and the browser -------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _assay() -> Path:
-    beside = Path(sys.executable).parent / "assay"
-    return beside if beside.exists() else Path(shutil.which("assay") or "assay")
-
-
 @dataclass(frozen=True)
 class Server:
     base: str
@@ -170,34 +153,11 @@ def panel_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("panel-serve")
     db_url = f"sqlite:///{root / 'assay.db'}"
     env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()}
-    created = subprocess.run([str(_assay()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db_url],
+    created = subprocess.run([str(assay_exe()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db_url],
                              input=ADMIN_PASSWORD + "\n", capture_output=True, text=True, env=env, timeout=120)
     assert created.returncode == 0, created.stderr
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = root / "serve.log"
-    with log.open("w") as sink:
-        proc = subprocess.Popen([str(_assay()), "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url],
-                                stdout=sink, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"assay serve did not start: {log.read_text()[-2000:]}", pytrace=False)
-            try:
-                with urllib.request.urlopen(base + "/benchmark", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.2)
+    with assay_serve(db_url, root / "serve.log", env=env, probe="/benchmark") as base:
         yield Server(base, db_url, env)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
 
 
 def artifacts_dir() -> Path:
