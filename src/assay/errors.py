@@ -6,7 +6,7 @@
 `service/` and `store/` refuse with domain errors, subclasses of `BadInput` that say what kind of
 refusal it is and which domain field is at fault, never how a front end spells it: `NotFound`,
 `Conflict`, `Forbidden` and `Invalid`. Each front end translates them: the CLI into its one line
-naming the flag (`assay.cli_errors`), the web app into `http_status(exc)` with a JSON `detail`.
+naming the flag (`assay.cli.errors`), the web app into `http_status(exc)` with a JSON `detail`.
 """
 
 from __future__ import annotations

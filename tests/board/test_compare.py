@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.cli_board import COMPARE_METRICS
+from assay.cli.board import COMPARE_METRICS
 from assay.errors import Conflict, Invalid, NotFound, http_status
 from assay.service import platform_config, releases
 from assay.service.board import board, case_rates, entry_rank

@@ -228,7 +228,7 @@ def test_a_refusal_is_one_cli_line_naming_its_flag_and_a_domain_error_with_its_s
 
 
 def test_the_flag_is_named_only_by_the_cli() -> None:
-    from assay.cli_errors import FLAGS, cli_line
+    from assay.cli.errors import FLAGS, cli_line
 
     exc = NotFound("no such account", "account", value="ghost")
     assert str(exc) == "ghost: no such account"

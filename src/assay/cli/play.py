@@ -1,5 +1,5 @@
 """`assay play --server URL --agent SPEC`: play every pending remote run of the key's account with a
-local agent over the HTTP API (issue 10). `assay.cli_serve` calls `register(app)`.
+local agent over the HTTP API (issue 10). `assay.cli.serve` calls `register(app)`.
 
 Users run their agent on their own machine against a hosted board: the agent key (from
 `ASSAY_AGENT_KEY`) says whose runs these are, `POST /api/agent/runs/next` leases one, and each of

@@ -123,8 +123,8 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add the service's commands to `app`."""
-    from assay.cli_admin import register as register_admin
-    from assay.cli_play import register as register_play
+    from assay.cli.admin import register as register_admin
+    from assay.cli.play import register as register_play
 
     app.add_typer(key_app, name="key")
     app.command("serve")(serve)

@@ -167,7 +167,7 @@ def results(
     db: Optional[str] = DbOpt,
 ) -> None:
     """Print the results JSON of a stored batch, or a submission's owner view (runs and seeds)."""
-    from assay.cli_board import submission_results
+    from assay.cli.board import submission_results
     from assay.service.results import results_json
 
     store = open_store_at(db)
@@ -219,19 +219,19 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
 
 def _register_board_commands() -> None:
     """Suites, releases, accounts, submissions and the board live in their own module."""
-    from assay.cli_board import register
+    from assay.cli.board import register
 
     register(app)
-    from assay.cli_board import compare
+    from assay.cli.board import compare
 
     app.command("compare")(compare)
-    from assay.cli_batches import register as register_batches
+    from assay.cli.batches import register as register_batches
 
     register_batches(app)
-    from assay.cli_serve import register as register_serve
+    from assay.cli.serve import register as register_serve
 
     register_serve(app)
-    from assay.cli_export import register as register_export  # export, verify (issue 12)
+    from assay.cli.export import register as register_export  # export, verify (issue 12)
 
     register_export(app)
 
@@ -263,7 +263,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except BadInput as exc:  # the domain errors among them name their flag here, and only here
-        from assay.cli_errors import cli_line, command_flags
+        from assay.cli.errors import cli_line, command_flags
 
         line = cli_line(exc, command_flags(app, sys.argv[1:]))
         err.print(f"assay: error: {line}", markup=False, highlight=False, soft_wrap=True)

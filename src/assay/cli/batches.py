@@ -49,7 +49,7 @@ def resume(
         batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
     finished = batches.complete(store, batch["id"])
     if batch["kind"] == "submission":
-        from assay.cli_board import judge_submission
+        from assay.cli.board import judge_submission
 
         judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
     listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
