@@ -19,7 +19,14 @@ The ingest steps, each one refusal or one transaction:
   with one refusal (pending, rejected and unknown alike); one scorecard per (run, panelist) counts —
   a new one replaces the earlier for the board, which stays as history; ratings outside 0..10, for
   unknown categories, or on a run that is scored already are refused; a scorecard may be partial;
-- `finalize-run` (`run`) → `scored`, refused for a run with no scorecards. Only scored runs count.
+- `finalize-run` (`run`) → `scored`, refused for a run with no scorecards. Only scored runs count;
+- `record-preference` (`run_a`, `run_b`, `panelist_email`, `preferred` `a` | `b` | `tie`): an approved
+  panelist's preference between two distinct runs of one environment (the same one refusal as
+  `record-score` for anyone else); one counts per (panelist, unordered run pair) — a new one
+  replaces the earlier for the board, which stays as history (issue 12, item 5).
+
+The board carries intervals (a seeded two-stage bootstrap, `assay.stats.panel`), statistical
+ranks on them, and `pairwise`: the Bradley–Terry ranking from the preferences.
 
 The categories come from ONE taxonomy file, `panel_categories.yaml` beside this module: the store
 is seeded from it (idempotently, on first need), and the pages read it through `categories`.
@@ -43,6 +50,8 @@ from assay.scenario.yamlsafe import load_yaml_file
 from assay.service import platform_config
 from assay.service.actors import Actor, require_staff
 from assay.service.admins import check_email
+from assay.stats import panel as panel_stats
+from assay.stats.ranks import statistical_ranks
 from assay.store.db import Store
 from assay.store.panel_repo import PanelRepo
 
@@ -55,7 +64,14 @@ RANKING = ("Ranked by overall: the mean over categories of the model's per-categ
            "medians (the median across the approved panelists who rated the run in that category; for an "
            "even count the mean of the two middle ratings). A model is ranked once at least {quorum} distinct "
            "approved panelists have scored its scored runs; below that it is provisional, counted but never "
-           "given a number.")
+           "given a number. Each figure carries a 95% percentile bootstrap interval (2,000 seeded resamples of the "
+           "model's scored runs and, within each, of its scorecards); rank is 1 + the number of ranked models whose "
+           "overall interval lies wholly above this one's, so models the data does not separate share a rank.")
+PAIRWISE_RANKING = ("Pairwise: Bradley–Terry maximum-likelihood log-strengths from the approved panelists' "
+                    "preferences between runs of one environment (a tie is half a win to each; the latest "
+                    "preference per panelist and run pair counts), centred so the ranked strengths average 0, "
+                    "with a 95% seeded bootstrap interval over preferences and a statistical rank. A model is "
+                    "ranked once preferences from at least {quorum} distinct panelists involve it.")
 
 DECISIONS = {"approve": "approved", "reject": "rejected"}
 
@@ -262,11 +278,21 @@ class FinalizeRun(_Step):
     run: StrictStr = Field(max_length=64)
 
 
-IngestStep = Annotated[Union[RegisterModel, RegisterEnvironment, CreateRun, RecordScore, FinalizeRun],
+class RecordPreference(_Step):
+    action: Literal["record-preference"]
+    run_a: StrictStr = Field(max_length=64)
+    run_b: StrictStr = Field(max_length=64)
+    panelist_email: StrictStr = Field(max_length=254)
+    preferred: Literal["a", "b", "tie"]
+
+
+IngestStep = Annotated[Union[RegisterModel, RegisterEnvironment, CreateRun, RecordScore, FinalizeRun,
+                             RecordPreference],
                        Field(discriminator="action")]
 """Every step, told apart by `action` (its JSON schema is what `/openapi.json` documents)."""
 STEPS: dict[str, type[_Step]] = {"register-model": RegisterModel, "register-environment": RegisterEnvironment,
-                                 "create-run": CreateRun, "record-score": RecordScore, "finalize-run": FinalizeRun}
+                                 "create-run": CreateRun, "record-score": RecordScore, "finalize-run": FinalizeRun,
+                                 "record-preference": RecordPreference}
 ACTIONS = tuple(STEPS)
 
 
@@ -289,6 +315,9 @@ def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | 
     if isinstance(step, RecordScore):
         return record_score(store, step.run, step.panelist_email, step.ratings, step.comment, step.minutes,
                             actor=actor, by=by)
+    if isinstance(step, RecordPreference):
+        return record_preference(store, step.run_a, step.run_b, step.panelist_email, step.preferred,
+                                 actor=actor, by=by)
     return finalize_run(store, step.run, actor=actor, by=by)
 
 
@@ -380,6 +409,37 @@ def finalize_run(store: Store, run: str, *, actor: Actor, by: str | None = None)
     return {"run": run, "status": "scored"}
 
 
+def record_preference(store: Store, run_a: str, run_b: str, panelist_email: str, preferred: str, *,
+                      actor: Actor, by: str | None = None) -> dict[str, Any]:
+    """Record an approved panelist's preference between two distinct runs of one environment;
+    the latest one per (panelist, unordered pair) counts on the pairwise board."""
+    require_staff(actor, "record preferences", "run_a")
+    if preferred not in ("a", "b", "tie"):
+        raise Invalid("preferred is a, b or tie", "preferred", value=str(preferred))
+    repo = PanelRepo(store)
+    first = repo.run(run_a)
+    if first is None:
+        raise NotFound("no such run", "run_a", value=run_a)
+    second = repo.run(run_b)
+    if second is None:
+        raise NotFound("no such run", "run_b", value=run_b)
+    if first["id"] == second["id"]:
+        raise Invalid("a run is not compared with itself: run_a and run_b must differ", "run_b", value=run_b)
+    if first["environment"] != second["environment"]:
+        raise Invalid(f"both runs must be on the same environment (run_a is on {first['environment']}, "
+                      f"run_b on {second['environment']})", "run_b", value=run_b)
+    try:
+        email = check_email(panelist_email)
+    except Invalid:
+        raise panelist_refusal() from None
+    panelist = repo.approved_panelist(email)
+    if panelist is None:
+        raise panelist_refusal()
+    preference = repo.add_preference(panelist_id=panelist["id"], run_a=first["id"], run_b=second["id"],
+                                     preferred=preferred, by_admin=by)
+    return {"preference": preference, "run_a": first["id"], "run_b": second["id"], "preferred": preferred}
+
+
 def runs(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
     """Every run with its status (the staff's view of the pipeline)."""
     require_staff(actor, "list runs", "run")
@@ -424,7 +484,9 @@ def board(store: Store, *, actor: Actor) -> dict[str, Any]:
         panelists.setdefault(p["model_id"], []).append({"specialty": p["specialty"],
                                                         "years_experience": int(p["years_experience"])})
     ranked, provisional = [], 0
+    ids: dict[str, Any] = {}
     for row in repo.board_rows():
+        ids[row["slug"]] = row["model_id"]
         if int(row["n_panelists"]) < need:
             provisional += 1
             continue
@@ -440,8 +502,59 @@ def board(store: Store, *, actor: Actor) -> dict[str, Any]:
             "panelists": sorted(panelists.get(row["model_id"], []),
                                 key=lambda p: (p["specialty"], p["years_experience"])),
         })
+    _intervals(repo, ranked, ids)
     ranked.sort(key=lambda e: (-e["overall_score"], e["slug"]))
-    for entry in ranked:  # equal figures share a rank (1, 1, 3)
-        entry["rank"] = 1 + sum(1 for other in ranked if other["overall_score"] > entry["overall_score"])
+    for entry, rank in zip(ranked, statistical_ranks([tuple(e["overall_ci"]) for e in ranked]), strict=True):
+        entry["rank"] = rank
     return {"ranked": ranked, "provisional": {"count": provisional}, "quorum": need,
-            "ranking": RANKING.format(quorum=need)}
+            "ranking": RANKING.format(quorum=need), "pairwise": pairwise(repo)}
+
+
+def _interval(lo_hi: tuple[float, float]) -> list[float]:
+    return [_figure(lo_hi[0]), _figure(lo_hi[1])]
+
+
+def _intervals(repo: PanelRepo, ranked: list[dict[str, Any]], ids: dict[str, Any]) -> None:
+    """Give each ranked entry `overall_ci` and `category_ci`: the seeded two-stage bootstrap over
+    the very ratings the board's views count (`panel_counted_cards`)."""
+    cards: dict[Any, dict[Any, dict[Any, dict[str, float]]]] = {}
+    for r in repo.counted_ratings():
+        cards.setdefault(r["model_id"], {}).setdefault(r["run_id"], {}).setdefault(r["card_id"], {})[
+            str(r["category"])] = float(r["rating"])
+    for entry in ranked:
+        runs_of = cards.get(ids[entry["slug"]], {})
+        found = panel_stats.bootstrap_panel([list(by_card.values()) for _, by_card in sorted(runs_of.items())],
+                                            seed=panel_stats.seed_for(entry["slug"]))
+        if found is None:  # a ranked model always has counted ratings; never a bare number anyway
+            point = (entry["overall_score"], entry["overall_score"])
+            entry["overall_ci"] = list(point)
+            entry["category_ci"] = {}
+            continue
+        entry["overall_ci"] = _interval(found.overall)
+        entry["category_ci"] = {c: _interval(found.categories[c]) for c in entry["category_scores"]
+                                if c in found.categories}
+
+
+def pairwise(repo: PanelRepo) -> dict[str, Any]:
+    """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, rank, n_comparisons, (note)}]
+    and `provisional` {count}, over the latest preference per (approved panelist, run pair)."""
+    rows = [panel_stats.PreferenceRow(id=int(r["id"]), panelist=str(r["panelist_id"]), run_a=str(r["run_a"]),
+                                      run_b=str(r["run_b"]), model_a=str(r["model_a"]), model_b=str(r["model_b"]),
+                                      preferred=str(r["preferred"]))
+            for r in repo.counted_preferences()]
+    entries, provisional = panel_stats.pairwise_board(panel_stats.latest_preferences(rows))
+    names = {m["slug"]: m["name"] for m in repo.models()}
+    ranked = []
+    for e in entries:
+        out: dict[str, Any] = {
+            "slug": e["model"], "name": names.get(e["model"], e["model"]),
+            "strength": round(e["strength"], 3) if e["strength"] is not None else None,
+            "ci": [round(v, 3) if v is not None else None for v in e["ci"]] if e["ci"] is not None else None,
+            "rank": e["rank"], "n_comparisons": e["n_comparisons"],
+        }
+        if "note" in e:
+            out["note"] = e["note"]
+        ranked.append(out)
+    return {"ranked": ranked, "provisional": {"count": len(provisional)},
+            "quorum": panel_stats.PAIRWISE_QUORUM,
+            "ranking": PAIRWISE_RANKING.format(quorum=panel_stats.PAIRWISE_QUORUM)}

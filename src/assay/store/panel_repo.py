@@ -25,6 +25,7 @@ from assay.store.panel_schema import (
     panel_environments,
     panel_model_categories,
     panel_models,
+    panel_preferences,
     panel_ratings,
     panel_reviews,
     panel_run_finalizations,
@@ -239,7 +240,56 @@ class PanelRepo(Repository):
             by_card.setdefault(int(r.card_id), {})[str(r.category)] = float(r.rating)
         return [{**c, "ratings": by_card.get(int(c["id"]), {})} for c in cards]
 
+    # -- pairwise preferences -------------------------------------------------------------------
+
+    def add_preference(self, *, panelist_id: str, run_a: str, run_b: str, preferred: str,
+                       by_admin: str | None) -> int:
+        """Append a preference between two runs (checked by the service: distinct, one environment;
+        runs are never removed, so what was checked stays true); its id."""
+        with self.write() as conn:
+            return int(conn.execute(sa.insert(panel_preferences).values(
+                panelist_id=panelist_id, run_a=run_a, run_b=run_b, preferred=preferred, by_admin=by_admin,
+                created_at=utcnow()).returning(panel_preferences.c.id)).scalar_one())
+
+    def counted_preferences(self) -> list[dict[str, Any]]:
+        """Every preference by a panelist approved now, history included, oldest first, with the
+        slugs of both runs' models (the latest per panelist and pair is picked by `stats.panel`)."""
+        ra, rb = panel_runs.alias("ra"), panel_runs.alias("rb")
+        ma, mb = panel_models.alias("ma"), panel_models.alias("mb")
+        query = (sa.select(panel_preferences.c.id, panel_preferences.c.panelist_id, panel_preferences.c.run_a,
+                           panel_preferences.c.run_b, panel_preferences.c.preferred,
+                           ma.c.slug.label("model_a"), mb.c.slug.label("model_b"))
+                 .select_from(panel_preferences
+                              .join(ra, ra.c.id == panel_preferences.c.run_a)
+                              .join(rb, rb.c.id == panel_preferences.c.run_b)
+                              .join(ma, ma.c.id == ra.c.model_id)
+                              .join(mb, mb.c.id == rb.c.model_id)
+                              .join(panel_current_decisions,
+                                    panel_current_decisions.c.application_id == panel_preferences.c.panelist_id))
+                 .where(panel_current_decisions.c.decision == "approved")
+                 .order_by(panel_preferences.c.id))
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def preferences(self) -> list[dict[str, Any]]:
+        """Every stored preference, history included, oldest first."""
+        with self.read() as conn:
+            return [dict(r._mapping) for r in
+                    conn.execute(sa.select(panel_preferences).order_by(panel_preferences.c.id))]
+
     # -- the board ------------------------------------------------------------------------------
+
+    def counted_ratings(self) -> list[dict[str, Any]]:
+        """Every rating of a scorecard that counts (`panel_counted_cards`): model, run, card,
+        category, rating; what the board's medians are taken over, for its bootstrap."""
+        query = (sa.select(panel_counted_cards.c.model_id, panel_counted_cards.c.run_id,
+                           panel_counted_cards.c.card_id, panel_ratings.c.category, panel_ratings.c.rating)
+                 .select_from(panel_counted_cards.join(panel_ratings,
+                                                       panel_ratings.c.card_id == panel_counted_cards.c.card_id))
+                 .order_by(panel_counted_cards.c.model_id, panel_counted_cards.c.run_id,
+                           panel_counted_cards.c.card_id, panel_ratings.c.category))
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
 
     def board_rows(self) -> list[dict[str, Any]]:
         """`panel_board`: per model with any counted scorecard, its runs, panelists and overall mean."""

@@ -199,3 +199,26 @@ panel_board = sa.table(
     "panel_board", sa.column("model_id"), sa.column("slug"), sa.column("name"), sa.column("vendor"),
     sa.column("n_runs"), sa.column("n_panelists"), sa.column("overall_rating"),
 )
+
+# -- pairwise preferences (revision 0010, issue 12 item 5) ---------------------------------------
+
+panel_preferences = sa.Table(
+    "panel_preferences",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("panelist_id", sa.String(32), sa.ForeignKey("panel_applications.id"), nullable=False),
+    sa.Column("run_a", sa.String(32), sa.ForeignKey("panel_runs.id"), nullable=False),
+    sa.Column("run_b", sa.String(32), sa.ForeignKey("panel_runs.id"), nullable=False),
+    sa.Column("preferred", sa.String(8), nullable=False),
+    sa.Column("by_admin", sa.String(32), sa.ForeignKey("admins.id"), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_panel_preferences_panelist", "panelist_id"),
+    sa.CheckConstraint("preferred IN ('a', 'b', 'tie')", name="ck_panel_preferences_preferred"),
+    sa.CheckConstraint("run_a <> run_b", name="ck_panel_preferences_distinct"),
+)
+"""One panelist's preference between two runs of one environment: `a` (run_a was better), `b`, or
+`tie`. Re-submitting for the same unordered pair adds a row; the latest per (panelist, pair) counts
+on the board (`assay.stats.panel.latest_preferences`), the earlier ones stay as history."""
+
+PREFERENCE_TABLES: tuple[str, ...] = ("panel_preferences",)
+"""Tables 0010 creates, append-only and (on PostgreSQL) under row-level security."""

@@ -63,11 +63,32 @@ class PanelEntry(_Open):
     overall_score: float
     category_scores: dict[str, float]
     panelists: list[Panelist] = Field(description="Who scored it: specialty and years of experience only.")
-    rank: int
+    overall_ci: list[float] = Field(description="95% seeded two-stage bootstrap interval [lo, hi] on overall_score.")
+    category_ci: dict[str, list[float]] = Field(description="The same interval per category.")
+    rank: int = Field(description="1 + the ranked models whose overall_ci lies wholly above this one's.")
 
 
 class Provisional(_Open):
     count: int = Field(description="Models scored by fewer panelists than the quorum: a count, never a number.")
+
+
+class PairwiseEntry(_Open):
+    """A model ranked by Bradley–Terry on pairwise preferences."""
+
+    slug: str
+    name: str
+    strength: float | None = Field(description="Centred log-strength; null (with a note) when the MLE is not finite.")
+    ci: list[float | None] | None = Field(description="95% seeded bootstrap [lo, hi]; an unbounded end is null.")
+    rank: int
+    n_comparisons: int
+    note: str | None = None
+
+
+class PairwiseBoard(_Open):
+    ranked: list[PairwiseEntry]
+    provisional: Provisional
+    quorum: int
+    ranking: str
 
 
 class PanelBoard(_Open):
@@ -75,6 +96,7 @@ class PanelBoard(_Open):
     provisional: Provisional
     quorum: int
     ranking: str
+    pairwise: PairwiseBoard
 
 
 class ApplicationView(_Open):

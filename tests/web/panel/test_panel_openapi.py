@@ -57,5 +57,6 @@ def test_the_admin_routes_name_their_cookie_and_csrf_schemes(https: Any) -> None
     assert {name for req in ingest["security"] for name in req} == {"AdminSession", "CsrfToken"}
     actions = {variant["properties"]["action"]["const"]
                for variant in ingest["requestBody"]["content"]["application/json"]["schema"]["oneOf"]}
-    assert actions == {"register-model", "register-environment", "create-run", "record-score", "finalize-run"}
+    assert actions == {"register-model", "register-environment", "create-run", "record-score", "finalize-run",
+                       "record-preference"}
     assert "ApiKey" not in str(ingest.get("security"))

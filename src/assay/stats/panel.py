@@ -1,0 +1,212 @@
+"""The panel board's uncertainty: bootstrap intervals on the medians board, and the pairwise ranking.
+
+Item 4 of issue 12. A model's panel figures are means over its scored runs of per-run medians
+across panelists (`assay.store.views.panel_0008`). Two sources of noise feed them: which runs the
+model happened to get, and which panelists happened to rate each run. So the bootstrap is
+two-stage (a nested, or "cluster", bootstrap): draw the model's runs with replacement, and within
+each drawn run draw its scorecards with replacement; recompute every per-run, per-category median,
+the per-category means over runs, and the overall mean over categories. 2,000 resamples; the 95%
+interval is the 2.5th and 97.5th percentiles of the resampled figures. The generator is seeded
+from the model's slug, so every read gives the same interval, and a model's interval does not
+depend on which other models are on the board.
+
+A percentile interval need not contain its own point estimate (a median can sit at the edge of
+its bootstrap distribution); the board promises that it does, so each end is widened to the
+estimate where needed. Panelists who agree give resamples that agree, hence a narrow interval;
+panelists who disagree give a wide one.
+
+Item 5's pairwise part: `latest_preferences` keeps one preference per (panelist, unordered run
+pair), the latest; `pairwise_board` turns the counted ones into Bradley–Terry strengths with
+`assay.stats.bt`, a bootstrap interval and a statistical rank.
+
+Pure: rows in, numbers out; no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from math import inf
+from statistics import fmean, median
+from typing import Any
+
+from assay.stats import bt
+from assay.stats.ranks import statistical_ranks
+
+RESAMPLES = 2000
+LEVEL = 0.95
+SEED = 0
+#: Distinct panelists whose comparisons must involve a model before it is ranked pairwise.
+PAIRWISE_QUORUM = 3
+
+#: A scorecard's ratings: category -> 0..10 (a scorecard may be partial).
+Card = Mapping[str, float]
+Interval = tuple[float, float]
+
+
+def seed_for(name: str, seed: int = SEED) -> int:
+    """A generator seed for one model: stable across processes (never Python's `hash()`)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "big")
+
+
+def panel_figures(runs: Sequence[Sequence[Card]]) -> tuple[float | None, dict[str, float]]:
+    """(overall, {category: mean}) as the board computes them: per run and category the median
+    across the cards that rate it, per category the mean over the runs that have one, overall the
+    mean over categories. (None, {}) when nothing is rated."""
+    per_category: dict[str, list[float]] = {}
+    for cards in runs:
+        ratings: dict[str, list[float]] = {}
+        for card in cards:
+            for category, rating in card.items():
+                ratings.setdefault(category, []).append(float(rating))
+        for category, values in ratings.items():
+            per_category.setdefault(category, []).append(median(values))
+    means = {c: fmean(v) for c, v in per_category.items()}
+    return (fmean(means.values()) if means else None), means
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics ("type 7")."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _interval(draws: list[float], estimate: float, level: float) -> Interval:
+    values = sorted(draws)
+    tail = (1.0 - level) / 2.0
+    lo, hi = percentile(values, tail), percentile(values, 1.0 - tail)
+    return min(lo, estimate), max(hi, estimate)
+
+
+@dataclass(frozen=True)
+class PanelIntervals:
+    overall: Interval
+    categories: dict[str, Interval]
+
+
+def bootstrap_panel(runs: Sequence[Sequence[Card]], *, seed: int = SEED, resamples: int = RESAMPLES,
+                    level: float = LEVEL) -> PanelIntervals | None:
+    """The two-stage percentile bootstrap of a model's panel figures (see the module's docstring);
+    None for a model with no rated run. Every interval contains its point estimate."""
+    runs = [list(cards) for cards in runs if cards]
+    overall, means = panel_figures(runs)
+    if overall is None:
+        return None
+    rng = random.Random(seed)
+    overall_draws: list[float] = []
+    category_draws: dict[str, list[float]] = {c: [] for c in means}
+    for _ in range(resamples):
+        sample = [rng.choices(cards, k=len(cards)) for cards in rng.choices(runs, k=len(runs))]
+        figure, sample_means = panel_figures(sample)
+        if figure is None:  # cannot happen (every run has a card, every card a rating) but cheap
+            continue
+        overall_draws.append(figure)
+        for category, value in sample_means.items():
+            category_draws[category].append(value)
+    return PanelIntervals(
+        overall=_interval(overall_draws, overall, level),
+        categories={c: _interval(d, means[c], level) if d else (means[c], means[c])
+                    for c, d in category_draws.items()},
+    )
+
+
+# -- pairwise preferences ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreferenceRow:
+    """One stored preference: `preferred` names run_a ("a"), run_b ("b") or neither ("tie")."""
+
+    id: int
+    panelist: str
+    run_a: str
+    run_b: str
+    model_a: str
+    model_b: str
+    preferred: str
+
+
+def latest_preferences(rows: Sequence[PreferenceRow]) -> list[PreferenceRow]:
+    """One preference per (panelist, unordered run pair): the one with the highest id; by id."""
+    latest: dict[tuple[str, frozenset[str]], PreferenceRow] = {}
+    for row in sorted(rows, key=lambda r: r.id):
+        latest[(row.panelist, frozenset((row.run_a, row.run_b)))] = row
+    return sorted(latest.values(), key=lambda r: r.id)
+
+
+NOTES = {
+    "never_wins": "never preferred in any comparison: its strength has no finite estimate (it is last)",
+    "never_loses": "preferred in every comparison: its strength has no finite estimate (it is first)",
+    "separated": "its comparisons do not connect it to the others on one scale: no finite estimate",
+}
+
+
+def pairwise_board(rows: Sequence[PreferenceRow], *, quorum: int = PAIRWISE_QUORUM, seed: int = SEED,
+                   resamples: int = bt.RESAMPLES, level: float = LEVEL) -> tuple[list[dict[str, Any]], list[str]]:
+    """(ranked, provisional): the Bradley–Terry board over the counted preferences `rows` (already
+    the latest per panelist and pair). A model is ranked once preferences from at least `quorum`
+    distinct panelists involve it; the fit and its bootstrap use the preferences among ranked
+    models only, so their strengths average 0 over the ranked models that have a finite one.
+
+    A ranked entry: `model`, `strength` (None with a `note` when the MLE is not finite), `ci`
+    [lo, hi] (an end is None when unbounded; the interval is widened to contain the strength),
+    `rank` (statistical; a model that never loses counts as +inf, one that never wins as -inf),
+    `n_comparisons` (its counted preferences against ranked models). Preferences between two runs
+    of the same model say nothing about models and are left out."""
+    between = [r for r in rows if r.model_a != r.model_b]
+    panelists: dict[str, set[str]] = {}
+    for r in between:
+        panelists.setdefault(r.model_a, set()).add(r.panelist)
+        panelists.setdefault(r.model_b, set()).add(r.panelist)
+    eligible = {m for m, who in panelists.items() if len(who) >= quorum}
+    provisional = sorted(set(panelists) - eligible)
+    prefs: list[bt.Preference] = [(r.model_a, r.model_b, r.preferred) for r in between  # type: ignore[misc]
+                                  if r.model_a in eligible and r.model_b in eligible]
+    if not prefs:
+        # ranked, but with no comparison against another ranked model: no strength to give
+        entries = [{"model": m, "strength": None, "ci": None, "n_comparisons": 0,
+                    "note": NOTES["separated"], "rank": 1} for m in sorted(eligible)]
+        return entries, provisional
+    fit = bt.bradley_terry(prefs)
+    cis = bt.bootstrap_intervals(prefs, resamples=resamples, seed=seed, level=level)
+    entries = []
+    for m in sorted(eligible):
+        got = fit.models.get(m)
+        if got is None:
+            entries.append({"model": m, "strength": None, "ci": None, "n_comparisons": 0,
+                            "note": NOTES["separated"], "_key": (-inf, inf)})
+            continue
+        entry: dict[str, Any] = {"model": m, "strength": got.strength, "n_comparisons": got.n_comparisons}
+        if got.strength is None:
+            entry["ci"] = None
+            entry["note"] = NOTES[got.status]
+            entry["_key"] = {"never_wins": (-inf, -inf), "never_loses": (inf, inf)}.get(got.status, (-inf, inf))
+        else:
+            lo, hi = cis.get(m) or (None, None)
+            lo = min(lo, got.strength) if lo is not None else None
+            hi = max(hi, got.strength) if hi is not None else None
+            entry["ci"] = [lo, hi]
+            entry["_key"] = (lo if lo is not None else -inf, hi if hi is not None else inf)
+        entries.append(entry)
+    for entry, rank in zip(entries, statistical_ranks([e["_key"] for e in entries]), strict=True):
+        entry["rank"] = rank
+    entries.sort(key=lambda e: (_order(e), e["model"]))
+    for entry in entries:
+        del entry["_key"]
+    return entries, provisional
+
+
+def _order(entry: Mapping[str, Any]) -> float:
+    """Sort key: never-loses first, then by strength, then never-wins, unplaceable last."""
+    if entry["strength"] is not None:
+        return -float(entry["strength"])
+    note = entry.get("note")
+    if note == NOTES["never_loses"]:
+        return -inf
+    if note == NOTES["never_wins"]:
+        return 1e300
+    return inf
