@@ -195,3 +195,24 @@ def test_a_ranked_model_that_never_wins_is_reported_so_never_as_infinity(
     assert [e["slug"] for e in ranked][-1] == "z", ranked
     z = ranked[-1]
     assert z["strength"] is None and z["ci"] is None and "never preferred" in z["note"] and z["rank"] == 3
+
+
+def test_the_benchmark_page_shows_the_intervals_and_the_pairwise_ranking(pipeline: Panel, anon: TestClient) -> None:
+    pipeline.environment()
+    for slug in ("x", "y"):
+        pipeline.model(slug, name=f"Model {slug}")
+    runs = {m: pipeline.run(m) for m in ("x", "y")}
+    for who in range(3):
+        pipeline.panelist(f"p{who}@example.org")
+    _scored(pipeline, "x", [[5, 6, 7]])
+    for who, o in enumerate(("a", "b", "a")):
+        assert pipeline.s.ingest(action="record-preference", run_a=runs["x"], run_b=runs["y"],
+                                 panelist_email=f"p{who}@example.org", preferred=o).status_code == 200
+    board = _board(anon)
+    page = anon.get("/benchmark")
+    assert page.status_code == 200
+    lo, hi = board["ranked"][0]["overall_ci"]
+    assert f"[{lo:.2f}, {hi:.2f}]" in page.text
+    assert "Pairwise ranking" in page.text and 'data-model="y"' in page.text
+    for e in board["pairwise"]["ranked"]:
+        assert f"{e['strength']:.2f}" in page.text
