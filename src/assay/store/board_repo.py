@@ -44,7 +44,6 @@ from assay.store.repo import Repository, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
 
 
-
 def _bool(value: Any) -> bool | None:
     """SQLite hands booleans back as 0/1 from views; PostgreSQL as bool. One shape for callers."""
     return None if value is None else bool(value)
