@@ -376,7 +376,11 @@ class Store:
             ).scalar_one()
             if missing:
                 return False
-            conn.execute(sa.insert(batch_completions).values(batch_id=batch_id, created_at=utcnow()))
+            try:
+                with conn.begin_nested():
+                    conn.execute(sa.insert(batch_completions).values(batch_id=batch_id, created_at=utcnow()))
+            except sa.exc.IntegrityError:
+                pass  # another process completed it between our check and our insert (PostgreSQL): complete
             return True
 
     def recorded(self, run_ids: Sequence[str]) -> set[str]:
