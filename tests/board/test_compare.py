@@ -10,21 +10,14 @@ import pytest
 
 from assay.cli.board import COMPARE_METRICS
 from assay.errors import Conflict, Invalid, NotFound, http_status
-from assay.service import platform_config, releases
+from assay.service import releases
 from assay.service.board import board, case_rates, entry_rank
 from assay.service.compare import METRICS, compare
 from assay.store import Store
 from assay.store.board_repo import BoardRepo
 
-from ._support import account, flaky, mini_suite, set_version, submit
+from ._support import account, flaky, set_version, submit
 
-
-@pytest.fixture
-def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
-    account(store, "alice", "Alice")
-    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
-    return store
 
 
 def test_case_counts_are_the_runs_that_count_case_by_case(mini: Store) -> None:

@@ -27,13 +27,6 @@ from assay.store.schema import metadata
 from ._support import account, copy_rows, flaky, mini_suite, recounted_ranks, submit
 
 
-@pytest.fixture
-def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
-    account(store, "alice", "Alice")
-    platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
-    return store
-
 
 # -- schema -----------------------------------------------------------------------------------
 
