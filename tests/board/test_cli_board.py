@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +201,12 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
         "academy_eval_safety_variance", "academy_eval_participation", "academy_eval_measurement_era",
         "submission_cap", "panel_quorum"}
 
-    cli("era", "add", "2026-a", "--from", "2020-01-01", "--reason", "first boundary")
+    assert "before a submission already finalised" in cli.refused(
+        "era", "add", "2026-a", "--from", "2020-01-01", "--reason", "back-dated")
+    # after the last finalised submission (ten CLI calls ago), and a whole second in the past, so
+    # that SQLite's CURRENT_TIMESTAMP (whole seconds) already finds it in force
+    since = (datetime.now(timezone.utc) - timedelta(seconds=2)).isoformat()
+    cli("era", "add", "2026-a", "--from", since, "--reason", "first boundary")
     eras = cli("era", "list", "--json").json()
     assert [(e["name"], e["current"]) for e in eras] == [("2026-a", True)]
     assert re.search(r"\* 2026-a", cli("era", "list").stdout)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
+import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from assay.errors import BadInput
 from assay.service import platform_config as pc
-from assay.service import releases, submissions
+from assay.service import submissions
 from assay.service.board import board
 from assay.store import Store
 
-from ._support import account, mini_suite, row_counts, submit
+from ._support import row_counts, submit
 
 
 def _iso(delta: timedelta) -> str:
@@ -64,23 +64,17 @@ def test_bad_config_values_are_refused_and_store_nothing(store: Store, key: str,
 # -- eras -------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def mini(store: Store, tmp_path: Path) -> Store:
-    releases.release_path(store, str(mini_suite(tmp_path / "mini")), actor=OPERATOR)
-    account(store, "alice", "Alice")
-    pc.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
-    return store
-
 
 def test_entries_are_stamped_once_and_old_eras_are_flagged_not_hidden(mini: Store) -> None:
     before_any = submit(mini, publish=True)
     assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era"] is None
     assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era_is_current"] is True
 
-    pc.add_era(mini, "2026-a", _iso(-timedelta(days=30)), "first era boundary", actor=OPERATOR)
+    pc.add_era(mini, "2026-a", _iso(timedelta(0)), "first era boundary", actor=OPERATOR)
     first = submit(mini, publish=True)
-    pc.add_era(mini, "2026-b", _iso(-timedelta(seconds=1)), "a scoring fix", actor=OPERATOR)
+    pc.add_era(mini, "2026-b", _iso(timedelta(0)), "a scoring fix", actor=OPERATOR)
     second = submit(mini, publish=True)
+    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is current, counts whole seconds
 
     shown = {e["submission_id"]: e for e in board(mini, "mini", actor=OPERATOR)["entries"]}
     assert (shown[before_any]["measurement_era"], shown[before_any]["measurement_era_is_current"]) == (None, False)
@@ -95,6 +89,17 @@ def test_entries_are_stamped_once_and_old_eras_are_flagged_not_hidden(mini: Stor
     assert submissions.results(mini, third, actor=OPERATOR)["measurement_era"] == "2026-b"
     assert submissions.results(mini, first, actor=OPERATOR)["measurement_era"] == "2026-a"
     assert [e["name"] for e in pc.get(mini, "academy_eval_measurement_era")["eras"]] == ["2026-a", "2026-b", "2027"]
+
+
+def test_an_era_cannot_be_back_dated_before_a_finalised_submission(mini: Store) -> None:
+    made = submit(mini, publish=True)
+    with pytest.raises(BadInput, match="before a submission already finalised") as refused:
+        pc.add_era(mini, "late", _iso(-timedelta(days=1)), "a fix found late", actor=OPERATOR)
+    assert refused.value.field == "from"
+    assert pc.eras(mini) == [] and row_counts(mini)["measurement_eras"] == 0
+    assert submissions.results(mini, made, actor=OPERATOR)["measurement_era"] is None
+    pc.add_era(mini, "late", _iso(timedelta(0)), "a fix found late", actor=OPERATOR)  # from now on: fine
+    assert [e["name"] for e in pc.eras(mini)] == ["late"]
 
 
 def test_era_boundaries_only_move_forward(mini: Store) -> None:

@@ -97,6 +97,18 @@ def test_the_board_is_exactly_what_the_service_prints_for_the_cli(site_client: T
     assert [e["submission_id"] for e in older.json()["entries"]] == [populated_site.submissions["mini 1.0 diligent"]]
 
 
+def test_a_listed_entry_by_its_id_is_its_board_entry_and_an_internal_suite_s_is_not_found(
+        site_client: TestClient, populated_site: Site) -> None:
+    listed = populated_site.submissions["mini 1.1 diligent"]
+    served = site_client.get(f"/api/entries/{listed}")
+    assert served.status_code == 200 and served.json()["listed"] is True
+    on_board = site_client.get("/api/leaderboard/mini").json()["entries"]
+    assert served.json()["entry"] == next(e for e in on_board if e["submission_id"] == listed)
+    assert not any("seed" in k for k in _keys_anywhere(served.json()))
+    internal = site_client.get(f"/api/entries/{populated_site.submissions['vault 1.0 diligent']}")
+    assert internal.status_code == 404
+
+
 def test_no_seed_on_any_public_route(site_client: TestClient) -> None:
     for route in ("/api/leaderboard/mini", "/api/leaderboard/mini?version=1.0", "/api/leaderboard/hush?version=1.0",
                   "/api/suites", "/api/suites/mini/versions", "/api/suites/mini/1.1"):

@@ -189,7 +189,8 @@ def print_submission(view: dict[str, Any]) -> None:
               f"[{view['agent']['label']}]", markup=False)
     rank = f" · rank {view['rank']}" if view["rank"] is not None else ""
     out.print(f"  status {view['status']} · class {view['leaderboard_class']} · "
-              f"published {'yes' if view['published'] else 'no'}{rank}", markup=False)
+              f"published {'yes' if view['published'] else 'no'}"
+              f"{'' if view.get('listed', True) else ' (unlisted: `assay entry ID`)'}{rank}", markup=False)
     out.print(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']}) · "
               f"pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])} · "
               f"false_success_rate {_rate(view['false_success_rate'])} · "
@@ -204,6 +205,9 @@ def submit(
     label: str = typer.Option(..., "--label", help="Agent label (self-declared, shown as such)."),
     play_model: Optional[str] = typer.Option(None, "--play-model", help="The model used, self-reported (unverified)."),
     publish: bool = typer.Option(False, "--publish", help="Publish once complete (needs a public handle)."),
+    unlisted: bool = typer.Option(
+        False, "--unlisted", help="Publish unlisted: reachable by its submission id (`assay entry ID`), never listed "
+        "on the board. Bring-your-own submissions only (--facilitator, --rubric or --byok)."),
     byok: bool = typer.Option(False, "--byok", help="Bring your own key: never ranked (self_hosted_facilitator)."),
     baseline: bool = typer.Option(False, "--baseline", help="An official baseline (suite owner only)."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write the owner's results JSON to this file."),
@@ -247,7 +251,7 @@ def submit(
     with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
-            publish=publish, byok=byok, baseline=baseline, workers=workers, executor=executor,
+            publish=publish, unlisted=unlisted, byok=byok, baseline=baseline, workers=workers, executor=executor,
             ray_address=ray_address, on_created=progress.created, on_done=progress.done,
             facilitator=own_facilitator, rubric=own_rubric, actor=OPERATOR)
     judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
@@ -487,6 +491,28 @@ def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[st
 # -- results for a submission (wired by assay.cli's `results`) ----------------------------------
 
 
+def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
+                                             help="The full submission id (a prefix does not find an unlisted entry)."),
+          as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+    """One published entry by its submission id: listed (as its board shows it) or unlisted."""
+    from assay.service.board import board_text, entry as find_entry
+
+    value = find_entry(open_store_at(db), submission_id, actor=OPERATOR)
+    if as_json:
+        sys.stdout.write(board_text(value))
+        return
+    e, s = value["entry"], value["suite"]
+    out.print(f"{s['key']} {s['version']} — {e['agent_label']} (self-declared) by {e['public_handle']} · "
+              f"{'listed' if value['listed'] else 'unlisted: reachable by this id only'}", markup=False)
+    rank = str(e["rank"]) if e["rank"] is not None else "unranked"
+    out.print(f"  {e['leaderboard_class']} · {e['status']} · rank {rank} · {e['n_runs']} runs on {e['n_cases']} cases",
+              markup=False)
+    for k in ("composite", "pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
+        if k in e:
+            out.print(f"  {k} {_rate_ci(e[k], e.get(f'{k}_ci'))}", markup=False)
+    out.print(f"  digest {e['digest'] or '-'}", markup=False)
+
+
 def submission_results(store: Any, ident: str) -> dict[str, Any] | None:
     """The owner's view if `ident` names a submission (id or unique prefix), else None."""
     from assay.service import submissions
@@ -505,4 +531,5 @@ def register(app: typer.Typer) -> None:
     app.command("unpublish")(unpublish)
     app.command("note")(note)
     app.command("board")(board)
+    app.command("entry")(entry)
     app.command("card")(card)

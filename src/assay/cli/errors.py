@@ -34,6 +34,7 @@ FLAGS: dict[str, str] = {
     "rubric": "--rubric",
     "suite": "--suite",
     "trials": "--trials",
+    "unlisted": "--unlisted",
     "version": "--version",
     "workers": "--workers",
 }

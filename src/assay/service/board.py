@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from assay.service.actors import Actor
 
+from assay.errors import NotFound
 from assay.service import releases, scoring
+from assay.service.actors import Actor
 from assay.stats.intervals import case_interval
 from assay.stats.ranks import statistical_ranks
 from assay.store.board_repo import BoardRepo
@@ -108,18 +109,26 @@ def statistical_ranks_of(rows: list[dict[str, Any]], figure: str = RANKING_FIGUR
     return {r["submission_id"]: rank for r, rank in zip(ranked, ranks)}
 
 
+def _with_figures(store: Store, rows: list[dict[str, Any]], release: dict[str, Any]) -> list[dict[str, Any]]:
+    """Entry rows with their intervals, `n_cases`, and their trait figures when the release pins
+    a rubric (with `judge_is_pinned`)."""
+    cases = BoardRepo(store).case_counts([r["submission_id"] for r in rows])
+    rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
+    if release.get("rubric") is not None:
+        declared = scoring.judge_provenance(release)
+        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]), declared)} for r in rows]
+    return rows
+
+
 def release_entries(store: Store, release_id: int) -> list[dict[str, Any]]:
     """The `board_entries` rows of a release, each with its intervals, `n_cases`, its trait
     figures when the release pins a rubric, and its statistical `rank` (None when unranked):
     on the pass-rate interval for an oracle suite, on the composite's for a trait suite."""
     repo = BoardRepo(store)
-    rows = repo.entries(release_id)
-    cases = repo.case_counts([r["submission_id"] for r in rows])
-    rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
     release = repo.release_by_id(release_id)
-    if release is not None and release.get("rubric") is not None:
-        declared = scoring.judge_provenance(release)
-        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]), declared)} for r in rows]
+    assert release is not None
+    rows = _with_figures(store, repo.entries(release_id), release)
+    if release.get("rubric") is not None:
         # an entry scored by another judge than the release pins is shown, never ranked among them
         ranks = statistical_ranks_of([r for r in rows if r["judge_is_pinned"]], "composite")
     else:
@@ -197,31 +206,69 @@ def _order(entry: dict[str, Any]) -> tuple[Any, ...]:
             entry["false_success_rate"] or 0.0, -(entry["consistency"] or 0.0), entry["submission_id"])
 
 
-def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
-    """A suite version's public board (the latest public version by default), whoever asks."""
-    release = releases.find_release(store, key, version, public=True, actor=actor)
+def _shaped(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entry rows (with figures and ranks) as the board shows them, in the board's order."""
     repo = BoardRepo(store)
-    history = sorted(
-        (r for r in repo.releases(key) if r["visibility"] == "public"),
-        key=lambda r: releases.version_key(r["version"]), reverse=True,
-    )
-    rows = release_entries(store, release["id"])
     ids = [r["submission_id"] for r in rows]
     models = repo.facilitator_models(ids)
     pinned = repo.pinned_agents(ids)
     digests = ExportRepo(store).digests(ids)  # what each entry was stamped with when finalised
-    entries = sorted((_entry({**r, "digest": digests.get(r["submission_id"])}, models.get(r["submission_id"], []),
-                             pinned.get(r["submission_id"], {})) for r in rows), key=_order)
-    latest_public = history[0]["version"] if history else None
+    return sorted((_entry({**r, "digest": digests.get(r["submission_id"])}, models.get(r["submission_id"], []),
+                          pinned.get(r["submission_id"], {})) for r in rows), key=_order)
+
+
+def _suite(release: dict[str, Any], latest_public: str | None) -> dict[str, Any]:
+    return {"key": release["suite_key"], "version": release["version"], "title": release["title"],
+            "language": release["language"], "visibility": release["visibility"],
+            "is_latest_public": release["version"] == latest_public}
+
+
+def _public_history(repo: BoardRepo, key: str) -> list[dict[str, Any]]:
+    return sorted((r for r in repo.releases(key) if r["visibility"] == "public"),
+                  key=lambda r: releases.version_key(r["version"]), reverse=True)
+
+
+def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
+    """A suite version's public board (the latest public version by default), whoever asks."""
+    release = releases.find_release(store, key, version, public=True, actor=actor)
+    history = _public_history(BoardRepo(store), key)
     return {
-        "suite": {"key": release["suite_key"], "version": release["version"], "title": release["title"],
-                  "language": release["language"], "visibility": release["visibility"],
-                  "is_latest_public": release["version"] == latest_public},
+        "suite": _suite(release, history[0]["version"] if history else None),
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
         "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
-        "entries": entries,
+        "entries": _shaped(store, release_entries(store, release["id"])),
+    }
+
+
+def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
+    """One published entry, by its full submission id: a listed one as its board shows it (with
+    its rank), or an unlisted one (a bring-your-own submission published by id: never listed,
+    never ranked). `{"suite", "provenance", "listed", "entry"}`.
+
+    Only the full id finds it: a prefix would let anyone enumerate unlisted entries."""
+    repo = BoardRepo(store)
+    listed = repo.entry(submission_id)
+    if listed is not None:
+        row = next(r for r in release_entries(store, listed["release_id"]) if r["submission_id"] == submission_id)
+    else:
+        unlisted = repo.entry(submission_id, unlisted=True)
+        if unlisted is None:
+            raise NotFound("no published entry has that submission id", "submission", value=submission_id)
+        release = repo.release_by_id(unlisted["release_id"])
+        assert release is not None
+        row = {**_with_figures(store, [unlisted], release)[0], "rank": None}
+    release = repo.release_by_id(row["release_id"])
+    assert release is not None
+    if release["visibility"] == "internal" and not actor.is_staff:
+        raise NotFound("no published entry has that submission id", "submission", value=submission_id)
+    history = _public_history(repo, release["suite_key"])
+    return {
+        "suite": _suite(release, history[0]["version"] if history else None),
+        "provenance": provenance(store, release),
+        "listed": listed is not None,
+        "entry": _shaped(store, [row])[0],
     }
 
 

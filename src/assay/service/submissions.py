@@ -41,6 +41,7 @@ from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
 from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
+from assay.store.board_schema import unlisted_submissions
 from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
@@ -71,6 +72,7 @@ def submit(
     version: str | None = None,
     play_model: str | None = None,
     publish: bool = False,
+    unlisted: bool = False,
     byok: bool = False,
     baseline: bool = False,
     workers: int = 4,
@@ -93,7 +95,7 @@ def submit(
     operator files an official baseline (and only for the suite owner)."""
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     composed = _compose(store, key, factory=factory, account=account, label=label, version=version,
-                        play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
+                        play_model=play_model, publish=publish, unlisted=unlisted, byok=byok, baseline=baseline, limits=limits,
                         facilitator=facilitator, rubric=rubric, actor=actor)
     if on_created is not None:
         on_created(composed.id, composed.n_planned)
@@ -112,6 +114,7 @@ def compose(
     version: str | None = None,
     play_model: str | None = None,
     publish: bool = False,
+    unlisted: bool = False,
     byok: bool = False,
     baseline: bool = False,
     limits: Limits | None = None,
@@ -126,7 +129,7 @@ def compose(
     Who plays them is the agent row's business: `execute` (the server, for an agent it loads:
     `resume` does the same), or a remote agent over the agent routes (`service.remote`)."""
     return _compose(store, key, factory=factory, account=account, label=label, version=version,
-                    play_model=play_model, publish=publish, byok=byok, baseline=baseline, limits=limits,
+                    play_model=play_model, publish=publish, unlisted=unlisted, byok=byok, baseline=baseline, limits=limits,
                     facilitator=facilitator, rubric=rubric, actor=actor).id
 
 
@@ -161,6 +164,7 @@ def _compose(
     version: str | None,
     play_model: str | None,
     publish: bool,
+    unlisted: bool,
     byok: bool,
     baseline: bool,
     limits: Limits | None,
@@ -170,10 +174,16 @@ def _compose(
 ) -> _Composed:
     """Every refusal, then the plan and its rows. A submission that brings its own facilitator
     (`{"spec": "openai:MODEL", "base_url": …}`) or its own rubric is bring-your-own: uncapped,
-    its runs never ranked (`self_hosted_facilitator`)."""
+    its runs never ranked (`self_hosted_facilitator`). Only such a submission may be published
+    `unlisted`: reachable by its submission id, never listed on the public board."""
     require_speaks_for(actor, account, "submit")
     if facilitator is not None or rubric is not None:
         byok = True
+    if unlisted:
+        if not byok:
+            raise Invalid("only a bring-your-own submission (its own facilitator or rubric, or byok) may be "
+                          "published unlisted; a platform entry is listed on the board", "unlisted")
+        publish = True
     if baseline:
         require_operator(actor, "file an official baseline", "baseline")
     label = label.strip()
@@ -247,6 +257,8 @@ def _compose(
     if rubric is not None:
         extras.append((submission_rubrics, {"submission_id": submission_id, "rubric_hash": rubric.content_hash(),
                                             "document": rubric.document()}))
+    if unlisted:
+        extras.append((unlisted_submissions, {"submission_id": submission_id}))
     if facilitator is not None:
         extras.append((batch_facilitators, {"batch_id": submission_id, "spec": facilitator["spec"],
                                             "base_url": facilitator.get("base_url")}))
@@ -440,6 +452,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
         "leaderboard_class": facts["leaderboard_class"],
         "publish_requested": facts["publish_requested"],
         "published": facts["published"],
+        "listed": facts["listed"],
         "on_board": entry is not None,
         "public_handle": facts["public_handle"],
         "rank": entry_rank(store, submission_id),

@@ -57,10 +57,11 @@ from assay.store.schema import UTCDateTime, metadata
 NEEDED = frozenset({p.table for p in PARTS} | {
     "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
     "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
+    "unlisted_submissions",
 })
 #: Submission-keyed tables whose every row must name an exported submission.
 _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
-                  "submission_rubrics", "judge_configs", "judge_passes", "submission_digests")
+                  "submission_rubrics", "judge_configs", "judge_passes", "submission_digests", "unlisted_submissions")
 #: Run-keyed tables whose every row must name a planned run.
 _BY_RUN = tuple(p.table for p in PARTS if p.owner == "run")
 #: Entry fields that depend on the clock (the era in force *now*), not on the rows.
@@ -464,6 +465,7 @@ class _Rows:
         self.notes = _latest(get("variance_notes"), "submission_id")
         self.config = _latest(get("platform_config"), "key")
         self.releases = get("suite_releases")
+        self.unlisted = {r["submission_id"] for r in get("unlisted_submissions")}
 
     def release(self, row: dict[str, Any]) -> dict[str, Any]:
         """A release row as the service reads it: with its rubric document (or None)."""
@@ -585,8 +587,8 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
         handle = rows.handles.get(submission["account"])
         published = rows.publication.get(sid)
         if not (published and published["published"] and handle and handle["handle"] is not None
-                and facts["status"] == "complete"):
-            continue
+                and facts["status"] == "complete") or sid in rows.unlisted:
+            continue  # not on the public board (an unlisted entry is reachable by its id only)
         cases = [c.as_dict() for c in facts_of.case_counts([f for _, f in runs])]
         batch = rows.batches.get(sid, {})
         note = rows.notes.get(sid)

@@ -26,6 +26,7 @@ from assay.store.board_schema import (
     board_facilitator_models,
     board_run_facts,
     board_submission_facts,
+    board_unlisted_entries,
     current_era,
     current_handles,
     measurement_eras,
@@ -397,6 +398,16 @@ class BoardRepo(Repository):
                 raise Conflict(
                     f"an era must begin after the latest boundary ({latest.name}, from "
                     f"{latest.starts_at.isoformat()}); era boundaries only move forward", "from")
+            # a finalised submission is stamped with the era in force when it was created: a boundary
+            # before that moment would say it belongs to an era it was never stamped with
+            last_stamped = conn.execute(
+                sa.select(sa.func.max(submissions.c.created_at))
+                .join(submission_finalisations, submission_finalisations.c.submission_id == submissions.c.id)
+            ).scalar()
+            if last_stamped is not None and starts_at <= last_stamped:
+                raise Conflict(
+                    f"an era cannot begin before a submission already finalised (the latest was made "
+                    f"{last_stamped.isoformat()}); choose a later boundary", "from")
             conn.execute(sa.insert(measurement_eras).values(
                 name=name, starts_at=starts_at, reason=reason, created_at=utcnow()))
 
@@ -421,7 +432,8 @@ class BoardRepo(Repository):
     @staticmethod
     def _facts(row: sa.Row[Any]) -> dict[str, Any]:
         out = dict(row._mapping)
-        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current"):
+        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
+                    "listed"):
             if key in out:
                 out[key] = _bool(out[key])
         for key, value in list(out.items()):
@@ -468,11 +480,11 @@ class BoardRepo(Repository):
             ).all()
         return [self._facts(r) for r in rows]
 
-    def entry(self, submission_id: str) -> dict[str, Any] | None:
+    def entry(self, submission_id: str, *, unlisted: bool = False) -> dict[str, Any] | None:
+        """A listed board entry by its full id; with `unlisted`, the unlisted one instead."""
+        view = board_unlisted_entries if unlisted else board_entries
         with self.read() as conn:
-            row = conn.execute(
-                sa.select(board_entries).where(board_entries.c.submission_id == submission_id)
-            ).first()
+            row = conn.execute(sa.select(view).where(view.c.submission_id == submission_id)).first()
         return self._facts(row) if row is not None else None
 
     def run_facts(self, submission_id: str) -> list[dict[str, Any]]:

@@ -174,6 +174,15 @@ measurement_eras = sa.Table(
     sa.UniqueConstraint("name", name="uq_measurement_eras_name"),
 )
 
+#: Revision 0011: a bring-your-own submission its owner published *unlisted* (reachable by its id,
+#: never listed on the public board). One row per such submission, never removed.
+unlisted_submissions = sa.Table(
+    "unlisted_submissions",
+    metadata,
+    sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), primary_key=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
 BOARD_TABLES: tuple[str, ...] = (
     "suite_releases",
     "release_scenarios",
@@ -201,6 +210,7 @@ BOARD_VIEWS: tuple[str, ...] = (
     "board_case_facts",
     "board_submission_facts",
     "board_entries",
+    "board_unlisted_entries",
     "board_facilitator_models",
 )
 """The board views (`assay.store.views.CURRENT`), in dependency order."""
@@ -238,14 +248,14 @@ board_submission_facts = sa.table(
         "n_passed", "n_false_successes", "n_cases", "n_consistent_cases", "win_total", "win_met",
         "pass_rate", "consistency", "false_success_rate", "objective_met_rate", "status",
         "leaderboard_class", "model_provenance", "published", "public_handle", "variance_note",
-        "finalised", "measurement_era", "measurement_era_is_current",
+        "finalised", "measurement_era", "measurement_era_is_current", "listed",
     )),
 )
 
-board_entries = sa.table(
-    "board_entries",
-    *(_col(n) for n in (*(c.name for c in board_submission_facts.c), "rank")),
-)
+_ENTRY_COLUMNS = (*(c.name for c in board_submission_facts.c if c.name != "listed"), "rank")
+
+board_entries = sa.table("board_entries", *(_col(n) for n in _ENTRY_COLUMNS))
+board_unlisted_entries = sa.table("board_unlisted_entries", *(_col(n) for n in _ENTRY_COLUMNS))
 
 board_facilitator_models = sa.table(
     "board_facilitator_models", sa.column("submission_id"), sa.column("facilitator_model"),

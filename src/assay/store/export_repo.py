@@ -29,6 +29,7 @@ from assay.store.board_schema import (
     submission_runs,
     submissions,
     suite_releases,
+    unlisted_submissions,
     variance_notes,
     win_condition_outcomes,
 )
@@ -155,6 +156,7 @@ class ExportRepo(BoardRepo):
             "judge_passes": judge_passes.c.submission_id.in_(submission_ids),
             "remote_steps": remote_steps.c.run_id.in_(run_ids),
             "submission_digests": submission_digests.c.submission_id.in_(submission_ids),
+            "unlisted_submissions": unlisted_submissions.c.submission_id.in_(submission_ids),
         }
 
     @staticmethod

@@ -17,11 +17,11 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from assay.service import catalog, releases
 from assay.service.actors import Actor
-from assay.service.board import board, board_text
+from assay.service.board import board, board_text, entry
 from assay.service.cards import card
 from assay.store.db import Store
 from assay.web.deps import agent_actor, get_store, public_actor
-from assay.web.schemas import Board, Card, SuiteRelease, SuiteSummary, SuiteVersion, error_responses
+from assay.web.schemas import Board, Card, PublishedEntry, SuiteRelease, SuiteSummary, SuiteVersion, error_responses
 
 router = APIRouter(prefix="/api", responses=error_responses(429, 500))
 
@@ -79,3 +79,11 @@ def leaderboard(key: str,
                 version: str | None = Query(None, description="Suite version (default: the latest public one)."),
                 store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
     return Response(board_text(board(store, key, version, actor=actor)), media_type="application/json")
+
+
+@router.get("/entries/{submission_id}", tags=["boards"], response_model=PublishedEntry,
+            summary="One published entry by its full submission id, listed or unlisted",
+            responses=error_responses(404))
+def published_entry(submission_id: str, store: Store = Depends(get_store),
+                    actor: Actor = Depends(public_actor)) -> Any:
+    return entry(store, submission_id, actor=actor)

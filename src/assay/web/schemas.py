@@ -159,6 +159,16 @@ class Board(_Open):
     entries: list[BoardEntry]
 
 
+class PublishedEntry(_Open):
+    """One published entry by its submission id: a listed one (as its board shows it, ranked) or
+    an unlisted one (bring-your-own, published by id, never listed or ranked)."""
+
+    suite: BoardSuite
+    provenance: Provenance
+    listed: bool = Field(description="False for an entry published unlisted: reachable only by its id.")
+    entry: BoardEntry
+
+
 class Card(_Open):
     """A suite version's eval card; `markdown` is what `assay card KEY --version V` prints."""
 
