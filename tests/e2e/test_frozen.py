@@ -47,3 +47,21 @@ def test_changed_checks_of_a_frozen_case_are_refused(tmp_path: Path, edit, refus
         assert result.returncode == 0, result.stderr
         after = _counts(db)
         assert after["scenario_versions"] == before["scenario_versions"] + 1
+
+
+def test_a_frozen_draft_run_ad_hoc_binds_nothing_until_released(tmp_path: Path) -> None:
+    """`assay run FILE` of a draft records its version (it can be replayed), but the frozen rule
+    binds from the case's first release, so the author may still fix its checks."""
+    db = tmp_path / "store.db"
+    draft = tmp_path / "draft.yaml"
+    draft.write_text(CASE.read_text(encoding="utf-8").replace("id: forge-second-host", "id: draft-second-host", 1),
+                     encoding="utf-8")
+    assert _run(db, draft).returncode == 0
+    draft.write_text(draft.read_text(encoding="utf-8").replace("weight: 35", "weight: 34").replace(
+        "weight: 20", "weight: 21"), encoding="utf-8")
+    second = _run(db, draft)
+    assert second.returncode == 0, second.stderr
+    with sqlite3.connect(db) as conn:
+        versions = conn.execute("SELECT version FROM scenario_versions WHERE case_id = 'draft-second-host' "
+                                "ORDER BY version").fetchall()
+    assert versions == [(1,), (2,)]

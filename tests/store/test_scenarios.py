@@ -13,6 +13,25 @@ from assay.store import Store
 from ._factories import scenario
 
 
+def _released(store: Store, *args: str, **kwargs: object) -> dict[str, object]:
+    """Record a scenario version and pin it in a release (the frozen rule binds from then on)."""
+    from assay.store.board_schema import release_scenarios, suite_releases
+    from assay.store.schema import utcnow
+
+    made = scenario(*args, **kwargs)  # type: ignore[arg-type]
+    version = store.add_scenario_version(**made)
+    with store.engine.begin() as conn:
+        key = f"s-{made['content_hash'][:12]}"
+        release_id = conn.execute(sa.insert(suite_releases).values(
+            suite_key=key, version="1.0", title=key, language="en", visibility="public", reps_per_scenario=1,
+            baselines=[], known_limitations=[], card="", document={}, release_hash="0" * 64, builtin=False,
+            created_at=utcnow())).inserted_primary_key[0]
+        conn.execute(sa.insert(release_scenarios).values(
+            release_id=release_id, ordinal=0, case_id=made["case_id"], scenario_hash=made["content_hash"],
+            scenario_version=version))
+    return made
+
+
 def _count(store: Store) -> int:
     with store.engine.connect() as conn:
         return int(conn.execute(sa.text("SELECT count(*) FROM scenario_versions")).scalar_one())
@@ -43,7 +62,7 @@ def test_unfrozen_case_with_changed_checks_gets_version_two(store: Store) -> Non
 
 
 def test_frozen_case_with_changed_checks_is_refused_and_nothing_is_stored(store: Store) -> None:
-    store.add_scenario_version(**scenario(body="v1", checks="a", frozen_on="2026-01-15"))
+    _released(store, body="v1", checks="a", frozen_on="2026-01-15")
     changed = scenario(body="v2", checks="b", frozen_on="2026-01-15")
     with pytest.raises(BadInput) as caught:
         store.add_scenario_version(**changed)
@@ -56,8 +75,19 @@ def test_frozen_case_with_changed_checks_is_refused_and_nothing_is_stored(store:
     assert store.scenario_by_hash(changed["content_hash"]) is None
 
 
-def test_frozen_rule_holds_even_if_the_new_document_drops_frozen_on(store: Store) -> None:
+def test_a_draft_binds_nothing_until_it_is_released(store: Store) -> None:
+    # run ad hoc (recorded for replay), a frozen draft's checks may still change...
     store.add_scenario_version(**scenario(body="v1", checks="a", frozen_on="2026-01-15"))
+    assert store.add_scenario_version(**scenario(body="v2", checks="b", frozen_on="2026-01-15")) == 2
+    # ...until a release pins one of its versions: from then on they are frozen
+    _released(store, body="v3", checks="c", frozen_on="2026-01-15")
+    with pytest.raises(BadInput, match="is frozen"):
+        store.add_scenario_version(**scenario(body="v4", checks="a", frozen_on="2026-01-15"))
+    assert store.add_scenario_version(**scenario(body="v4", checks="c", frozen_on="2026-01-15")) == 4
+
+
+def test_frozen_rule_holds_even_if_the_new_document_drops_frozen_on(store: Store) -> None:
+    _released(store, body="v1", checks="a", frozen_on="2026-01-15")
     with pytest.raises(BadInput, match="frozen"):
         store.add_scenario_version(**scenario(body="v2", checks="b", frozen_on=None))
     assert _count(store) == 1
@@ -114,7 +144,7 @@ def test_frozen_on_must_be_a_date(store: Store) -> None:
 
 
 def test_several_versions_are_recorded_all_or_none(store: Store) -> None:
-    store.add_scenario_version(**scenario("estate-001", body="v1", checks="a", frozen_on="2026-01-15"))
+    _released(store, "estate-001", body="v1", checks="a", frozen_on="2026-01-15")
     before = _count(store)
     fresh = scenario("estate-002", body="v1", checks="a")
     refused = scenario("estate-001", body="v2", checks="b", frozen_on="2026-01-15")

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
 from assay.records import CheckOutcome, PlannedRun, RunRecord
+from assay.store.board_schema import release_scenarios
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (
@@ -206,9 +207,10 @@ class Store:
         """Record a scenario document; return its version number within `case_id`.
 
         Idempotent: a content hash already stored returns its version. A new hash becomes the
-        next version. A frozen case keeps its checks forever (DESIGN.md, "frozen"): a new
-        version whose checks differ from a frozen one is refused, because its numbers would
-        silently join a trend line they do not belong to.
+        next version. A frozen case keeps its checks forever (DESIGN.md, "frozen") from its first
+        release on: a new version whose checks differ from a released frozen one is refused,
+        because its numbers would silently join a trend line they do not belong to. Versions
+        only ever run ad hoc (drafts) bind nothing.
         """
         return self.add_scenario_versions([{
             "case_id": case_id, "content_hash": content_hash, "checks_hash": checks_hash,
@@ -261,9 +263,12 @@ class Store:
                     "case", value=case_id,
                 )
             return int(existing.version)
+        # The frozen rule binds from a case's first release: a draft run ad hoc (`assay run FILE`)
+        # is recorded, so it can be replayed, but its checks may still change until it is released.
+        released = sa.select(release_scenarios.c.scenario_hash).where(release_scenarios.c.case_id == case_id)
         frozen = conn.execute(
             sa.select(sv.c.frozen_on, sv.c.checks_hash)
-            .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None))
+            .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None), sv.c.content_hash.in_(released))
             .order_by(sv.c.version)
         ).all()
         for row in frozen:
