@@ -51,10 +51,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-import openai
+if TYPE_CHECKING:  # both load in about a second: imported when a model judge first asks, not by every `assay run`
+    import openai
 
 from assay.endpoints import REDACTED as _REDACTED
 from assay.endpoints import is_loopback as _is_loopback
@@ -360,6 +360,9 @@ class LLMJudge:
     def client(self, pool: int) -> openai.AsyncOpenAI:
         """A client with room for `pool` connections (one per request in flight), no retries of its
         own (a pass counts and paces its retries itself)."""
+        import httpx2
+        import openai
+
         limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
         try:
             import aiohttp  # noqa: F401 - openai's aiohttp transport: less CPU per request
@@ -424,6 +427,9 @@ class LLMJudge:
 
     async def _pass(self, client: openai.AsyncOpenAI, run: JudgeRun, body: bytes, index: int) -> JudgePass:
         """One pass: request, retry what may be retried, and say how it ended."""
+        import httpx2
+        import openai
+
         traits = run.rubric.keys
         headers = {"X-Assay-Run": run.run_id, "X-Assay-Judge-Pass": str(index)}
         attempts = http_retries = reply_retries = 0
