@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,17 @@ def load_agent(spec: str, *, base_url: str | None = None, api_key: str | None = 
     raise BadInput(f"unknown agent kind '{kind}' in '{spec}' (known: reference, python, openai)", WHERE)
 
 
+def _search_working_directory() -> None:
+    """Let `python:module:NAME` find a module in the current directory, as `python -m` would.
+
+    The `assay` console script starts with its own directory on `sys.path`, not the one it was run
+    from. The directory goes last, so a file there never shadows an installed module."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
+        importlib.invalidate_caches()
+
+
 def _python(spec: str, rest: str) -> AgentFactory:
     target, sep, name = rest.rpartition(":")
     if not sep or not target or not name:
@@ -109,6 +121,7 @@ def _python(spec: str, rest: str) -> AgentFactory:
             raise BadInput(f"could not load '{target}': {type(exc).__name__}: {exc}", WHERE) from None
         code_hash = hashlib.sha256(source).hexdigest()
     else:
+        _search_working_directory()
         try:
             module = importlib.import_module(target)
         except Exception as exc:  # noqa: BLE001
