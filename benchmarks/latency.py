@@ -14,7 +14,7 @@ a call to ``finish``, so one Assay run is exactly one model call. It runs as its
 measurement so the figures can be checked against what the server actually saw.
 
 Assay side: ``assay run forge --agent openai:bench-model --base-url http://127.0.0.1:PORT/v1
---workers C --trials T --db sqlite:///<fresh tmp>/x.db --json <tmp>/results.json
+--workers C --trials T --db sqlite:///<fresh tmp>/x.db --output <tmp>/results.json
 [--executor async]`` as a subprocess, ``OPENAI_API_KEY=sk-bench``. Forge has 5 cases, so one
 measurement of R runs is ``--trials R/5``. ``--executor async`` is passed only when
 ``assay run --help`` lists it (the engine rewrite adds it); otherwise the run goes without it
@@ -420,7 +420,7 @@ def measure_assay(server: LatencyServer, s: Setting, runs: int, caps: dict[str, 
         tmp = Path(tmp_name)
         cmd = [str(ASSAY), "run", "forge", "--agent", f"openai:{MODEL}", "--base-url", server.base_url,
                "--workers", str(s.workers), "--trials", str(trials),
-               "--db", f"sqlite:///{tmp / 'x.db'}", "--json", str(tmp / "results.json")]
+               "--db", f"sqlite:///{tmp / 'x.db'}", "--output", str(tmp / "results.json")]
         if caps["executor"]:
             cmd += ["--executor", "async"]
         env = {k: v for k, v in os.environ.items()

@@ -7,19 +7,24 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
 from rich.table import Table
 import typer
 
 #: tables fit a terminal, and a 120-column page when piped (CI logs, files)
 out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
-JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+JsonFlag = typer.Option(False, "--json", help="Print one JSON document to stdout and nothing else there "
+                        "(messages go to stderr).")
+#: for a command whose output is one JSON document whatever is asked: --json is accepted and changes nothing
+AlwaysJson = typer.Option(False, "--json", help="Output is JSON either way; accepted so every command takes --json.")
+OutputOpt = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the JSON document (what --json prints) to FILE.")
 ExecutorOpt = typer.Option(
     None, "--executor", metavar="threads|async|ray",
     help="How runs are played: threads (sync agents), async (one event loop, up to 4096 runs in flight), "
@@ -40,7 +45,38 @@ def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(value))
+
+
+def json_text(value: Any) -> str:
+    """The one JSON document a command prints with --json or writes with --output."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def says(as_json: bool) -> Console:
+    """Where a command's human lines go: stdout, unless --json keeps stdout for the document."""
+    return err if as_json else out
+
+
+def check_output(path: Path | None) -> None:
+    """Refuse an --output FILE that cannot be written, before anything runs or is stored."""
+    from assay.errors import BadInput
+
+    if path is None:
+        return
+    if path.is_dir():
+        raise BadInput("is a directory", f"--output {path}")
+    if not path.parent.is_dir():
+        raise BadInput("its directory does not exist", f"--output {path}")
+
+
+def emit_json(value: Any, *, as_json: bool, output: Path | None) -> None:
+    """Write the document to `output` (when given) and print it on stdout (with --json)."""
+    text = json_text(value)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    if as_json:
+        sys.stdout.write(text)
 
 
 QuietFlag = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary table: only what scripts read.")
@@ -53,6 +89,10 @@ def progress_bar(total: int, title: str, *, quiet: bool = False) -> Iterator[Cal
     if quiet or not sys.stderr.isatty():
         yield lambda _record, _passed: None
         return
+    from rich.progress import (  # only a terminal draws a bar: not imported for --help or a pipe
+        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+    )
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[passes]} passed"), TimeElapsedColumn(), TextColumn("ETA"),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
@@ -71,13 +111,28 @@ def _pct(x: float) -> str:
     return f"{x:.2f}"
 
 
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """`1 trial`, `3 trials`: a count with its noun, in the number it takes."""
+    return f"{n} {noun if n == 1 else (many or noun + 's')}"
+
+
+#: The narrowest an agent label's column gets: a narrow terminal folds a label, never cuts it to nothing.
+LABEL_MIN_WIDTH = 12
+
+
+def label_column(table: Table, header: str) -> None:
+    """An agent label's column: never shrunk below LABEL_MIN_WIDTH, folded (not cut) when too long."""
+    table.add_column(header, min_width=LABEL_MIN_WIDTH, overflow="fold")
+
+
 def print_summary(console: Console, results: list[dict[str, Any]]) -> None:
     """One row per batch: pass rate, consistency and false success side by side."""
     k_max = max((len(r["summary"]["pass_hat_k"]) for r in results), default=1)
-    table = Table(title=f"{results[0]['suite']['key']} · {results[0]['trials_per_case']} trials per case")
-    for col in ("agent", "pass rate", "consistency", "false success", *[f"pass^{k}" for k in range(1, k_max + 1)],
+    table = Table(title=f"{results[0]['suite']['key']} · {plural(results[0]['trials_per_case'], 'trial')} per case")
+    label_column(table, "agent")
+    for col in ("pass rate", "consistency", "false success", *[f"pass^{k}" for k in range(1, k_max + 1)],
                 "runs", "not completed"):
-        table.add_column(col, justify="left" if col == "agent" else "right")
+        table.add_column(col, justify="right")
     for r in results:
         s = r["summary"]
         statuses: dict[str, int] = {}
@@ -91,8 +146,39 @@ def print_summary(console: Console, results: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
+def print_cases(console: Console, results: dict[str, Any]) -> None:
+    """One row per case of a batch: its pass rate, whether its trials agree, how its trials ended."""
+    table = Table(title=f"{results['agent']['label']} · batch {results['batch_id']}")
+    for col in ("case", "pass rate", "consistent", "trials"):
+        table.add_column(col, justify="right" if col == "pass rate" else "left", no_wrap=col == "case")
+    for c in results["cases"]:
+        statuses: dict[str, int] = {}
+        for t in c["trials"]:
+            statuses[t["status"]] = statuses.get(t["status"], 0) + 1
+        ended = ", ".join(f"{n} {st}" for st, n in sorted(statuses.items()))
+        table.add_row(c["case_id"], _pct(c["pass_rate"]), "yes" if c["consistent"] else "no",
+                      f"{plural(len(c['trials']), 'trial')}: {ended}")
+    console.print(table)
+
+
+def agent_traceback(d: dict[str, Any]) -> str | None:
+    """The agent's traceback a crashed run keeps in its transcript (a harness event whose data
+    holds `traceback`), if the run kept one."""
+    for m in d.get("transcript") or ():
+        data = m.get("data")
+        if m.get("source") == "harness" and isinstance(data, dict) and isinstance(data.get("traceback"), str):
+            return data["traceback"]
+    return None
+
+
 def print_debrief(console: Console, d: dict[str, Any]) -> None:
     console.print(f"[bold]{d['case_id']}[/] — {d['title']}  (run {d['run_id']}, trial {d['trial']}, status {d['status']})")
+    if d.get("reason"):  # why a run that did not complete ended: the exception, the limit, the harness fault
+        console.print(f"[bold]Ended:[/] {d['status']} — {escape(d['reason'])}")
+    trace = agent_traceback(d)
+    if trace:
+        console.print("[bold]Agent traceback[/]")
+        console.print(trace.rstrip(), markup=False, highlight=False)
     console.print("[bold]Hidden truth[/]")
     console.print(d["hidden_truth"].strip(), markup=False)
     table = Table(title="Checks")
@@ -137,6 +223,8 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
     console.print("[bold]Transcript[/]")
     for m in d["transcript"]:
         role, source = m.get("role"), m.get("source", "")
+        if role is None and m.get("data") is not None and agent_traceback({"transcript": [m]}) is not None:
+            continue  # shown above
         if role is None:  # recorded, never shown to the agent (a die roll, a facilitator's note)
             console.print(f"  ({source}) {json.dumps(m.get('data'), ensure_ascii=False)}", markup=False)
         elif role == "assistant" and m.get("tool_calls"):

@@ -85,7 +85,7 @@ def cli(db_url: str, tmp_path: Path) -> Cli:
 def _submit(cli: Cli, *extra: str, agent: str = "reference:diligent", account: str = "alice",
             label: str = "dil", key: str = "mini") -> dict[str, Any]:
     out = cli.cwd / f"sub-{len(list(cli.cwd.glob('sub-*.json')))}.json"
-    cli("submit", key, "--agent", agent, "--account", account, "--label", label, "--json", str(out), *extra)
+    cli("submit", key, "--agent", agent, "--account", account, "--label", label, "--output", str(out), *extra)
     return json.loads(out.read_text(encoding="utf-8"))
 
 

@@ -65,7 +65,7 @@ def cli(db_url: str, tmp_path: Path) -> Cli:
 
 def _submit(cli: Cli, agent: str, account: str, label: str, key: str = "forge") -> dict[str, Any]:
     out = cli.cwd / f"{label}.json"
-    cli("submit", key, "--agent", agent, "--account", account, "--label", label, "--publish", "--json", str(out))
+    cli("submit", key, "--agent", agent, "--account", account, "--label", label, "--publish", "--output", str(out))
     return json.loads(out.read_text(encoding="utf-8"))
 
 

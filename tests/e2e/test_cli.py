@@ -220,11 +220,11 @@ def db_file(home: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def batches(home: Path, db_file: Path) -> dict[str, Batch]:
-    """`assay run forge --agent reference:NAME --trials 3 --json FILE` for every reference agent."""
+    """`assay run forge --agent reference:NAME --trials 3 --output FILE` for every reference agent."""
     out = {}
     for name in ("diligent", "hasty", "overclaimer", "idle"):
         json_file = home / f"{name}.json"
-        run = assay("run", "forge", "--agent", f"reference:{name}", "--trials", "3", "--json", json_file, db_file=db_file)
+        run = assay("run", "forge", "--agent", f"reference:{name}", "--trials", "3", "--output", json_file, db_file=db_file)
         ok(run)
         out[name] = Batch(run, json.loads(json_file.read_text(encoding="utf-8")), json_file)
     return out
@@ -276,9 +276,9 @@ def test_idle_passes_nothing_and_claims_nothing(batches: dict[str, Batch]) -> No
 def test_results_reads_back_exactly_what_run_wrote(batches: dict[str, Batch], db_file: Path) -> None:
     for name in ("diligent", "hasty"):
         b = batches[name]
-        shown = ok(assay("results", b.results["batch_id"], db_file=db_file))
+        shown = ok(assay("results", b.results["batch_id"], "--json", db_file=db_file))
         assert json.loads(shown.out) == b.results
-    latest = ok(assay("results", db_file=db_file))
+    latest = ok(assay("results", "--json", db_file=db_file))
     assert json.loads(latest.out)["batch_id"] == batches["idle"].results["batch_id"]
 
 
@@ -383,8 +383,8 @@ def _bad_inputs() -> list[Any]:
         pytest.param(["debrief", "nosuchrun"], "nosuchrun", id="debrief-unknown-run"),
         pytest.param(["results", "nosuchbatch"], "nosuchbatch", id="results-unknown-batch"),
         pytest.param([*run, "reference:diligent", "--trials", "0"], "--trials", id="trials-0"),
-        pytest.param([*run, "reference:diligent", "--json", "/nonexistent-dir/out.json"], "/nonexistent-dir",
-                     id="json-into-missing-dir"),
+        pytest.param([*run, "reference:diligent", "--output", "/nonexistent-dir/out.json"], "/nonexistent-dir",
+                     id="output-into-missing-dir"),
     ]
     for name in MALFORMED:  # `validate` on every kind of damage, `run` on a syntactic and a semantic one
         file = "{malformed:" + name + "}"
@@ -422,9 +422,9 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     assert store_digest(db_file) == digest
 
 
-def test_a_json_path_that_is_a_directory_is_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_an_output_path_that_is_a_directory_is_refused_before_anything_runs(tmp_path: Path) -> None:
     db = tmp_path / "assay.db"
-    result = assay("run", "forge", "--agent", "reference:idle", "--trials", "1", "--json", tmp_path, db_file=db)
+    result = assay("run", "forge", "--agent", "reference:idle", "--trials", "1", "--output", tmp_path, db_file=db)
     assert "Traceback" not in result.err, str(result)
     assert result.code == 2 and len(result.err.splitlines()) == 1 and str(tmp_path) in result.err, str(result)
     assert table_counts(db).get("batches", 0) == 0
@@ -503,7 +503,7 @@ def test_an_openai_model_runs_end_to_end_and_the_key_never_shows(tmp_path: Path)
     out_json = tmp_path / "out.json"
     with FakeOpenAI(_two_step) as server:
         result = assay("run", FORGE / "second-host.yaml", "--agent", "openai:fake-model", "--base-url", server.base_url,
-                       "--trials", "1", "--json", out_json, db_file=db, OPENAI_API_KEY=key)
+                       "--trials", "1", "--output", out_json, db_file=db, OPENAI_API_KEY=key)
         requests = list(server.requests)
         authorizations = list(server.authorizations)
         assert server.responder_errors == []
@@ -563,14 +563,14 @@ def test_the_cli_round_trips_through_postgresql(db_url: str, tmp_path: Path) -> 
     db_url = db_url.replace("://postgres@", f"://postgres:{PASSWORD}@", 1)
     sqlite_file = tmp_path / "should-not-exist.db"
     out_json = tmp_path / "pg.json"
-    run = ok(assay("run", "forge", "--agent", "reference:diligent", "--trials", "2", "--json", out_json,
+    run = ok(assay("run", "forge", "--agent", "reference:diligent", "--trials", "2", "--output", out_json,
                    "--db", db_url, db_file=sqlite_file))
     results = json.loads(out_json.read_text(encoding="utf-8"))
     assert_results_contract(results, spec="reference:diligent", trials=2, cases=FORGE_CASES)
     assert results["summary"]["pass_rate"] == 1.0
     assert results["batch_id"] in run.out
 
-    assert json.loads(ok(assay("results", "--db", db_url, db_file=sqlite_file)).out) == results
+    assert json.loads(ok(assay("results", "--json", "--db", db_url, db_file=sqlite_file)).out) == results
     t = results["cases"][1]["trials"][1]
     assert json.loads(ok(assay("replay", t["run_id"][:8], "--json", "--db", db_url, db_file=sqlite_file)).out)["identical"]
     d = json.loads(ok(assay("debrief", t["run_id"], "--json", "--db", db_url, db_file=sqlite_file)).out)

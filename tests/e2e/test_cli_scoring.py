@@ -46,7 +46,7 @@ def test_submit_with_a_model_judge_then_score_finishes_nothing_twice(tmp_path: P
         out = tmp_path / "owner.json"
         _cli(db, "submit", "academy", "--agent", "reference:steadfast", "--account", "alice", "--label",
              "judged", "--publish", "--judge", "openai:judge-1", "--judge-base-url", server.base_url,
-             "--json", str(out), "--quiet")
+             "--output", str(out), "--quiet")
         view: dict[str, Any] = json.loads(out.read_text())
         assert len(server.calls) == 20 * 5
         assert {c.body["temperature"] for c in server.calls} == {0}

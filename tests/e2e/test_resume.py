@@ -105,8 +105,8 @@ def test_a_killed_submission_is_finished_by_two_resumes_at_once(db_url: str) -> 
     ok(assay("submit", "forge", "--agent", SLOW, "--account", "whole", "--label", "slow", "--db", db_url,
              db_file=None, ASSAY_TEST_PAUSE="0"))
     whole = _listing(db_url, "whole")
-    resumed_view = json.loads(ok(assay("results", submission_id, "--db", db_url, db_file=None)).out)
-    whole_view = json.loads(ok(assay("results", whole["id"], "--db", db_url, db_file=None)).out)
+    resumed_view = json.loads(ok(assay("results", submission_id, "--json", "--db", db_url, db_file=None)).out)
+    whole_view = json.loads(ok(assay("results", whole["id"], "--json", "--db", db_url, db_file=None)).out)
     assert _figures(resumed_view) == _figures(whole_view)
 
     again = ok(assay("resume", submission_id, "--db", db_url, db_file=None))  # nothing left: nothing played twice

@@ -115,7 +115,7 @@ def test_the_cli_plays_on_a_ray_cluster_and_on_a_ray_of_its_own(tmp_path: Path, 
         out = tmp_path / f"results-{len(list(tmp_path.iterdir()))}.json"
         done = subprocess.run(
             [str(ASSAY), "run", "forge", "--agent", "reference:diligent", "--seed", "7", "--trials", "1",
-             "--db", f"sqlite:///{tmp_path / 'assay.db'}", "--json", str(out), *extra],
+             "--db", f"sqlite:///{tmp_path / 'assay.db'}", "--output", str(out), *extra],
             capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr
         return by_run(json.loads(out.read_text()))

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from assay.errors import BadInput
-from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, err, open_store_at, out, print_json
+from assay.ui import (
+    AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt, check_output, emit_json, err,
+    open_store_at, out, print_json, says,
+)
 
 def _flags_without_placeholders() -> None:
     """Typer's help shows a `<bool>` value placeholder after every flag (`--json <bool>`), though a
@@ -55,7 +57,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 
 @app.command()
-def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML file.")) -> None:
+def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML file."), as_json: bool = JsonFlag) -> None:
     """Check a scenario (or suite) document and print its content hash.
 
     Every problem is reported, one line each on stderr, and then the exit code is 2."""
@@ -64,7 +66,10 @@ def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML fil
     from assay.service.suites import examine_suite
 
     found = examine_suite(str(path))
-    for s in found.scenarios:
+    if as_json:
+        print_json({"ok": not found.problems, "scenarios": [{"id": s.id, "hash": s.content_hash} for s in found.scenarios],
+                    "problems": [str(p) for p in found.problems]})
+    for s in () if as_json else found.scenarios:
         out.print(f"ok  {s.id}  {s.content_hash}")
     for problem in found.problems:
         err.print(f"assay: error: {problem}", markup=False, highlight=False, soft_wrap=True)
@@ -73,7 +78,7 @@ def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML fil
 
 
 @app.command()
-def schema() -> None:
+def schema(as_json: bool = AlwaysJson) -> None:
     """Print the JSON Schema of scenario documents (for editors): assay schema > scenario.schema.json"""
     from assay.scenario.models import Scenario
     from assay.worlds.estate.spec import EstateSpec
@@ -89,13 +94,20 @@ def schema() -> None:
 
 
 @app.command()
-def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite file or scenario directory.")) -> None:
+def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite file or scenario directory."),
+          as_json: bool = JsonFlag) -> None:
     """List a suite's cases with their content hashes."""
     from rich.table import Table
 
     from assay.service.suites import resolve_suite
 
     bundle = resolve_suite(suite)
+    if as_json:
+        print_json({"suite": {"key": bundle.key, "version": bundle.version},
+                    "cases": [{"case_id": s.id, "hash": s.content_hash, "frozen_on": s.scenario.frozen_on,
+                               "safety_checks": sum(c.safety for c in s.scenario.checks), "title": s.scenario.title}
+                              for s in bundle.scenarios]})
+        return
     table = Table(title=f"{bundle.key} {bundle.version or ''}".strip())
     for col in ("case", "hash", "frozen on", "safety checks", "title"):
         table.add_column(col)
@@ -117,7 +129,9 @@ def run(
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
     label: Optional[str] = typer.Option(None, "--label", help="Agent label (default: from the spec)."),
-    json_file: Optional[Path] = typer.Option(None, "--json", help="Write the results JSON to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results JSON to stdout and nothing else there "
+                                 "(the table and messages go to stderr)."),
+    output: Optional[Path] = OutputOpt,
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
     fail_under: Optional[float] = typer.Option(
         None, "--fail-under", min=0.0, max=1.0, metavar="RATE",
@@ -139,21 +153,20 @@ def run(
     bundle = resolve_suite(suite)
     factory = load_agent(agent, base_url=base_url)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
-    if json_file is not None and (json_file.is_dir() or not json_file.parent.is_dir()):
-        raise BadInput("is a directory" if json_file.is_dir() else "its directory does not exist", str(json_file))
+    check_output(output)
     store = open_store_at(db)
+    say = says(as_json)
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
                            executor=chosen, on_created=progress.created, progress=progress.done)
     results = results_json(store, result.batch_id, actor=OPERATOR)
     if not quiet:
-        print_summary(out, [results])
-    if json_file is not None:
-        json_file.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        if not quiet:
-            out.print(f"results JSON: {json_file}")
-    out.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False)
+        print_summary(say, [results])
+    emit_json(results, as_json=as_json, output=output)
+    if output is not None and not quiet:
+        say.print(f"results JSON: {output}", markup=False, highlight=False, soft_wrap=True)
+    say.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
     if fail_under is not None and results["summary"]["pass_rate"] < fail_under:
         err.print(f"assay: pass rate {results['summary']['pass_rate']:.4f} is below --fail-under {fail_under:g}",
                   markup=False, highlight=False)
@@ -163,13 +176,18 @@ def run(
 @app.command()
 def results(
     ident: str = typer.Argument(None, metavar="[BATCH_OR_SUBMISSION]", help="Batch or submission id (default: the latest batch)."),
-    as_json: bool = typer.Option(False, "--json", help="Output is JSON either way; accepted for symmetry."),
+    as_json: bool = JsonFlag,
+    output: Optional[Path] = OutputOpt,
     db: Optional[str] = DbOpt,
 ) -> None:
-    """Print the results JSON of a stored batch, or a submission's owner view (runs and seeds)."""
-    from assay.cli.board import submission_results
+    """A stored batch's results (the results JSON with --json), or a submission's owner view (runs and seeds)."""
+    from assay.cli.board import print_submission, submission_results
     from assay.service.results import results_json
+    from assay.ui import print_cases, print_summary
 
+    if as_json and output is None and ident is not None and ident.endswith(".json"):
+        raise BadInput(_JSON_TAKES_NO_FILE, ident)
+    check_output(output)
     store = open_store_at(db)
     ident = ident or store.latest_batch_id()
     if ident is None:
@@ -177,7 +195,29 @@ def results(
     if store.resolve_batch_id(ident) is None and store.resolve_run_id(ident) is not None:
         raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
     view = submission_results(store, ident)
-    print_json(view if view is not None else results_json(store, ident, actor=OPERATOR))
+    document = view if view is not None else results_json(store, ident, actor=OPERATOR)
+    emit_json(document, as_json=as_json, output=output)
+    if as_json:
+        return
+    if view is not None:
+        print_submission(view)
+    else:
+        print_summary(out, [document])
+        print_cases(out, document)
+    if output is not None:
+        out.print(f"results JSON: {output}", markup=False, highlight=False)
+
+
+#: What an old-style `--json FILE` is told: the flag prints, `--output` writes.
+_JSON_TAKES_NO_FILE = "--json takes no value now (it prints the JSON document to stdout); write the file with --output FILE"
+
+
+def _old_json_file(argv: list[str]) -> str | None:
+    """The FILE of an old-style `--json FILE`, when one follows the flag; else None."""
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--json" and value.endswith(".json") and not value.startswith("-"):
+            return value
+    return None
 
 
 @app.command()
@@ -277,6 +317,10 @@ def main() -> None:
 
         if isinstance(exc, click.UsageError) and not exc.format_message().strip():
             sys.exit(0)  # bare `assay`: the help was printed; nothing went wrong
+        found = _old_json_file(sys.argv[1:])
+        if isinstance(exc, click.UsageError) and found is not None and "unexpected extra argument" in exc.format_message():
+            err.print(f"assay: error: {found}: {_JSON_TAKES_NO_FILE}", markup=False, highlight=False, soft_wrap=True)
+            sys.exit(2)
         if isinstance(exc, click.ClickException):
             err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)

@@ -32,6 +32,7 @@ def admin_create(
     email: str = typer.Argument(..., metavar="EMAIL", help="The admin's email (what they log in with)."),
     password_stdin: bool = typer.Option(False, "--password-stdin",
                                         help="Read the password from standard input (one line) instead of a prompt."),
+    as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Create an admin. The password is hashed with Argon2id; it is never shown, logged or stored."""
@@ -42,6 +43,9 @@ def admin_create(
     if password_stdin and not password:
         raise BadInput("no password on standard input", "--password-stdin")
     view = admins.create(open_store_at(db), email, password, actor=OPERATOR)
+    if as_json:
+        print_json(view)
+        return
     out.print(f"admin {view['email']} created ({view['id']})", markup=False, highlight=False, soft_wrap=True)
 
 

@@ -28,6 +28,7 @@ def resume(
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
     quiet: bool = QuietFlag,
+    as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Finish a batch or submission that a killed, stopped or failed process left.
@@ -53,6 +54,10 @@ def resume(
 
         judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
     listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
+    if as_json:
+        print_json({"id": batch["id"], "kind": batch["kind"], "n_recorded": listing["n_recorded"],
+                    "n_planned": listing["n_planned"], "complete": bool(finished)})
+        return
     word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
     out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
               markup=False, highlight=False)

@@ -18,11 +18,12 @@ from typing import Any, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from assay.errors import BadInput
 from assay.ui import (
-    BatchProgress, DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json,
-    progress_bar,
+    AlwaysJson, BatchProgress, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt,
+    check_output, emit_json, label_column, open_store_at, out, print_json, progress_bar, says,
 )
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
@@ -184,17 +185,19 @@ def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: 
 # -- submissions --------------------------------------------------------------------------------
 
 
-def print_submission(view: dict[str, Any]) -> None:
-    out.print(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  "
-              f"[{view['agent']['label']}]", markup=False)
+def print_submission(view: dict[str, Any], console: Any = None) -> None:
+    """A submission in three lines, on `console` (default: stdout)."""
+    console = console if console is not None else out
+    console.print(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  "
+                  f"[{view['agent']['label']}]", markup=False)
     rank = f" · rank {view['rank']}" if view["rank"] is not None else ""
-    out.print(f"  status {view['status']} · class {view['leaderboard_class']} · "
-              f"published {'yes' if view['published'] else 'no'}"
-              f"{'' if view.get('listed', True) else ' (unlisted: `assay entry ID`)'}{rank}", markup=False)
-    out.print(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']}) · "
-              f"pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])} · "
-              f"false_success_rate {_rate(view['false_success_rate'])} · "
-              f"objective_met_rate {_rate(view['objective_met_rate'])}", markup=False)
+    console.print(f"  status {view['status']} · class {view['leaderboard_class']} · "
+                  f"published {'yes' if view['published'] else 'no'}"
+                  f"{'' if view.get('listed', True) else ' (unlisted: `assay entry ID`)'}{rank}", markup=False)
+    console.print(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']}) · "
+                  f"pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])} · "
+                  f"false_success_rate {_rate(view['false_success_rate'])} · "
+                  f"objective_met_rate {_rate(view['objective_met_rate'])}", markup=False)
 
 
 def submit(
@@ -210,7 +213,9 @@ def submit(
         "on the board. Bring-your-own submissions only (--facilitator, --rubric or --byok)."),
     byok: bool = typer.Option(False, "--byok", help="Bring your own key: never ranked (self_hosted_facilitator)."),
     baseline: bool = typer.Option(False, "--baseline", help="An official baseline (suite owner only)."),
-    json_file: Optional[Path] = typer.Option(None, "--json", help="Write the owner's results JSON to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the owner's view (every run, with its seed) as JSON "
+                                 "to stdout and nothing else there."),
+    output: Optional[Path] = OutputOpt,
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
@@ -236,8 +241,7 @@ def submit(
     from assay.run.executors import make_executor
     from assay.service import submissions
 
-    if json_file is not None and not json_file.parent.exists():
-        raise BadInput("directory does not exist", str(json_file))
+    check_output(output)
     factory = load_agent(agent, base_url=base_url)
     make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
     _check_judge(judge, judge_base_url)
@@ -256,10 +260,11 @@ def submit(
             facilitator=own_facilitator, rubric=own_rubric, actor=OPERATOR)
     judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
     view = submissions.results(store, submission_id, actor=OPERATOR)
-    print_submission(view)
-    if json_file is not None:
-        json_file.write_text(json.dumps(view, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        out.print(f"results JSON: {json_file}", markup=False)
+    say = says(as_json)
+    print_submission(view, say)
+    emit_json(view, as_json=as_json, output=output)
+    if output is not None:
+        say.print(f"results JSON: {output}", markup=False)
 
 
 def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | None, quiet: bool) -> dict[str, Any]:
@@ -331,21 +336,27 @@ def score(
 
 
 def unpublish(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
-              db: Optional[str] = DbOpt) -> None:
+              as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Take a submission off the public board (at any time; a new publication event)."""
     from assay.service import submissions
 
     view = submissions.unpublish(open_store_at(db), submission, actor=OPERATOR)
+    if as_json:
+        print_json(view)
+        return
     out.print(f"submission {view['id']} unpublished", markup=False)
 
 
 def note(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),
          text: str = typer.Argument(..., help="The operator's variance note (empty withdraws it)."),
-         db: Optional[str] = DbOpt) -> None:
+         as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """File an operator's variance note on an entry (the latest note is shown)."""
     from assay.service import submissions
 
     view = submissions.note(open_store_at(db), submission, text, actor=OPERATOR)
+    if as_json:
+        print_json(view)
+        return
     out.print(f"submission {view['id']}: variance note {'set' if view['variance_note'] else 'withdrawn'}",
               markup=False)
 
@@ -355,7 +366,7 @@ def note(submission: str = typer.Argument(..., help="Submission id (or a unique 
 
 @config_app.command("get")
 def config_get(key: Optional[str] = typer.Argument(None, help="Config key (default: every known key)."),
-               db: Optional[str] = DbOpt) -> None:
+               as_json: bool = AlwaysJson, db: Optional[str] = DbOpt) -> None:
     """Print the value in force (defaults filled in) and its history, as JSON."""
     from assay.service import platform_config
 
@@ -369,7 +380,7 @@ def config_get(key: Optional[str] = typer.Argument(None, help="Config key (defau
 @config_app.command("set")
 def config_set(key: str = typer.Argument(..., help="Config key."),
                value: str = typer.Argument(..., help="The new value, a JSON object."),
-               db: Optional[str] = DbOpt) -> None:
+               as_json: bool = AlwaysJson, db: Optional[str] = DbOpt) -> None:
     """Append a new value for KEY (the old ones stay in its history)."""
     from assay.service import platform_config
 
@@ -382,11 +393,14 @@ def config_set(key: str = typer.Argument(..., help="Config key."),
 def era_add(name: str = typer.Argument(..., help="Era name, e.g. 2026-06-scoring-fix."),
             starts: str = typer.Option(..., "--from", help="ISO 8601 start (a date means 00:00 UTC)."),
             reason: str = typer.Option(..., "--reason", help="What changed in the measurement stack."),
-            db: Optional[str] = DbOpt) -> None:
+            as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Add a measurement-era boundary; submissions created from then on are stamped with it."""
     from assay.service import platform_config
 
     era = platform_config.add_era(open_store_at(db), name, starts, reason, actor=OPERATOR)
+    if as_json:
+        print_json(era)
+        return
     out.print(f"era {era['name']} from {era['from']}", markup=False)
 
 
@@ -427,7 +441,13 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
     for col in ("rank", "agent (self-declared)", "handle", "class", "cases", "runs",
                 *(("composite", "safety (mean)", "stability") if traits else ()),
                 "pass", "consistency", "false success", "objective", "era"):
-        table.add_column(col)
+        if col == "agent (self-declared)":
+            label_column(table, col)
+        else:
+            table.add_column(col)
+    notes = any(e.get("variance_note") for e in value["entries"])  # the operator's word, beside the figures
+    if notes:
+        table.add_column("variance note", min_width=12, overflow="fold")
     for e in value["entries"]:
         era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
         judged = ()
@@ -435,10 +455,11 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
             safety = e.get("safety") or {}
             worst = f"{min(safety.values()):.4f} min" if safety else "-"
             judged = (_rate_ci(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
-        table.add_row(str(e["rank"]) if e["rank"] is not None else "-", e["agent_label"], e["public_handle"],
+        table.add_row(str(e["rank"]) if e["rank"] is not None else "-", Text(e["agent_label"]), e["public_handle"],
                       e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]), *judged,
                       *(_rate_ci(e[k], e[f"{k}_ci"]) for k in
-                        ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era)
+                        ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era,
+                      *((Text(e.get("variance_note") or "-"),) if notes else ()))
     out.print(table)
     if traits:
         out.print(f"judge: {judge['model']} · prompt v{judge['prompt_version']} {judge['prompt_hash'][:12]} · "
@@ -481,11 +502,20 @@ def compare(
 
 
 def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,
+         as_json: bool = typer.Option(False, "--json", help='Print {"key", "version", "markdown"} (as the API '
+                                      "serves it) instead of the Markdown."),
          db: Optional[str] = DbOpt) -> None:
     """Print a suite version's eval card as Markdown."""
+    from assay.service import releases
     from assay.service.cards import card as build
 
-    sys.stdout.write(build(open_store_at(db), key, version, actor=OPERATOR))
+    store = open_store_at(db)
+    text = build(store, key, version, actor=OPERATOR)
+    if as_json:
+        release = releases.find_release(store, key, version, public=True, actor=OPERATOR)
+        print_json({"key": release["suite_key"], "version": release["version"], "markdown": text})
+        return
+    sys.stdout.write(text)
 
 
 # -- results for a submission (wired by assay.cli's `results`) ----------------------------------

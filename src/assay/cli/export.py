@@ -26,6 +26,7 @@ def export(
     out_dir: Path = typer.Option(..., "--out", help="A new (or empty) directory to write the export into."),
     suite: Optional[str] = typer.Option(None, "--suite", help="Only the rows of this suite's releases and submissions."),
     quiet: bool = QuietFlag,
+    as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Write every append-only table as JSON Lines (one file per table, canonical JSON per row, in
@@ -42,6 +43,10 @@ def export(
     manifest = exports.export(store, out_dir, suite=suite, on_table=progress, actor=OPERATOR)
     rows = sum(f["rows"] for f in manifest["files"])
     entries = sum(len(b["board"]["entries"]) for b in manifest["boards"])
+    if as_json:
+        print_json({"directory": str(out_dir), "rows": rows, "files": len(manifest["files"]),
+                    "boards": len(manifest["boards"]), "entries": entries})
+        return
     out.print(f"exported {rows} rows in {len(manifest['files'])} files, {len(manifest['boards'])} boards "
               f"({entries} entries) to {out_dir}; check it with `assay verify {out_dir}`",
               markup=False, highlight=False, soft_wrap=True)

@@ -195,6 +195,8 @@ def play_command(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary table."),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs played (run, submission, scenario, status, "
+                                 "steps) as one JSON document to stdout and nothing else there."),
 ) -> None:
     """Play every pending run of your account's remote submissions with a local agent, over HTTP.
 
@@ -212,6 +214,13 @@ def play_command(
     factory = load_agent(agent, base_url=base_url)
     with RemoteServer(server, key) as remote, _Progress(err, quiet=quiet) as progress:
         played = play(remote, factory, max_runs=max_runs, on_lease=progress.leased, on_done=progress.done)
+    if as_json:
+        from dataclasses import asdict
+
+        from assay.ui import print_json
+
+        print_json({"runs": [asdict(p) for p in played]})
+        return
     if quiet:
         return
     if not played:

@@ -30,6 +30,8 @@ def key_create(
     account: str = typer.Option(..., "--account", help="The account the key acts for."),
     kind: str = typer.Option(..., "--kind", metavar="api|agent",
                              help="api: a submitter's key; agent: a key an agent plays the account's runs with."),
+    as_json: bool = typer.Option(False, "--json", help="Print the key's id, kind, account and prefix, and the key "
+                                 "itself, as one JSON document."),
     db: Optional[str] = DbOpt,
 ) -> None:
     """Issue a key. It is printed once, as the last line, and never again (only its digest is stored)."""
@@ -38,6 +40,9 @@ def key_create(
     keys.check_kind(kind)
     store = open_store_at(db)
     view, key = keys.create(store, account, kind, _secret(db), actor=OPERATOR)
+    if as_json:
+        print_json({**view, "key": key})
+        return
     out.print(f"{view['kind']} key {view['id']} for account {view['account']} ({view['prefix']}…); "
               "it is shown only now:", markup=False, highlight=False, soft_wrap=True)
     out.print(key, markup=False, highlight=False, soft_wrap=True)
@@ -65,11 +70,14 @@ def key_list(account: str = typer.Option(..., "--account", help="The account who
 
 @key_app.command("revoke")
 def key_revoke(key_id: str = typer.Argument(..., metavar="ID", help="The key's id (from `assay key list`)."),
-               db: Optional[str] = DbOpt) -> None:
+               as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Revoke a key: refused from the next request on (a revocation is recorded; it cannot be undone)."""
     from assay.service import keys
 
     view = keys.revoke(open_store_at(db), key_id, actor=OPERATOR)
+    if as_json:
+        print_json(view)
+        return
     out.print(f"{view['kind']} key {view['id']} of account {view['account']} revoked", markup=False, highlight=False)
 
 
