@@ -125,3 +125,14 @@ def test_an_agent_plays_only_its_own_accounts_runs() -> None:
     for other in (agent_of("bob"), ALICE, PUBLIC, ADMIN):
         with pytest.raises(NotFound, match="no such run"):
             require_agent_of(other, "alice", "r1")
+
+
+def test_an_account_named_operator_is_not_the_operator_and_files_no_baseline(world: tuple[Store, str]) -> None:
+    """Only the local operator files baselines: an account that calls itself `operator` is an account."""
+    store, _ = world
+    accounts.create(store, "operator", actor=OPERATOR)
+    before = row_counts(store)
+    with pytest.raises(Forbidden, match="only the platform operator"):
+        submissions.submit(store, "mini", factory=load_agent("reference:diligent"), account="operator",
+                           label="x", baseline=True, actor=account_actor("operator"))
+    assert account_actor("operator") != OPERATOR and row_counts(store) == before
