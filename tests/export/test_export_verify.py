@@ -80,7 +80,7 @@ def test_export_then_verify_through_the_cli_and_every_refusal(cli: Cli, tmp_path
         f["table"] for f in manifest["files"]}
     served = {(b["suite"], b["version"]): b["board"] for b in manifest["boards"]}
     assert served[("forge", "1.0")] == board
-    assert served[("academy", "1.1")]["entries"][0]["composite"] is not None
+    assert served[("academy", "1.2")]["entries"][0]["composite"] is not None
 
     forge = tmp_path / "forge"
     cli("export", "--out", str(forge), "--suite", "forge")

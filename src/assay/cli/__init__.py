@@ -274,6 +274,9 @@ def _register_board_commands() -> None:
     from assay.cli.export import register as register_export  # export, verify (issue 12)
 
     register_export(app)
+    from assay.cli.agreement import register as register_agreement  # judge–panel agreement (issue 12)
+
+    register_agreement(app)
 
 
 _register_board_commands()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from assay.scenario.models import SLUG, StrictModel, bcp47
+from assay.scenario.rubric import TRAIT_KEY
 
 
 class JudgeConfig(StrictModel):
@@ -51,6 +53,9 @@ class Suite(StrictModel):
     facilitator_model: str | None = None
     judge: JudgeConfig | None = Field(default=None, description="the judge of the suite's trait rubric (default rules)")
     rubric: str | None = Field(default=None, description="the trait rubric file, relative to the suite file")
+    panel_categories: dict[str, str] | None = Field(
+        default=None, description="trait key → the human panel's category (slug) it corresponds to, for "
+        "`assay agreement`; only the traits named here are compared with the panel")
     baselines: list[Baseline] = Field(default_factory=list)
     known_limitations: list[str] = Field(default_factory=list)
     card: str = ""
@@ -60,6 +65,20 @@ class Suite(StrictModel):
     @classmethod
     def _language(cls, value: str) -> str:
         return bcp47(value)
+
+    @field_validator("panel_categories")
+    @classmethod
+    def _panel_categories(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("panel_categories maps at least one trait (leave it out to map none)")
+        for trait, category in value.items():
+            if not re.match(TRAIT_KEY, trait):
+                raise ValueError(f"'{trait}' is not a trait key")
+            if not isinstance(category, str) or not re.match(SLUG, category):
+                raise ValueError(f"'{category}' is not a panel category slug")
+        return value
 
 
 def parse_suite(raw: object, where: str) -> Suite:

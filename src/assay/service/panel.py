@@ -13,7 +13,9 @@ Who may do what (the actors' rules, `service.actors`):
 The ingest steps, each one refusal or one transaction:
 
 - `register-model` (`slug`, `name`, `vendor`), `register-environment` (`slug`, `name`, `spec`);
-- `create-run` (`model`, `environment` by slug, `artifact_url`) → a `pending` run;
+- `create-run` (`model`, `environment` by slug, `artifact_url`, optionally `assay_run`: the id or a
+  unique prefix of the recorded Assay run the panel scores, kept as a link for `assay agreement`)
+  → a `pending` run;
 - `record-score` (`run`, `panelist_email`, `ratings` {category: 0..10}, `comment`, `minutes`):
   the panelist is resolved by email among the applications, and anyone not approved now is refused
   with one refusal (pending, rejected and unknown alike); one scorecard per (run, panelist) counts —
@@ -260,6 +262,9 @@ class CreateRun(_Step):
     model: StrictStr = Field(max_length=64)
     environment: StrictStr = Field(max_length=64)
     artifact_url: StrictStr = Field(max_length=2048)
+    assay_run: StrictStr | None = Field(None, max_length=64, description=(
+        "the Assay run this panel run scores (its id or a unique prefix), so the judge's trait scores "
+        "and the panel's medians can be compared on it (`assay agreement`)"))
 
 
 class RecordScore(_Step):
@@ -311,7 +316,8 @@ def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | 
     if isinstance(step, RegisterEnvironment):
         return register_environment(store, step.slug, step.name, step.spec, actor=actor)
     if isinstance(step, CreateRun):
-        return create_run(store, step.model, step.environment, step.artifact_url, actor=actor, by=by)
+        return create_run(store, step.model, step.environment, step.artifact_url, actor=actor, by=by,
+                          assay_run=step.assay_run)
     if isinstance(step, RecordScore):
         return record_score(store, step.run, step.panelist_email, step.ratings, step.comment, step.minutes,
                             actor=actor, by=by)
@@ -345,17 +351,25 @@ def _url(value: str) -> str:
 def run_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"run": row["id"], "model": row["model"], "environment": row["environment"],
             "artifact_url": row["artifact_url"], "status": "scored" if row["finalized_at"] is not None else "pending",
-            "n_scorecards": int(row["n_scorecards"]), "created_at": row["created_at"].isoformat()}
+            "n_scorecards": int(row["n_scorecards"]), "created_at": row["created_at"].isoformat(),
+            "assay_run": row.get("assay_run")}
 
 
 def create_run(store: Store, model: str, environment: str, artifact_url: str, *, actor: Actor,
-               by: str | None = None) -> dict[str, Any]:
-    """A new `pending` run of `model` on `environment`."""
+               by: str | None = None, assay_run: str | None = None) -> dict[str, Any]:
+    """A new `pending` run of `model` on `environment`; with `assay_run`, linked to the recorded
+    Assay run it scores (its full id or a unique prefix; refused, with the field `assay_run`, when
+    it names no recorded run or more than one)."""
     require_staff(actor, "create runs", "run")
+    if assay_run is not None:
+        assay_run = _text(assay_run, "assay_run", max_length=64)
     row = PanelRepo(store).add_run(run_id=secrets.token_hex(8), model=_slug(model, "model"),
                                    environment=_slug(environment, "environment"), artifact_url=_url(artifact_url),
-                                   by_admin=by)
-    return {"run": row["id"], "status": "pending"}
+                                   by_admin=by, assay_run=assay_run)
+    out = {"run": row["id"], "status": "pending"}
+    if row.get("assay_run") is not None:
+        out["assay_run"] = row["assay_run"]
+    return out
 
 
 def _ratings(store: Store, ratings: Mapping[str, Any]) -> dict[str, float]:

@@ -86,6 +86,12 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
     document.pop("rubric")
     if rubric is not None:
         document["rubric"] = rubric_hash(rubric)
+    # likewise a suite that maps no trait to a panel category hashes as it did before the mapping
+    # existed; one that does pins the mapping
+    if document.get("panel_categories") is None:
+        document.pop("panel_categories", None)
+    else:
+        _check_panel_categories(document["panel_categories"], rubric, bundle.source)
     pinned = [{"case_id": s.id, "scenario_hash": s.content_hash} for s in bundle.scenarios]
     release_hash = canonical_hash({"suite": {**document, "language": language, "owner": owner}, "scenarios": pinned})
     row = {
@@ -108,6 +114,27 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
         "builtin": builtin,
     }
     return PreparedRelease(row, bundle)
+
+
+def _check_panel_categories(mapping: dict[str, str], rubric: Rubric | None, where: str) -> None:
+    """Every mapped trait is one of the rubric's, every category one of the panel's taxonomy."""
+    from assay.service.panel import taxonomy
+
+    if rubric is None:
+        raise Invalid("panel_categories maps traits, but the suite has no trait rubric", "panel_categories",
+                      value=where)
+    known = {c.slug for c in taxonomy()}
+    for trait, category in mapping.items():
+        if trait not in rubric.keys:
+            raise Invalid(f"'{trait}' is not a trait of the suite's rubric", "panel_categories", value=where)
+        if category not in known:
+            raise Invalid(f"'{category}' is not a panel category (see panel_categories.yaml)", "panel_categories",
+                          value=where)
+
+
+def panel_categories(release: dict[str, Any]) -> dict[str, str]:
+    """{trait: panel category} a release maps for judge–panel agreement ({} when it maps none)."""
+    return dict(release["document"].get("panel_categories") or {})
 
 
 def _judging(bundle: SuiteBundle) -> tuple[dict[str, Any] | None, Rubric | None]:

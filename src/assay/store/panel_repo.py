@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.errors import Conflict, NotFound
+from assay.errors import Conflict, DomainError, NotFound
 from assay.store.panel_schema import (
     admins,
     eval_categories,
@@ -29,12 +29,15 @@ from assay.store.panel_schema import (
     panel_ratings,
     panel_reviews,
     panel_run_finalizations,
+    panel_run_links,
     panel_run_medians,
     panel_runs,
     panel_scorecards,
 )
-from assay.store.repo import Repository
-from assay.store.schema import utcnow
+from assay.store.repo import Repository, resolve_prefix
+from assay.store.board_schema import submissions
+from assay.store.schema import planned_runs, utcnow
+from assay.store.schema import runs as assay_runs
 
 
 class PanelRepo(Repository):
@@ -148,7 +151,9 @@ class PanelRepo(Repository):
         return self._add_named(panel_environments, "environment", {"slug": slug, "name": name, "spec": spec})
 
     def add_run(self, *, run_id: str, model: str, environment: str, artifact_url: str,
-                by_admin: str | None) -> dict[str, Any]:
+                by_admin: str | None, assay_run: str | None = None) -> dict[str, Any]:
+        """Append a pending run; with `assay_run` (a recorded Assay run's id or unique prefix, the
+        store's one prefix rule) also its link to that run, in the same transaction."""
         with self.write() as conn:
             model_id = conn.execute(sa.select(panel_models.c.id).where(panel_models.c.slug == model)).scalar()
             if model_id is None:
@@ -157,11 +162,28 @@ class PanelRepo(Repository):
                                   .where(panel_environments.c.slug == environment)).scalar()
             if env_id is None:
                 raise NotFound("no such environment (register it first)", "environment", value=environment)
+            linked = self._assay_run(conn, assay_run) if assay_run is not None else None
+            now = utcnow()
             conn.execute(sa.insert(panel_runs).values(id=run_id, model_id=model_id, environment_id=env_id,
                                                       artifact_url=artifact_url, by_admin=by_admin,
-                                                      created_at=utcnow()))
+                                                      created_at=now))
+            if linked is not None:
+                conn.execute(sa.insert(panel_run_links).values(panel_run_id=run_id, assay_run_id=linked,
+                                                               created_at=now))
         found = self.run(run_id)
         assert found is not None
+        return found
+
+    @staticmethod
+    def _assay_run(conn: sa.Connection, ident: str) -> str:
+        """The full id of the recorded Assay run `ident` names (id or unique prefix); refused with
+        the field `assay_run` when it names none or is ambiguous."""
+        try:
+            found = resolve_prefix(conn, assay_runs.c.run_id, ident, "run")
+        except DomainError as exc:
+            raise type(exc)(exc.message, "assay_run", value=exc.value) from None
+        if found is None:
+            raise NotFound("no recorded Assay run has this id", "assay_run", value=ident)
         return found
 
     @staticmethod
@@ -170,15 +192,17 @@ class PanelRepo(Repository):
                    .where(panel_scorecards.c.run_id == panel_runs.c.id).scalar_subquery())
         return (sa.select(panel_runs.c.id, panel_runs.c.artifact_url, panel_runs.c.created_at,
                           panel_models.c.slug.label("model"), panel_environments.c.slug.label("environment"),
-                          panel_run_finalizations.c.finalized_at, n_cards.label("n_scorecards"))
+                          panel_run_finalizations.c.finalized_at, n_cards.label("n_scorecards"),
+                          panel_run_links.c.assay_run_id.label("assay_run"))
                 .select_from(panel_runs
                              .join(panel_models, panel_models.c.id == panel_runs.c.model_id)
                              .join(panel_environments, panel_environments.c.id == panel_runs.c.environment_id)
-                             .outerjoin(panel_run_finalizations, panel_run_finalizations.c.run_id == panel_runs.c.id)))
+                             .outerjoin(panel_run_finalizations, panel_run_finalizations.c.run_id == panel_runs.c.id)
+                             .outerjoin(panel_run_links, panel_run_links.c.panel_run_id == panel_runs.c.id)))
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        """A run with its model and environment slugs, `finalized_at` (None while pending) and how
-        many scorecards it holds (history included)."""
+        """A run with its model and environment slugs, `finalized_at` (None while pending), how
+        many scorecards it holds (history included) and the Assay run it scored (`assay_run`, or None)."""
         with self.read() as conn:
             row = conn.execute(self._runs().where(panel_runs.c.id == run_id)).first()
         return dict(row._mapping) if row is not None else None
@@ -303,6 +327,26 @@ class PanelRepo(Repository):
     def run_medians(self) -> list[dict[str, Any]]:
         with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(panel_run_medians))]
+
+    def linked_medians(self, release_id: int) -> list[dict[str, Any]]:
+        """Per scored panel run linked to a run of a submission to release `release_id`, and per
+        category: `assay_run`, `submission_id`, `panel_run`, `created_at` (the panel run's),
+        `n_panelists` and `median_rating`, from `panel_run_medians` (counted scorecards only)."""
+        query = (sa.select(panel_run_links.c.assay_run_id.label("assay_run"),
+                           planned_runs.c.batch_id.label("submission_id"),
+                           panel_run_medians.c.run_id.label("panel_run"), panel_runs.c.created_at,
+                           panel_run_medians.c.category, panel_run_medians.c.n_panelists,
+                           panel_run_medians.c.median_rating)
+                 .select_from(panel_run_medians
+                              .join(panel_run_links, panel_run_links.c.panel_run_id == panel_run_medians.c.run_id)
+                              .join(panel_runs, panel_runs.c.id == panel_run_medians.c.run_id)
+                              .join(planned_runs, planned_runs.c.run_id == panel_run_links.c.assay_run_id)
+                              .join(submissions, submissions.c.id == planned_runs.c.batch_id))
+                 .where(submissions.c.release_id == release_id)
+                 .order_by(panel_run_links.c.assay_run_id, panel_runs.c.created_at, panel_run_medians.c.run_id,
+                           panel_run_medians.c.category))
+        with self.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
 
     def model_panelists(self) -> list[dict[str, Any]]:
         """Per model, the distinct panelists whose scorecards count: only their specialty and years

@@ -222,3 +222,20 @@ on the board (`assay.stats.panel.latest_preferences`), the earlier ones stay as 
 
 PREFERENCE_TABLES: tuple[str, ...] = ("panel_preferences",)
 """Tables 0010 creates, append-only and (on PostgreSQL) under row-level security."""
+
+# -- links to Assay runs (revision 0012, issue 12 item 7) ----------------------------------------
+
+panel_run_links = sa.Table(
+    "panel_run_links",
+    metadata,
+    sa.Column("panel_run_id", sa.String(32), sa.ForeignKey("panel_runs.id"), primary_key=True),
+    sa.Column("assay_run_id", sa.String(32), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_panel_run_links_assay_run", "assay_run_id"),
+)
+"""The Assay run a panel run scored (`assay_run` on `create-run`), so the judge's trait means and
+the panel's medians can be compared on the same runs (`assay agreement`). At most one per panel
+run, written in the transaction that creates it; `panel_runs` itself is left as 0008 made it."""
+
+LINK_TABLES: tuple[str, ...] = ("panel_run_links",)
+"""Tables 0012 creates, append-only and (on PostgreSQL) under row-level security."""

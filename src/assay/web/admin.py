@@ -333,6 +333,8 @@ def ingest_payload(fields: dict[str, str]) -> dict[str, Any]:
     """The ingest page's form as the JSON step the service takes: ratings from `rating_<slug>`
     fields that are filled in, numbers where the step wants numbers."""
     payload: dict[str, Any] = {k: v for k, v in fields.items() if k != CSRF_FIELD and not k.startswith("rating_")}
+    if payload.get("action") == "create-run" and not str(payload.get("assay_run", "")).strip():
+        payload.pop("assay_run", None)  # the form's optional field, left empty
     if payload.get("action") == "record-score":
         ratings: dict[str, Any] = {}
         for key, value in fields.items():

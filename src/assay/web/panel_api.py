@@ -119,6 +119,7 @@ class RunView(_Open):
     status: str
     n_scorecards: int
     created_at: str
+    assay_run: str | None = Field(None, description="the Assay run this panel run scored, when it names one")
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:
