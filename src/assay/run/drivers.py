@@ -4,7 +4,9 @@
   this thread's own event loop, bounded by the time the run has left.
 - `play_async`: inside an event loop. An async agent is awaited under `asyncio.timeout`, so an
   overstaying agent is cancelled, not abandoned; a sync agent is called inline (scripted agents
-  keep their speed; a sync agent that blocks holds up the loop — use the threads executor).
+  keep their speed; a sync agent that blocks holds up the loop — use the threads executor). A
+  world that says its steps block (`blocking`, e.g. a campaign whose facilitator is a model) is
+  opened and stepped on a worker thread, so the loop keeps the other runs moving meanwhile.
 - `Stepper`: the HTTP driver. The same loop, suspended where it waits for the agent and advanced
   from outside one assistant message at a time (one per request); what it is fed again on a fresh
   fork (the steps a run recorded) brings it back to where it was, so a restarted server resumes.
@@ -22,13 +24,23 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from assay.agents.protocol import Unreachable
 from assay.records import RunRecord
 from assay.run.engine import Done, Episode, Turn
 
 Agent = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
+_T = TypeVar("_T")
+#: How an async driver runs a blocking call off its event loop: `await offload(call)` is `call()`.
+Offload = Callable[[Callable[[], _T]], Awaitable[_T]]
+
+
+def blocks(episode: Episode) -> bool:
+    """Whether the episode's world says its `reset` and `step` may block (on a model, say): the
+    World protocol's optional `blocking` attribute, False when a world does not have it."""
+    return bool(getattr(episode.world, "blocking", False))
 
 
 def _crash(episode: Episode, exc: BaseException) -> Done:
@@ -56,11 +68,14 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 
 async def _play(episode: Episode, make_agent: Callable[[], Agent],
                 wait: Callable[[Any, float], Awaitable[Any]],
-                clock: Callable[[], float] = time.perf_counter) -> RunRecord:
+                clock: Callable[[], float] = time.perf_counter,
+                offload: Offload[Turn | Done] | None = None) -> RunRecord:
     """The one loop: ask, report, until the engine says Done. `wait(awaitable, seconds)` is how
     this driver waits for an async agent's answer within the run's remaining time; `clock` how it
-    measures the agent's time (the HTTP driver's is the time each step says it took)."""
-    out: Turn | Done = episode.start()
+    measures the agent's time (the HTTP driver's is the time each step says it took); `offload`,
+    when given, how it runs the world's opening and steps (off the event loop; None: right here).
+    The world's time is never the agent's: `clock` is read before the step is taken."""
+    out: Turn | Done = episode.start() if offload is None else await offload(episode.start)
     agent = out if isinstance(out, Done) else _create(episode, make_agent)
     if isinstance(agent, Done):
         return agent.record
@@ -76,7 +91,8 @@ async def _play(episode: Episode, make_agent: Callable[[], Agent],
         except Exception as exc:  # noqa: BLE001
             out = _crash(episode, exc)
             break
-        out = episode.step(raw, clock() - began)
+        took = clock() - began
+        out = episode.step(raw, took) if offload is None else await offload(partial(episode.step, raw, took))
     return out.record
 
 
@@ -101,9 +117,18 @@ def play_sync(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
     raise RuntimeError("the sync driver was suspended")  # pragma: no cover - _play awaits only _on_thread_loop
 
 
-async def play_async(episode: Episode, make_agent: Callable[[], Agent]) -> RunRecord:
-    """Play one run to its end as a task of the running event loop."""
-    return await _play(episode, make_agent, _bounded)
+async def _to_thread(call: Callable[[], _T]) -> _T:
+    return await asyncio.to_thread(call)
+
+
+async def play_async(episode: Episode, make_agent: Callable[[], Agent],
+                     offload: Offload[Any] | None = None) -> RunRecord:
+    """Play one run to its end as a task of the running event loop. A world that blocks
+    (`blocks`) is opened and stepped by `offload` (default: `asyncio.to_thread`, the loop's default
+    thread pool; the async executor passes a pool as wide as its runs in flight); any other
+    world right here on the loop, as fast as a call can be."""
+    return await _play(episode, make_agent, _bounded,
+                       offload=(offload or _to_thread) if blocks(episode) else None)
 
 
 class AgentFailed(Exception):

@@ -69,7 +69,12 @@ class Observation:
 
 
 class World(Protocol):
-    """One fork of a world, private to one run."""
+    """One fork of a world, private to one run.
+
+    Optional capability: a world whose `reset` or `step` may block on I/O (a campaign whose
+    facilitator is a model behind an HTTP endpoint) has an attribute `blocking = True`, and an
+    async driver then calls them on a worker thread rather than on its event loop. A world without
+    the attribute is stepped in place; what a step does is the same either way."""
 
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI function-tool schemas the agent may call (`finish` among them)."""

@@ -5,7 +5,10 @@ processes (`procs.py`), because one loop's core is what limits it; everything el
 
 Each of `workers` coroutines takes the next planned run, plays it with the async driver and hands
 its record to the sink; an async agent that overstays is cancelled under its time budget, never
-abandoned. Sync agents are called inline on the loop, so scripted agents keep their speed.
+abandoned. Sync agents are called inline on the loop, so scripted agents keep their speed. A world
+whose steps block (a campaign worded by a model facilitator: a sync HTTP call per line) is opened
+and stepped on a thread pool as wide as the runs in flight, so its runs' model calls overlap as
+the agents' do, and the loop never waits on one of them.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import contextlib
 import gc
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.run.drivers import play_async
 from assay.run.engine import Limits, error_record, open_episode
@@ -26,6 +30,8 @@ from assay.run.executors import Sink, Task
 
 #: Runs in flight per event loop before a model agent's batch is spread over more processes.
 RUNS_PER_LOOP = 50
+
+_T = TypeVar("_T")
 
 
 def auto_processes(workers: int, agent_factory: Any, cpus: int | None = None) -> int:
@@ -106,13 +112,20 @@ class AsyncExecutor:
         if size_pool is not None:
             size_pool(self.workers)
         todo = iter(tasks)
+        loop = asyncio.get_running_loop()
+        # for worlds that block (`drivers.blocks`): one thread per run in flight at most, started
+        # only when such a world first steps (a pool starts its threads as work needs them)
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="assay-world")
+
+        async def offload(call: Callable[[], _T]) -> _T:
+            return await loop.run_in_executor(pool, call)
 
         async def worker() -> None:
             for task in todo:  # one loop, one thread: taking the next task never races
                 steps = 0
                 try:
                     episode = open_episode(task.loaded, task.planned, limits)
-                    record = await play_async(episode, agent_factory)
+                    record = await play_async(episode, agent_factory, offload)
                     steps = episode.steps
                 except Exception as exc:  # noqa: BLE001 - never lose a planned run
                     record = error_record(task.planned, f"harness fault: {type(exc).__name__}: {exc}", task.loaded)
@@ -121,6 +134,7 @@ class AsyncExecutor:
         try:
             await asyncio.gather(*(worker() for _ in range(self.workers)))
         finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # every run has ended, or the batch was stopped
             aclose = getattr(agent_factory, "aclose", None)
             if aclose is not None:
                 await aclose()

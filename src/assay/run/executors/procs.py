@@ -10,9 +10,10 @@ the one process that scores and writes the store the only one.
 
 What travels is plain data, as with the Ray executor: the agent's portable spec and loader
 options (never an API key: a child reads `OPENAI_API_KEY` from the environment it inherits), the
-limits, each scenario's validated document once per child, the planned runs; records come back as
-plain fields. A child rebuilds each scenario and plays it only if the rebuilt content hash is the
-planned one. Each child is fed a bounded window of tasks (twice its runs in flight), so memory is
+limits, each scenario's validated document once per child with the options its worlds are forked
+with (a campaign's facilitator: its spec and endpoint, pickled), the planned runs; records come
+back as plain fields. A child rebuilds each scenario and plays it only if the rebuilt content hash
+is the planned one. Each child is fed a bounded window of tasks (twice its runs in flight), so memory is
 bounded by `workers`, never by the batch. A child that dies takes only its runs in flight with it:
 they are recorded as `error` with the reason; none is lost, none is replayed. The sink is called
 in the calling thread, as every executor does.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
+import pickle
 import queue
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -69,11 +71,13 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
             item = inbox.get()
             if item is None:
                 return
-            fields, document = item
+            fields, document, options = item
             planned = PlannedRun(**fields)
             if document is not None and planned.scenario_hash not in rebuilt:
-                rebuilt[planned.scenario_hash] = rebuild_scenario(
-                    document, planned.scenario_hash, planned.case_id, "the worker process")
+                loaded = rebuild_scenario(document, planned.scenario_hash, planned.case_id, "the worker process")
+                if options and not isinstance(loaded, str):
+                    loaded = dataclasses.replace(loaded, world_options=pickle.loads(options))
+                rebuilt[planned.scenario_hash] = loaded
             loaded = rebuilt.get(planned.scenario_hash, "the worker process was not sent this scenario")
             if isinstance(loaded, str) or factory is None:
                 outbox.put((index, planned.run_id, None, why if factory is None else loaded, 0))
@@ -138,10 +142,19 @@ class ProcessAsyncExecutor:
                         box.put(None)
                     return
                 key = task.planned.scenario_hash
-                document = None if key in sent_documents[i] else task.loaded.document
+                document, options = None, None
+                if key not in sent_documents[i]:
+                    document = task.loaded.document
+                    try:
+                        options = pickle.dumps(dict(task.loaded.world_options)) if task.loaded.world_options else None
+                    except Exception as exc:  # noqa: BLE001 - played here as an error, never lost in a queue
+                        sink(error_record(task.planned, f"the world options of scenario {task.planned.case_id} "
+                                          f"cannot be sent to a worker process: {type(exc).__name__}: {exc}",
+                                          task.loaded), 0)
+                        continue
                 sent_documents[i].add(key)
                 in_flight[i][task.planned.run_id] = task
-                inboxes[i].put((dataclasses.asdict(task.planned), document))
+                inboxes[i].put((dataclasses.asdict(task.planned), document, options))
 
         try:
             while True:

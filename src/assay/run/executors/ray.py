@@ -15,8 +15,9 @@ What travels is plain data, never objects of this process: the agent's spec (a p
 made absolute: on a cluster, every node needs the file there, and Assay installed) and its loader
 options — never an API key: a worker reads OPENAI_API_KEY from its own environment, which a local
 Ray's workers inherit from this process as it was when Ray started — the limits, the planned runs,
-and each scenario's validated document, put in the object store once per batch. A worker rebuilds
-each scenario from its document and plays it only if the rebuilt content hash is the planned one
+and each scenario's validated document, put in the object store once per batch, with the options
+its worlds are forked with (a campaign's facilitator: its spec and endpoint) sent with each group
+that plays it. A worker rebuilds each scenario from its document and plays it only if the rebuilt content hash is the planned one
 (a cluster node with other kit code materialises another world, which the hash fingerprints); the
 rebuilt scenarios are cached per worker process. The runs are played by the executors that play
 them here, on the one engine: an async agent's group on the async executor, a sync agent's on the
@@ -104,12 +105,15 @@ def _scenario(planned_hash: str, case_id: str, ref: Any) -> LoadedScenario | str
 
 
 def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenarios: dict[str, Any],
-               runs: list[dict[str, Any]], at_once: int) -> tuple[float, list[Result]]:
+               runs: list[dict[str, Any]], at_once: int,
+               options: dict[str, dict[str, Any]] | None = None) -> tuple[float, list[Result]]:
     """Play one group of planned runs in this (Ray worker) process: the seconds its runs took to
     play, and one result per run.
 
     `scenarios` maps each planned scenario hash of the group to the object reference of its
-    document; `runs` are the PlannedRun fields; `at_once` is how many runs play concurrently."""
+    document; `runs` are the PlannedRun fields; `at_once` is how many runs play concurrently;
+    `options` the world options of the scenarios that have some (by hash), which this batch
+    gives them (so they are never cached with the scenario)."""
     from assay.agents.loader import load_agent
     from assay.run.executors.aio import AsyncExecutor
     from assay.run.executors.threads import ThreadExecutor
@@ -121,8 +125,10 @@ def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenar
         loaded = _scenario(planned.scenario_hash, planned.case_id, scenarios[planned.scenario_hash])
         if isinstance(loaded, str):
             out.append((planned.run_id, None, loaded, 0))
-        else:
-            tasks.append(Task(loaded, planned))
+            continue
+        if options and planned.scenario_hash in options:
+            loaded = dataclasses.replace(loaded, world_options=options[planned.scenario_hash])
+        tasks.append(Task(loaded, planned))
     if not tasks:
         return 0.0, out
     try:
@@ -258,14 +264,16 @@ class RayExecutor:
             group = list(islice(source, sizing.size))
             if not group:
                 return False
-            refs = {}
+            refs, options = {}, {}
             for t in group:
                 key = t.planned.scenario_hash
                 if key not in documents:
                     documents[key] = ray.put(t.loaded.document)
                 refs[key] = documents[key]
+                if t.loaded.world_options:
+                    options[key] = dict(t.loaded.world_options)
             runs = [dataclasses.asdict(t.planned) for t in group]
-            pending[remote.remote(agent, limit_fields, refs, runs, sizing.at_once)] = {
+            pending[remote.remote(agent, limit_fields, refs, runs, sizing.at_once, options or None)] = {
                 t.planned.run_id: t for t in group}
             return True
 

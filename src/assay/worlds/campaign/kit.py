@@ -173,6 +173,9 @@ class CampaignWorld:
         self._rng = rng
         self._briefing = briefing
         self._facilitator = facilitator
+        #: a facilitator that asks a model over the network makes `reset` and `step` block
+        #: (`World.blocking`): an async driver steps this world on a thread
+        self.blocking = bool(getattr(facilitator, "blocking", False))
         self._phrases = Phrases.from_json(state["script"]["phrases"])
         self._refusals = tuple(normalise(r) for r in self._phrases.refusals)
         self._order: list[str] = state["script"]["order"]

@@ -64,7 +64,10 @@ class FacilitatorSpec:
 
 
 class ModelFacilitator:
-    """Words each cue with a chat-completions request (one per facilitator line)."""
+    """Words each cue with a chat-completions request (one per facilitator line). The request is a
+    sync call that waits on the model: `blocking` says so to the world that speaks through it."""
+
+    blocking = True
 
     def __init__(self, model: str, *, base_url: str | None = None, temperature: float = 0.7,
                  timeout: float = 60.0) -> None:
