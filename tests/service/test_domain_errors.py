@@ -32,6 +32,7 @@ from assay.errors import BadInput, Conflict, DomainError, Forbidden, Invalid, No
 from assay.run.executors import make_executor
 from assay.service import accounts, batches, platform_config, releases, results, submissions
 from assay.service.board import board
+from assay.service.board import entry as board_entry
 from assay.service.runs import run_suite
 from assay.store import Store
 from assay.store.db import open_store
@@ -96,6 +97,8 @@ CATALOGUE: dict[str, Refusal] = {
     # -- NotFound: 404 ---------------------------------------------------------------------------
     "no-such-account": Refusal((*SUBMIT, "--account", "ghost", "--label", "x"), "--account ghost", NotFound,
                                lambda w: _submit(w, account="ghost")),
+    "no-such-entry": Refusal(("entry", "0" * 32), "0" * 32, NotFound,
+                             lambda w: board_entry(w.store, "0" * 32, actor=OPERATOR)),
     "no-such-suite": Refusal(("submit", "nope", "--agent", "reference:idle", "--account", "bob", "--label", "x"),
                              "no released suite 'nope'", NotFound, lambda w: _submit(w, key="nope")),
     "no-such-version": Refusal(("board", "mini", "--version", "9.9"), "--version", NotFound,
@@ -129,6 +132,9 @@ CATALOGUE: dict[str, Refusal] = {
                           lambda w: platform_config.add_era(w.store, "e1", "2030-01-01", "r", actor=OPERATOR)),
     "era-goes-back": Refusal(("era", "add", "e0", "--from", "2019-01-01", "--reason", "r"), "--from", Conflict,
                              lambda w: platform_config.add_era(w.store, "e0", "2019-01-01", "r", actor=OPERATOR)),
+    "era-before-a-finalised-submission": Refusal(
+        ("era", "add", "e0", "--from", "2025-06-01", "--reason", "r"), "--from", Conflict,
+        lambda w: platform_config.add_era(w.store, "e0", "2025-06-01", "r", actor=OPERATOR)),
     "release-is-immutable": Refusal(("suite", "release", "{changed}"), "mini 1.0 is already released", Conflict,
                                     lambda w: releases.release_path(w.store, str(w.changed_suite), actor=OPERATOR)),
     "resume-with-another-agent": Refusal(("resume", "{batch}", "--agent", "reference:diligent"), "--agent",
@@ -148,6 +154,8 @@ CATALOGUE: dict[str, Refusal] = {
                                                                ray_address="x:1")),
     "unknown-executor": Refusal(("run", "forge", "--agent", "reference:idle", "--executor", "nope"), "--executor",
                                 Invalid, lambda w: make_executor("nope", 4, load_agent("reference:idle"))),
+    "unlisted-platform-entry": Refusal((*SUBMIT, "--account", "bob", "--label", "x", "--unlisted"), "--unlisted",
+                                       Invalid, lambda w: _submit(w, unlisted=True)),
     "bad-account-name": Refusal(("account", "create", "A_B"), "A_B", Invalid,
                                 lambda w: accounts.create(w.store, "A_B", actor=OPERATOR)),
     "bad-handle": Refusal(("account", "set-handle", "bob", "x!"), "x!", Invalid,
