@@ -261,6 +261,7 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> No
     assert step["status"] == "running"
     time.sleep(0.7)
     following = client.post("/api/agent/runs/next", headers=auth).json()
+    leased_at = time.monotonic()
     assert following["run_id"] not in (late["run_id"], gone["run_id"])
     statuses = {r["run_id"]: r["status"] for r in submissions.results(web_store, submission_id, actor=OPERATOR)["runs"]}
     assert statuses[late["run_id"]] == statuses[gone["run_id"]] == "timeout"
@@ -271,7 +272,11 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> No
     late_answer = client.post(f"/api/agent/runs/{gone['run_id']}/step", json={"step": 2, "message": LIST_ALERTS},
                               headers=auth).json()
     assert (late_answer["done"], late_answer["status"]) == (True, "timeout")
-    assert remote.expire_idle(web_store) == 0  # nothing left to end but the run just leased, not yet late
+    ended = remote.expire_idle(web_store)
+    if time.monotonic() - leased_at < 0.5:  # the run just leased is not late yet: nothing to end
+        assert ended == 0
+    else:  # a slow machine took longer than its time limit to get here: it alone is late
+        assert ended == 1 and web_store.run(following["run_id"])["status"] == "timeout"
 
 
 def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: Store) -> None:
