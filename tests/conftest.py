@@ -137,11 +137,70 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# -- templates: migrating a new database runs every revision, and releasing the built-in suites
+# hashes every scenario and its world (seconds, together). A test that wants a migrated store (or
+# a bootstrapped one) gets a copy of a database made so once per session instead: the same
+# database the first open makes (tests/store/test_migrations.py still migrates for real).
+
+TEMPLATE_KINDS = ("migrated", "bootstrapped")
+
+
+class Templates:
+    """Per session, per backend and kind, one database made lazily: `migrated` (open_store) or
+    `bootstrapped` (open_store, then the built-in suites released, as every command does)."""
+
+    def __init__(self, request: pytest.FixtureRequest, root: Path) -> None:
+        self._request = request
+        self._root = root
+        self._made: dict[tuple[str, str], str] = {}
+
+    @staticmethod
+    def _make(url: str, kind: str) -> None:
+        from assay.service.releases import bootstrap
+        from assay.store import open_store
+
+        store = open_store(url)
+        try:
+            if kind == "bootstrapped":
+                bootstrap(store)
+        finally:
+            store.close()  # disposed: closed files, idle databases, ready to be copied
+
+    def copy_into(self, db_url: str, kind: str) -> None:
+        """Make the empty database at `db_url` (the `db_url` fixture's) a copy of template `kind`."""
+        assert kind in TEMPLATE_KINDS, kind
+        if db_url.startswith("sqlite:///"):
+            if ("sqlite", kind) not in self._made:
+                path = self._root / f"{kind}.db"
+                self._make(f"sqlite:///{path}", kind)
+                self._made["sqlite", kind] = str(path)
+            shutil.copyfile(self._made["sqlite", kind], db_url.removeprefix("sqlite:///"))
+            return
+        import psycopg
+
+        server: PgServer = self._request.getfixturevalue("pg_server")
+        if ("postgresql", kind) not in self._made:
+            with psycopg.connect(server.dsn(), autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "template_{kind}"')
+            self._make(server.url(f"template_{kind}"), kind)
+            self._made["postgresql", kind] = f"template_{kind}"
+        name = db_url.rsplit("/", 1)[1]
+        with psycopg.connect(server.dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}"')
+            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._made["postgresql", kind]}"')
+
+
+@pytest.fixture(scope="session")
+def templates(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    return Templates(request, tmp_path_factory.mktemp("templates"))
+
+
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
-    """The store opened (and so migrated) on `db_url`."""
+def store(db_url: str, templates: Templates) -> Iterator[Store]:
+    """The store opened on `db_url`, migrated (a copy of the session's migrated template)."""
     from assay.store import open_store  # imported here so other packages' tests never need it
 
+    templates.copy_into(db_url, "migrated")
     opened = open_store(db_url)
     try:
         yield opened
@@ -150,11 +209,14 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+def sqlite_store(tmp_path: Path, templates: Templates) -> Iterator[Store]:
     """A fresh embedded store for tests that need one store, not both backends."""
     from assay.store import open_store  # imported here so other packages' tests never need it
 
-    opened = open_store(f"sqlite:///{tmp_path / 'assay.db'}")
+    path = tmp_path / "assay.db"
+    url = f"sqlite:///{path}"
+    templates.copy_into(url, "migrated")
+    opened = open_store(url)
     try:
         yield opened
     finally:

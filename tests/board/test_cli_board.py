@@ -1,7 +1,8 @@
 """The real `assay` console script: release → account → submit → board, and every refusal.
 
-Each test drives `.venv/bin/assay` in subprocesses against a private store on both backends (the
-`db_url` fixture), and reads back only what the processes printed or wrote.
+Each test drives the console script's `main` against a private store on both backends (the
+`db_url` fixture), and reads back only what it printed or wrote: in this process (no interpreter
+start-up per call), and in real subprocesses for a submission to a database nothing created yet.
 """
 
 from __future__ import annotations
@@ -48,21 +49,78 @@ class Done:
 
 
 class Cli:
-    def __init__(self, db_url: str, cwd: Path) -> None:
+    """`assay ARGS --db URL`, as the console script runs it: exit code, stdout and stderr.
+
+    In this process by default (`assay.cli.main` with the arguments, the output captured, every
+    store it opened closed after it), which spares each call an interpreter and the package's
+    imports; `real=True` runs the console script itself in a subprocess. Both go through the
+    same `main`: the exit codes, refusals and output are the console script's.
+    """
+
+    def __init__(self, db_url: str, cwd: Path, *, real: bool = False) -> None:
         self.db_url = db_url
         self.cwd = cwd
+        self.real = real
 
     def __call__(self, *args: str, expect: int = 0) -> Done:
-        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
-        proc = subprocess.run([str(ASSAY), *args, "--db", self.db_url], cwd=self.cwd, env=env,
-                              capture_output=True, text=True, timeout=300)
-        done = Done(proc.returncode, proc.stdout, proc.stderr)
+        done = self._subprocess(args) if self.real else self._in_process(args)
         assert done.code == expect, (args, done)
         if expect == 2:
             lines = done.stderr.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("assay: error: "), done.stderr
             assert "Traceback" not in done.stderr
         return done
+
+    def _subprocess(self, args: tuple[str, ...]) -> Done:
+        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
+        proc = subprocess.run([str(ASSAY), *args, "--db", self.db_url], cwd=self.cwd, env=env,
+                              capture_output=True, text=True, timeout=300)
+        return Done(proc.returncode, proc.stdout, proc.stderr)
+
+    def _in_process(self, args: tuple[str, ...]) -> Done:
+        import contextlib
+        import io
+        import signal
+
+        import assay.store.db as db
+        from assay.cli import main
+
+        opened: list[Any] = []
+        real_open = db.open_store
+
+        def open_store(*a: Any, **k: Any) -> Any:
+            opened.append(real_open(*a, **k))
+            return opened[-1]
+
+        stdout, stderr = io.StringIO(), io.StringIO()
+        saved = (sys.argv, os.getcwd(), os.environ.pop("ASSAY_DB", None), signal.getsignal(signal.SIGTERM))
+        sys.argv = ["assay", *args, "--db", self.db_url]
+        os.chdir(self.cwd)
+        from assay.service import runs  # noqa: F401 - holds open_store by name: patched there too
+
+        holders = [m for name, m in list(sys.modules.items())
+                   if name.startswith("assay.") and getattr(m, "open_store", None) is real_open]
+        for module in holders:
+            module.open_store = open_store
+        code: Any = 0
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    main()
+                except SystemExit as exc:
+                    code = exc.code
+        finally:
+            for module in holders:
+                module.open_store = real_open
+            sys.argv = saved[0]
+            os.chdir(saved[1])
+            if saved[2] is not None:
+                os.environ["ASSAY_DB"] = saved[2]
+            signal.signal(signal.SIGTERM, saved[3])
+            for store in opened:
+                store.close()
+        code = code if isinstance(code, int) else (0 if code is None else 1)
+        return Done(code, stdout.getvalue(), stderr.getvalue())
 
     def refused(self, *args: str) -> str:
         return self(*args, expect=2).stderr.strip()
@@ -78,8 +136,17 @@ class Cli:
 
 
 @pytest.fixture
-def cli(db_url: str, tmp_path: Path) -> Cli:
+def cli(db_url: str, tmp_path: Path, templates: Any) -> Cli:
+    """The CLI on a store as the first command leaves it (migrated, built-in suites released),
+    copied from the session's template rather than made again."""
+    templates.copy_into(db_url, "bootstrapped")
     return Cli(db_url, tmp_path)
+
+
+@pytest.fixture
+def real_cli(db_url: str, tmp_path: Path) -> Cli:
+    """The console script itself, in subprocesses (for the walk that proves it, from nothing)."""
+    return Cli(db_url, tmp_path, real=True)
 
 
 def _submit(cli: Cli, *extra: str, agent: str = "reference:diligent", account: str = "alice",
@@ -213,7 +280,8 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
     assert cli("config", "get", "academy_eval_measurement_era").json()["value"]["eras"][0]["name"] == "2026-a"
 
 
-def test_submit_forge_works_on_a_fresh_database(cli: Cli) -> None:
+def test_submit_forge_works_on_a_fresh_database(real_cli: Cli) -> None:
+    cli = real_cli  # the console script itself, in subprocesses, from a database nothing created yet
     cli("account", "create", "alice", "--public-handle", "Alice")
     view = _submit(cli, "--publish", key="forge")
     assert view["suite"]["key"] == "forge" and len(view["runs"]) == 15 and view["status"] == "complete"

@@ -59,7 +59,8 @@ def per_case(view: dict[str, Any], value: Any) -> list[float]:
 
 
 @pytest.fixture
-def cli(db_url: str, tmp_path: Path) -> Cli:
+def cli(db_url: str, tmp_path: Path, templates: Any) -> Cli:
+    templates.copy_into(db_url, "bootstrapped")  # as the first command would leave it
     return Cli(db_url, tmp_path)
 
 

@@ -82,7 +82,8 @@ def _opened(db_url: str) -> Any:
 
 
 @pytest.fixture
-def web_store(db_url: str) -> Iterator[Any]:
+def web_store(db_url: str, templates: Any) -> Iterator[Any]:
+    templates.copy_into(db_url, "bootstrapped")  # as `_opened` would leave it, made once per session
     store = _opened(db_url)
     try:
         yield store
