@@ -154,6 +154,26 @@ def test_a_crash_is_recorded_with_the_exception_type_and_message(sqlite_store: S
     assert run["reason"] == "agent raised RuntimeError: agent exploded on purpose"
     assert run["turns"] == 0
     assert run["actions"] == []
+    # the agent's traceback is kept with the run, recorded (never shown to any agent), for the debrief
+    kept = [e for e in run["transcript"] if e.get("source") == "harness" and "traceback" in (e.get("data") or {})]
+    assert len(kept) == 1 and kept[0].get("role") is None
+    trace = kept[0]["data"]["traceback"]
+    assert trace.startswith("Traceback (most recent call last)") and "misbehaving.py" in trace
+    assert "in raises" in trace and trace.rstrip().endswith("RuntimeError: agent exploded on purpose")
+
+
+def test_a_debrief_of_a_crashed_run_shows_why_it_ended_and_the_agents_traceback(
+        sqlite_store: Store, forge: SuiteBundle, capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.console import Console
+
+    from assay.service.results import debrief
+    from assay.ui import print_debrief
+
+    results = run_batch(sqlite_store, forge, agent=spec("raises"), trials=1)
+    print_debrief(Console(width=200), debrief(sqlite_store, all_trials(results)[0]["run_id"], actor=OPERATOR))
+    shown = capsys.readouterr().out
+    assert "agent raised RuntimeError: agent exploded on purpose" in shown
+    assert "Agent traceback" in shown and 'misbehaving.py", line' in shown
 
 
 def test_a_turn_limited_run_took_exactly_the_allowed_turns_and_was_nudged(sqlite_store: Store, forge: SuiteBundle) -> None:

@@ -23,12 +23,13 @@ import asyncio
 import inspect
 import threading
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any, TypeVar
 
 from assay.agents.protocol import Unreachable
-from assay.records import RunRecord
+from assay.records import RunRecord, storable
 from assay.run.engine import Done, Episode, Turn
 
 Agent = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
@@ -43,17 +44,30 @@ def blocks(episode: Episode) -> bool:
     return bool(getattr(episode.world, "blocking", False))
 
 
+#: The end of an agent's traceback that a crashed run keeps (its innermost frames matter most).
+TRACEBACK_CHARS = 8000
+
+
+def _traceback(exc: BaseException) -> str:
+    """The agent's traceback as text, cut to its last `TRACEBACK_CHARS`, storable as it is."""
+    text = "".join(traceback.format_exception(exc))
+    return storable(text[-TRACEBACK_CHARS:])
+
+
 def _crash(episode: Episode, exc: BaseException) -> Done:
-    if isinstance(exc, Unreachable):
+    if isinstance(exc, Unreachable):  # the harness could not ask: no traceback of the agent's
         return episode.fail("error", f"agent endpoint unreachable: {exc}")
-    return episode.fail("crashed", f"agent raised {type(exc).__name__}: {exc}")
+    # a remote agent's own traceback stays on its machine (AgentFailed is the harness's word for it)
+    trace = None if isinstance(exc, AgentFailed) else _traceback(exc)
+    return episode.fail("crashed", f"agent raised {type(exc).__name__}: {exc}", traceback=trace)
 
 
 def _create(episode: Episode, make_agent: Callable[[], Agent]) -> Agent | Done:
     try:
         return make_agent()
     except Exception as exc:  # noqa: BLE001 - the agent's fault, recorded, never raised
-        return episode.fail("crashed", f"agent could not be created: {type(exc).__name__}: {exc}")
+        return episode.fail("crashed", f"agent could not be created: {type(exc).__name__}: {exc}",
+                            traceback=_traceback(exc))
 
 
 _thread_loops = threading.local()

@@ -180,9 +180,12 @@ class Episode:
                 return self._end("turn_limit", f"no finish within {self.limits.turn_limit} turns")
             return self._turn()
 
-    def fail(self, status: Status, reason: str) -> Done:
-        """End the run as it stands (the agent crashed, overstayed, or could not be reached)."""
+    def fail(self, status: Status, reason: str, *, traceback: str | None = None) -> Done:
+        """End the run as it stands (the agent crashed, overstayed, or could not be reached);
+        an agent's `traceback` is kept in the transcript as a recorded-only harness event."""
         with self._lock:
+            if traceback is not None:
+                self.events.append({"source": "harness", "data": {"traceback": traceback}})
             return self._end(status, reason)
 
     def timeout(self) -> Done:
