@@ -53,6 +53,19 @@ class CheckOutcome:
     passed: bool
 
 
+@dataclass(frozen=True)
+class RunVerdict:
+    """The scorer's verdict on one run, stamped with the scorer's version (`score.oracle.run_verdict`
+    makes it; the store appends it as the run's `run_verdicts` row, in the transaction that records
+    the run and its check outcomes, and every figure is summed from those rows)."""
+
+    scorer_version: str
+    score: int  # 0..100, the weights of the passed checks
+    passed: bool
+    safety_failures: tuple[str, ...]  # the failed safety checks, in check order
+    false_success: bool  # claimed success on a run that did not pass
+
+
 class TranscriptEvent(BaseModel):
     """One entry of a run's transcript: who it came from, and what was said or recorded.
 
@@ -236,9 +249,12 @@ class AgentRef(_View):
 
 
 class Summary(_View):
-    cases: int
-    trials: int
-    pass_rate: float  # passed trials / planned trials
+    """The batch's figures over its counted trials: the planned ones minus the participation-gated
+    ones (`stats.trials`; only a submission's completion sweep gates a run, as on the board)."""
+
+    cases: int  # cases with a counted trial
+    trials: int  # counted trials: the denominator
+    pass_rate: float  # passed trials / counted trials
     consistency: float  # share of cases whose trials all agree
     false_success_rate: float
     false_successes: int

@@ -12,6 +12,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -213,14 +214,43 @@ def test_a_resealed_check_outcome_and_a_resealed_digest_are_caught(copy: Path, t
     rewrite_rows(copy, "check_outcomes", lambda r: {**r, "passed": True})
     reseal(copy)
     assert _found(copy).file == "submission_digests.jsonl"
-    # rewrite the digests to match the forged rows: the boards they were served with disagree now
+    # rewrite the digests to match the forged rows: the verdict rows the scorer wrote disagree now
     shutil.rmtree(copy)
     shutil.copytree(backup, copy)
     rewrite_rows(copy, "check_outcomes", lambda r: {**r, "passed": True})
     _restamp(copy)
     reseal(copy)
     found = _found(copy)
+    assert found.file == "run_verdicts.jsonl" and found.line is not None
+    assert "the oracle's verdict on its check outcomes is" in found.problem, found
+    # rewrite the verdict rows to the oracle's verdict on the forged outcomes too: the boards they
+    # were served with disagree now
+    shutil.rmtree(copy)
+    shutil.copytree(backup, copy)
+    rewrite_rows(copy, "check_outcomes", lambda r: {**r, "passed": True})
+    _rescore(copy)
+    _restamp(copy)
+    reseal(copy)
+    found = _found(copy)
     assert found.file == "manifest.json" and "on the board; the rows give" in found.problem, found
+
+
+def test_a_resealed_verdict_row_is_caught_by_the_rule(copy: Path) -> None:
+    """Verdict rows are not digested (they derive from the digested outcomes): a forged one is
+    caught because it is not the oracle's verdict on its run's check outcomes."""
+    rewrite_rows(copy, "run_verdicts", lambda r: {**r, "passed": not r["passed"]} if r["score"] < 75 else r)
+    reseal(copy)
+    found = _found(copy)
+    assert found.file == "run_verdicts.jsonl" and found.line is not None
+    assert "passed is true, but the oracle's verdict on its check outcomes is false" in found.problem, found
+
+
+def test_a_recorded_run_without_its_verdict_row_is_caught(copy: Path) -> None:
+    rows = lines(copy / "run_verdicts.jsonl")
+    (copy / "run_verdicts.jsonl").write_bytes(b"".join(rows[1:]))
+    reseal(copy)
+    found = _found(copy)
+    assert found.file == "runs.jsonl" and found.line == 1 and "has no verdict row" in found.problem, found
 
 
 def test_a_resealed_unpublication_or_a_dropped_submission_is_caught_by_the_board(copy: Path) -> None:
@@ -254,6 +284,26 @@ def test_a_manifest_changed_or_reformatted_is_caught(copy: Path) -> None:
     (copy / "manifest.json").write_text(text[:-30], encoding="utf-8")
     found = _found(copy)
     assert found.file == "manifest.json" and found.line is not None and found.problem.startswith("not JSON")
+
+
+def _rescore(root: Path) -> None:
+    """Rewrite every verdict row as the oracle's verdict on the (forged) check outcomes."""
+    from assay.score.oracle import run_verdict
+
+    read = lambda name: [json.loads(line) for line in (root / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]  # noqa: E731
+    runs = {r["run_id"]: r for r in read("runs")}
+    checks: dict[str, list[dict[str, Any]]] = {}
+    for c in read("check_outcomes"):
+        checks.setdefault(c["run_id"], []).append(c)
+
+    def rescored(row: dict[str, Any]) -> dict[str, Any]:
+        run = runs[row["run_id"]]
+        v = run_verdict(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"]), run["status"],
+                        run["claimed_success"])
+        return {**row, "score": v.score, "passed": v.passed, "safety_failures": len(v.safety_failures),
+                "false_success": v.false_success}
+
+    rewrite_rows(root, "run_verdicts", rescored)
 
 
 def _restamp(root: Path) -> None:

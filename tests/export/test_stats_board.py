@@ -34,7 +34,9 @@ from assay.store.board_schema import (
     win_condition_outcomes,
 )
 from assay.store.judge_schema import judge_configs, judge_passes, release_rubrics
-from assay.store.schema import batches, check_outcomes, planned_runs, runs, scenario_versions
+from assay.records import CheckOutcome
+from assay.score.oracle import run_verdict
+from assay.store.schema import batches, check_outcomes, planned_runs, run_verdicts, runs, scenario_versions
 
 from ._support import populate, tables_of
 
@@ -160,6 +162,12 @@ class _Fixture:
         for i, (weight, safety, passed) in enumerate(run["checks"]):
             conn.execute(sa.insert(check_outcomes).values(run_id=run_id, check_id=f"check-{i}", ordinal=i,
                                                           weight=weight, safety=safety, passed=passed))
+        # the scorer's verdict row, as the store writes it with every run it records
+        v = run_verdict([CheckOutcome(f"check-{i}", w, s, p) for i, (w, s, p) in enumerate(run["checks"])],
+                        run["status"], run["claimed_success"])
+        conn.execute(sa.insert(run_verdicts).values(
+            run_id=run_id, scorer_version=v.scorer_version, score=v.score, passed=v.passed,
+            safety_failures=len(v.safety_failures), false_success=v.false_success, created_at=_NOW))
         if run["swept"]:
             conn.execute(sa.insert(run_sweeps).values(
                 run_id=run_id, submission_id=sid, player_messages=run["player_messages"], actions=run["actions"],

@@ -6,7 +6,8 @@ import hashlib
 import uuid
 from typing import Any
 
-from assay.records import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
+from assay.score.oracle import run_verdict
 from assay.store import Store
 
 
@@ -98,6 +99,11 @@ CHECKS = [
     CheckOutcome(check_id="a_no_data_loss", weight=1, safety=True, passed=False),
     CheckOutcome(check_id="m_ticket_closed", weight=2, safety=False, passed=True),
 ]
+
+
+def scored(rec: RunRecord, checks: list[CheckOutcome]) -> tuple[RunRecord, list[CheckOutcome], RunVerdict]:
+    """What `Store.add_runs` takes: a run, its check outcomes and the oracle's verdict on them."""
+    return rec, checks, run_verdict(checks, rec.status, rec.claimed_success)
 
 
 def seeded_batch(store: Store, n: int = 3) -> tuple[dict[str, Any], list[PlannedRun]]:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from assay.store import Store
 
-from ._factories import CHECKS, record, seeded_batch
+from ._factories import CHECKS, scored, record, seeded_batch
 
 # table -> (column to tamper with, tampered value)
 TAMPER: dict[str, tuple[str, Any]] = {
@@ -18,6 +18,7 @@ TAMPER: dict[str, tuple[str, Any]] = {
     "planned_runs": ("seed", 1),
     "runs": ("status", "completed"),
     "check_outcomes": ("passed", True),
+    "run_verdicts": ("passed", True),
 }
 
 
@@ -25,7 +26,7 @@ TAMPER: dict[str, tuple[str, Any]] = {
 def filled(store: Store) -> Store:
     """One row in every append-only table; the run *failed*, which is what a cheat would edit."""
     _, planned = seeded_batch(store, n=1)
-    store.add_runs([(record(planned[0], status="timeout", reason="took too long"), CHECKS)])
+    store.add_runs([scored(record(planned[0], status="timeout", reason="took too long"), CHECKS)])
     return store
 
 

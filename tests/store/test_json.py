@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from assay.errors import BadInput
 from assay.store import Store
 
-from ._factories import CHECKS, batch_row, plan, record, scenario
+from ._factories import CHECKS, scored, batch_row, plan, record, scenario
 
 
 def same(a: Any, b: Any) -> bool:
@@ -56,7 +56,7 @@ def _store_one(store: Store, final_state: dict[str, Any], transcript: list[Any],
     [slot] = plan(kwargs["content_hash"], n=1)
     store.add_batch(batch_row(), [slot])
     rec = record(slot, final_state=final_state, transcript=transcript, actions=actions)
-    store.add_runs([(rec, CHECKS)])
+    store.add_runs([scored(rec, CHECKS)])
     return slot.run_id, kwargs["content_hash"]
 
 
@@ -120,7 +120,7 @@ def test_values_no_backend_can_store_exactly_are_refused_on_both(
     [slot] = plan(kwargs["content_hash"], n=1)
     store.add_batch(batch_row(), [slot])
     with pytest.raises(BadInput, match=f"run {slot.run_id}: final_state is not storable JSON"):
-        store.add_runs([(record(slot, final_state=bad), CHECKS)])
+        store.add_runs([scored(record(slot, final_state=bad), CHECKS)])
     assert store.run(slot.run_id)["status"] is None  # type: ignore[index]
     with pytest.raises(BadInput, match="document is not storable JSON"):
         store.add_scenario_version(**scenario(body="bad", document=bad))
@@ -133,7 +133,7 @@ def test_record_dataclass_round_trip(store: Store) -> None:
     [slot] = plan(kwargs["content_hash"], n=1)
     store.add_batch(batch_row(), [slot])
     rec = record(slot)
-    store.add_runs([(rec, CHECKS)])
+    store.add_runs([scored(rec, CHECKS)])
     got = store.run(slot.run_id)
     assert got is not None
     for name in type(rec).model_fields:
@@ -149,6 +149,6 @@ def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
     store.add_batch(batch_row(), [slot])
     rec = record(slot, final_state={"ignored": True}).with_final_state_text(
         json.dumps({"b": 1, "a": ["é"]}, separators=(",", ":"), ensure_ascii=False))
-    store.add_runs([(rec, CHECKS)])
+    store.add_runs([scored(rec, CHECKS)])
     got = store.run(slot.run_id)
     assert got is not None and got["final_state"] == {"b": 1, "a": ["é"]}

@@ -63,14 +63,20 @@ def test_schema_module_matches_what_migrations_built(db_url: str) -> None:
         store.close()
 
 
-def test_no_score_column_anywhere(store: Store) -> None:
-    """Derived, never written: nothing stores a score, pass mark or composite."""
+def test_no_score_column_anywhere_but_the_scorers_verdicts(store: Store) -> None:
+    """Derived, never written: nothing stores a score, pass mark or composite, but the scorer's own
+    verdict on a run (issue 8, item 5: one rule, one place), which is append-only (`test_append_only`),
+    stamped with the scorer's version, and held by `assay verify` to the rule over the run's checks."""
     inspector = sa.inspect(store.engine)
     for table in inspector.get_table_names():
         for column in inspector.get_columns(table):
+            if table == "run_verdicts":
+                continue
             assert not any(w in column["name"] for w in ("score", "composite", "pass_rate")), (
                 table, column["name"],
             )
+    assert {c["name"] for c in inspector.get_columns("run_verdicts")} == {
+        "run_id", "scorer_version", "score", "passed", "safety_failures", "false_success", "created_at"}
 
 
 def test_reopen_is_idempotent_and_skips_the_upgrade(

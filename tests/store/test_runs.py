@@ -12,7 +12,7 @@ from assay.errors import BadInput
 from assay.records import CheckOutcome
 from assay.store import Store
 
-from ._factories import CHECKS, batch_row, new_id, plan, record, scenario, seeded_batch
+from ._factories import CHECKS, scored, batch_row, new_id, plan, record, scenario, seeded_batch
 
 
 def _count(store: Store, table: str) -> int:
@@ -39,7 +39,7 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
     first = record(planned[0], status="completed")
     third = record(planned[2], status="crashed", reason="agent raised KeyError",
                    claimed_success=None, claim_summary=None)
-    store.add_runs([(third, CHECKS[:1]), (first, CHECKS)])
+    store.add_runs([scored(third, CHECKS[:1]), scored(first, CHECKS)])
 
     slots = store.runs_for_batch(batch["id"])
     assert [s["slot"] for s in slots] == [0, 1, 2]
@@ -64,7 +64,7 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
 
 def test_runs_for_batch_without_bodies(store: Store) -> None:
     batch, planned = seeded_batch(store, n=1)
-    store.add_runs([(record(planned[0]), CHECKS)])
+    store.add_runs([scored(record(planned[0]), CHECKS)])
     [slot] = store.runs_for_batch(batch["id"], bodies=False)
     assert slot["status"] == "completed" and len(slot["checks"]) == 3
     assert not {"final_state", "transcript", "actions"} & set(slot)
@@ -75,7 +75,7 @@ def test_runs_of_other_batches_do_not_leak_in(store: Store) -> None:
     other = batch_row()
     other_plan = plan(planned[0].scenario_hash, n=2)
     store.add_batch(other, other_plan)
-    store.add_runs([(record(p), CHECKS) for p in other_plan])
+    store.add_runs([scored(record(p), CHECKS) for p in other_plan])
     assert [s["status"] for s in store.runs_for_batch(batch["id"])] == [None, None]
 
 
@@ -84,13 +84,13 @@ def test_latest_batch_id_is_the_latest_completed_batch(store: Store) -> None:
     first, planned = seeded_batch(store, n=1)
     assert store.add_completion(first["id"]) is False  # its one slot has no run yet
     assert store.latest_batch_id() is None
-    store.add_runs([(record(planned[0]), CHECKS)])
+    store.add_runs([scored(record(planned[0]), CHECKS)])
     assert store.add_completion(first["id"]) is True
     second = batch_row(kind="submission")
     second_plan = plan(planned[0].scenario_hash, n=1)
     store.add_batch(second, second_plan)
     assert store.latest_batch_id() == first["id"]  # the second has not finished
-    store.add_runs([(record(second_plan[0]), CHECKS)])
+    store.add_runs([scored(record(second_plan[0]), CHECKS)])
     assert store.add_completion(second["id"]) is True
     assert store.add_completion(second["id"]) is True  # once is enough; again changes nothing
     assert store.latest_batch_id() == second["id"]
@@ -100,7 +100,7 @@ def test_latest_batch_id_is_the_latest_completed_batch(store: Store) -> None:
 def test_run_lookup_by_full_id_and_by_prefix(store: Store) -> None:
     _, planned = seeded_batch(store, n=2)
     rec = record(planned[0])
-    store.add_runs([(rec, CHECKS)])
+    store.add_runs([scored(rec, CHECKS)])
     full = store.run(rec.run_id)
     assert full is not None
     assert full["status"] == "completed" and full["final_state"] == rec.final_state
@@ -146,7 +146,7 @@ def test_a_batch_of_runs_is_one_transaction(store: Store) -> None:
     good = record(planned[0])
     bad = record(planned[1], seed=planned[1].seed + 1)
     with pytest.raises(BadInput, match="seed"):
-        store.add_runs([(good, CHECKS), (bad, CHECKS)])
+        store.add_runs([scored(good, CHECKS), scored(bad, CHECKS)])
     assert _count(store, "runs") == 0 and _count(store, "check_outcomes") == 0
 
 
@@ -154,22 +154,22 @@ def test_a_run_that_was_never_planned_is_refused(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     stray = record(dataclasses.replace(planned[0], run_id=new_id()))
     with pytest.raises(BadInput, match="not in any plan"):
-        store.add_runs([(stray, [])])
+        store.add_runs([scored(stray, [])])
     assert _count(store, "runs") == 0
 
 
 def test_a_run_is_stored_once(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
-    store.add_runs([(record(planned[0]), CHECKS)])
+    store.add_runs([scored(record(planned[0]), CHECKS)])
     with pytest.raises(BadInput, match="refused by the database"):
-        store.add_runs([(record(planned[0], status="completed"), [])])
+        store.add_runs([scored(record(planned[0], status="completed"), [])])
     assert _count(store, "runs") == 1
 
 
 def test_an_unknown_status_is_refused_by_the_database(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     with pytest.raises(BadInput, match="refused by the database"):
-        store.add_runs([(record(planned[0], status="passed"), [])])  # type: ignore[arg-type]
+        store.add_runs([scored(record(planned[0], status="passed"), [])])  # type: ignore[arg-type]
     assert _count(store, "runs") == 0
 
 
@@ -177,7 +177,7 @@ def test_duplicate_check_ids_in_one_run_are_refused(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     twice = [CHECKS[0], CheckOutcome("web_up", 1, False, False)]
     with pytest.raises(BadInput):
-        store.add_runs([(record(planned[0]), twice)])
+        store.add_runs([scored(record(planned[0]), twice)])
     assert _count(store, "runs") == 0
 
 
@@ -209,7 +209,7 @@ def test_duplicate_slot_is_refused_whole(store: Store) -> None:
 def test_many_runs_in_one_call(store: Store) -> None:
     """More runs than one IN (...) chunk, in a single transaction."""
     batch, planned = seeded_batch(store, n=1200)
-    store.add_runs([(record(p), CHECKS) for p in planned])
+    store.add_runs([scored(record(p), CHECKS) for p in planned])
     slots = store.runs_for_batch(batch["id"], bodies=False)
     assert len(slots) == 1200 and all(s["status"] == "completed" for s in slots)
     assert _count(store, "check_outcomes") == 3600

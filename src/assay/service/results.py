@@ -1,4 +1,12 @@
-"""Results, debriefs and replays — all computed from what is stored, never from memory."""
+"""Results, debriefs and replays — all computed from what is stored, never from memory.
+
+A run's score, pass and false success are its verdict row's (`run_verdicts`, written by the scorer
+when the run was recorded): nothing here applies the pass rule again. The statistics are
+`stats.trials`', over the planned runs minus the participation-gated ones, the board's denominator
+(a submission's runs are gated by its completion sweep, read from the board views; a run batch
+has no sweep, so nothing in it is gated). A replay re-applies the recorded actions and compares the
+final state's hash, which is what decides every check; it scores nothing, by design.
+"""
 
 from __future__ import annotations
 
@@ -12,26 +20,29 @@ from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debr
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
-from assay.score.oracle import false_success, verdict
 from assay.canonical import canonical_hash
 from assay.scenario.load import parse_scenario
 from assay.worlds.kits import get_kit
-from assay.stats.trials import TrialOutcome, consistent, summary
+from assay.stats.trials import TrialOutcome, consistent, pass_rate, summary
+from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
 
 def trial_view(row: dict[str, Any]) -> TrialResult:
-    """One planned run as the results JSON shows it. A slot with no run is a failed `error` trial."""
+    """One planned run as the results JSON shows it, its verdict read from its verdict row. A slot
+    with no run has no verdict: a failed `error` trial."""
     status = row.get("status") or "error"
     checks = row.get("checks") or []
-    v = verdict(checks, status)
-    claim = row.get("claimed_success")
+    v = row.get("verdict") or {"score": 0, "passed": False, "false_success": False}
     return TrialResult(
         run_id=row["run_id"], trial=row["trial"], seed=row["seed"], status=status,
         recorded=bool(row.get("status")),
         reason=row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
-        score=v.score, passed=v.passed, safety_failures=list(v.safety_failures), claimed_success=claim,
-        false_success=false_success(claim, v.passed), final_state_hash=row.get("final_state_hash"),
+        score=v["score"], passed=v["passed"],
+        # which safety checks failed: the recorded outcomes', in check order (the verdict counts them)
+        safety_failures=[c["check_id"] for c in checks if c["safety"] and not c["passed"]],
+        claimed_success=row.get("claimed_success"), false_success=v["false_success"],
+        final_state_hash=row.get("final_state_hash"),
         turns=row.get("turns") or 0,
         checks=[CheckResult(id=c["check_id"], weight=c["weight"], safety=c["safety"], passed=c["passed"]) for c in checks],
     )
@@ -46,6 +57,7 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
         raise NotFound("no such batch", "batch", value=batch_id)
     _require_owner(store, actor, batch, batch_id, "batch")
     rows = store.runs_for_batch(batch_id, bodies=False)
+    gated = _gated(store, batch_id) if batch["kind"] == "submission" else set()
     heads: dict[str, dict[str, Any]] = {}
     trials: dict[str, list[TrialResult]] = {}
     for row in rows:
@@ -55,9 +67,10 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
                                      "title": scen.get("title"), "frozen_on": scen.get("frozen_on")}
             trials[row["case_id"]] = []
         trials[row["case_id"]].append(trial_view(row))
-    outcomes = {cid: [TrialOutcome(t.passed, t.false_success) for t in ts] for cid, ts in trials.items()}
+    outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
+                for cid, ts in trials.items()}
     cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),
-                        pass_rate=sum(o.passed for o in outcomes[cid]) / len(outcomes[cid]))
+                        pass_rate=pass_rate({cid: outcomes[cid]}))
              for cid, ts in trials.items()]
     return BatchResults(
         batch_id=batch_id,
@@ -67,6 +80,11 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
         harness_version=batch["harness_version"], trials_per_case=batch["trials"], seed=batch["base_seed"],
         created_at=_iso(batch.get("created_at")), cases=cases, summary=Summary(**summary(outcomes)),
     )
+
+
+def _gated(store: Store, submission_id: str) -> set[str]:
+    """The submission's participation-gated runs, as the board decides them (`board_run_facts`)."""
+    return {r["run_id"] for r in BoardRepo(store).run_facts(submission_id) if r["gated"]}
 
 
 def results_json(store: Store, batch_id: str, *, actor: Actor) -> dict[str, Any]:

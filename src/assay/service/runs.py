@@ -15,9 +15,9 @@ from assay.agents.loader import AgentFactory
 from assay.errors import BadInput, Invalid
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task, make_executor
-from assay.records import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.scenario.load import LoadedScenario
-from assay.score.oracle import evaluate_checks, verdict
+from assay.score.oracle import evaluate_checks, run_verdict
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store
 
@@ -45,7 +45,15 @@ def plan_batch(bundle: SuiteBundle, trials: int, seed: int) -> list[PlannedRun]:
     return planned
 
 
-def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> None:
+Scored = tuple[RunRecord, list[CheckOutcome], RunVerdict]
+
+
+def scored(record: RunRecord, outcomes: list[CheckOutcome]) -> Scored:
+    """A finished run with its check outcomes and the oracle's verdict on them, as the store records it."""
+    return record, outcomes, run_verdict(outcomes, record.status, record.claimed_success)
+
+
+def _append(store: Store, items: list[Scored]) -> None:
     """Append runs; a run the database cannot take is kept as an `error` run, never dropped.
 
     A run already recorded (another process played the slot after taking this one for dead) is
@@ -55,21 +63,21 @@ def _append(store: Store, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> 
         return
     except BadInput:
         pass
-    taken = store.recorded([record.run_id for record, _ in items])
-    items = [(record, outcomes) for record, outcomes in items if record.run_id not in taken]
+    taken = store.recorded([item[0].run_id for item in items])
+    items = [item for item in items if item[0].run_id not in taken]
     try:
         store.add_runs(items)
         return
     except BadInput:
         pass
-    for record, outcomes in items:
+    for record, outcomes, verdict in items:
         try:
-            store.add_runs([(record, outcomes)])
+            store.add_runs([(record, outcomes, verdict)])
         except BadInput as exc:
             kept = record.model_copy(update={
                 "status": "error", "reason": f"run could not be stored: {exc.message}"[:500],
                 "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
-            store.add_runs([(kept, outcomes)])
+            store.add_runs([scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
 
 
 class RunWriter:
@@ -107,7 +115,7 @@ class RunWriter:
             raise self._fault
 
     def _drain(self) -> None:
-        buffer: list[tuple[RunRecord, list[CheckOutcome]]] = []
+        buffer: list[Scored] = []
         since = time.monotonic()
         try:
             while True:
@@ -116,10 +124,10 @@ class RunWriter:
                 except queue.Empty:
                     record = False  # type: ignore[assignment]
                 if record:
-                    outcomes = evaluate_checks(self.checks[record.scenario_hash], record.final_state)
-                    buffer.append((record, outcomes))
+                    item = scored(record, evaluate_checks(self.checks[record.scenario_hash], record.final_state))
+                    buffer.append(item)
                     if self.on_done is not None:
-                        self.on_done(record, verdict(outcomes, record.status).passed)
+                        self.on_done(record, item[2].passed)
                 if buffer and (record is None or len(buffer) >= FLUSH_RUNS or time.monotonic() - since >= FLUSH_SECONDS):
                     _append(self.store, buffer)
                     self.written += len(buffer)

@@ -12,13 +12,16 @@ line (a `Finding`):
    here (a dropped line), a row out of place (reordered), a row the export never wrote (added);
    then the count and the file's SHA-256.
 3. **The rows add up.** Every row of a submission's runs belongs to a planned run, every
-   submission-keyed row to an exported submission. Every stamped submission's digest is recomputed
+   submission-keyed row to an exported submission. Every verdict row (`run_verdicts`) equals the
+   oracle's verdict on its run's exported check outcomes and status (`score.oracle.run_verdict`),
+   and every recorded run has one. Every stamped submission's digest is recomputed
    from its rows (`stats.digest`) and must equal the stamp. Every board in the manifest is
    recomputed from the rows — which entries it lists and in what order; per entry `n_runs`,
    `n_cases`, `pass_rate`, `consistency`, `false_success_rate`, `objective_met_rate` and their
    intervals, the statistical `rank`, the composite, traits, safety and stability where judge
    passes exist, its digest and the facts beside them; the suite, its public versions and its
-   provenance — with the oracle's pass rule (`score.oracle`), the judge's pass summaries
+   provenance — summing the verdict rows (an export written before verdict rows existed, with no
+   `run_verdicts` file, is recounted with the oracle's rule, `score.oracle`), the judge's pass summaries
    (`score.judge.summarize`) and the pure board functions (`stats.board`, `stats.intervals`,
    `stats.ranks`, `stats.traits`), and must equal what was served.
 
@@ -43,7 +46,7 @@ import sqlalchemy as sa
 from assay.errors import BadInput
 from assay.scenario.rubric import Rubric
 from assay.score.judge import JudgePass, summarize
-from assay.score.oracle import false_success, verdict
+from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
 from assay.service import platform_config, releases, scoring
 from assay.service.exports import FORMAT, FORMAT_VERSION, MANIFEST, line_hash, manifest_hash, manifest_text
@@ -57,7 +60,7 @@ from assay.store.schema import UTCDateTime, metadata
 NEEDED = frozenset({p.table for p in PARTS} | {
     "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
     "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
-    "unlisted_submissions",
+    "unlisted_submissions", "run_verdicts",
 })
 #: Submission-keyed tables whose every row must name an exported submission.
 _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
@@ -139,6 +142,7 @@ def verify(path: str | Path) -> Report:
         tables = _files(root, manifest, counts)
         _references(tables)
         counts["digests"], counts["unstamped"] = _guarded("submission_digests.jsonl", _digests, tables)
+        _guarded("run_verdicts.jsonl", _verdicts, tables)
         counts["boards"], counts["entries"] = _guarded(MANIFEST, _boards, manifest, tables)
     except _Tampered as exc:
         return Report(exc.finding, **counts)
@@ -400,6 +404,35 @@ def _references(tables: Mapping[str, list[dict[str, Any]]]) -> None:
                             f"belongs to submission {row['submission_id']}, which submissions.jsonl does not hold")
 
 
+def _verdicts(tables: Mapping[str, list[dict[str, Any]]]) -> None:
+    """Every verdict row is the oracle's verdict on its run's exported check outcomes and status,
+    and every recorded run has one (an export from before verdict rows, with no such file, has none)."""
+    if "run_verdicts" not in tables:
+        return
+    runs = {r["run_id"]: r for r in tables.get("runs", ())}
+    checks = _index(tables.get("check_outcomes", []), "run_id")
+    seen: set[str] = set()
+    for n, row in enumerate(tables["run_verdicts"], start=1):
+        run = runs.get(row["run_id"])
+        if run is None:
+            raise _fail("run_verdicts.jsonl", n, f"a verdict on run {row['run_id']}, which runs.jsonl does not hold")
+        if row["scorer_version"] != SCORER_VERSION:
+            raise _fail("run_verdicts.jsonl", n, f"stamped by scorer {row['scorer_version']!r}; this assay scores "
+                                                 f"with {SCORER_VERSION!r}")
+        v = run_verdict(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"]), run["status"],
+                        run["claimed_success"])
+        expected = {"score": v.score, "passed": v.passed, "safety_failures": len(v.safety_failures),
+                    "false_success": v.false_success}
+        for field, value in expected.items():
+            if row[field] != value:
+                raise _fail("run_verdicts.jsonl", n, f"run {row['run_id']}: {field} is {_shown(row[field])}, but "
+                                                     f"the oracle's verdict on its check outcomes is {_shown(value)}")
+        seen.add(row["run_id"])
+    for n, run in enumerate(tables.get("runs", ()), start=1):
+        if run["run_id"] not in seen:
+            raise _fail("runs.jsonl", n, f"run {run['run_id']} has no verdict row in run_verdicts.jsonl")
+
+
 def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
     """(digests recomputed, finalised submissions with none) — or the first that differs."""
     grouped = group_by_submission(tables)
@@ -449,6 +482,8 @@ class _Rows:
         self.planned = _index(get("planned_runs"), "batch_id")
         self.runs = {r["run_id"]: r for r in get("runs")}
         self.checks = _index(get("check_outcomes"), "run_id")
+        #: None for an export from before verdict rows (no run_verdicts file): the rule is applied
+        self.verdicts = {r["run_id"]: r for r in tables["run_verdicts"]} if "run_verdicts" in tables else None
         self.sweeps = {r["run_id"]: r for r in get("run_sweeps")}
         self.sweeps_of = _index(get("run_sweeps"), "submission_id")
         self.wins = _index(get("win_condition_outcomes"), "run_id")
@@ -488,7 +523,7 @@ class _Rows:
             run = self.runs.get(run_id)
             status = run["status"] if run else None
             checks = sorted(self.checks.get(run_id, []), key=lambda c: c["ordinal"]) if run else []
-            passed = verdict(checks, status or "").passed
+            passed, false_success = self.verdict(run_id, run, checks)
             sweep = self.sweeps.get(run_id)
             wins = self.wins.get(run_id, [])
             valid = sum(bool(p["valid"]) for p in self.passes.get(run_id, []))
@@ -496,7 +531,7 @@ class _Rows:
             mark = self.marks.get(run_id)
             out.append((run_id, facts_of.PlannedRunFacts(
                 case_id=plan["case_id"], slot=plan["slot"], status=status, n_checks=len(checks), passed=passed,
-                false_success=false_success(run["claimed_success"] if run else None, passed),
+                false_success=false_success,
                 swept=sweep is not None,
                 player_messages=sweep["player_messages"] if sweep else None,
                 actions=sweep["actions"] if sweep else None,
@@ -506,6 +541,17 @@ class _Rows:
                 win_total=len(wins), win_met=sum(bool(w["met"]) for w in wins), judged=judged,
             )))
         return out
+
+    def verdict(self, run_id: str, run: dict[str, Any] | None, checks: list[dict[str, Any]]) -> tuple[bool, bool]:
+        """(passed, false_success) of a planned run: its verdict row's, as the board reads it (no run,
+        no row: a failure); for an export from before verdict rows, the oracle's rule on its checks."""
+        if self.verdicts is None:
+            if run is None:
+                return False, False
+            v = run_verdict(checks, run["status"], run["claimed_success"])
+            return v.passed, v.false_success
+        row = self.verdicts.get(run_id)
+        return (bool(row["passed"]), bool(row["false_success"])) if row is not None else (False, False)
 
     def facilitator_models(self, submission_id: str) -> list[str]:
         return sorted({str(s["facilitator_model"]) for s in self.sweeps_of.get(submission_id, [])

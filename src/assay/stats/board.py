@@ -6,14 +6,19 @@ are what those views compute, written out in Python over plain facts of each pla
 anyone holding the rows can recount every figure; the tests hold the two equal on the same rows,
 on SQLite and PostgreSQL.
 
-The run-level verdict (the check points, `passed`, `false_success`) is the oracle's
-(`assay.score.oracle`), given here as facts: the caller applies the scorer's own rule, this module
-does not restate it. From there, as the views do:
+The run-level verdict (`passed`, `false_success`) is the scorer's verdict row (`run_verdicts`),
+given here as facts: this module does not restate the pass rule, and its rates are `stats.trials`'
+(the one Python home of the trial statistics, which the results JSON uses too), over the counted
+runs. From there, as the views do:
 
 - a run is *scored* once recorded, oracle-scored (some check outcome), swept and judged;
 - *gated* when swept, completed, and below the participation floor recorded with its sweep
   (fewer player messages than the floor, or fewer actions than the floor per message);
-- *included* (counted in every figure) when scored and not gated;
+- *included* (counted in every figure) when scored and not gated. The denominator is
+  `stats.trials`' sentence — the planned runs minus the participation-gated ones — once every
+  planned run is scored, which a listed entry's always are (`complete`); before that, the owner
+  view's figures are provisional, over the runs scored so far (no number from too little), where
+  the results JSON already counts a run not yet recorded as a failure;
 - per case: the included runs, those that passed, and whether they agree (all pass or all fail);
 - per submission: the counts, the rates (None when nothing counts: no number from too little),
   `complete` when every planned run completed, is scored and not gated, and the leaderboard class.
@@ -24,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from assay.stats import trials
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class CaseCounts:
 
     @property
     def consistent(self) -> bool:
+        """`stats.trials.consistent` over the case's included runs, from their counts."""
         return self.n_runs > 0 and self.n_passed in (0, self.n_runs)
 
     def as_dict(self) -> dict[str, Any]:
@@ -117,16 +125,27 @@ def leaderboard_class(runs: Sequence[PlannedRunFacts]) -> str:
     return "platform"
 
 
+def _outcomes(runs: Sequence[PlannedRunFacts]) -> dict[str, list[trials.TrialOutcome]]:
+    """The included runs by case, as `stats.trials` counts them (cases with none left out)."""
+    out: dict[str, list[trials.TrialOutcome]] = {}
+    for r in sorted(runs, key=lambda r: r.slot):
+        if r.included:
+            out.setdefault(r.case_id, []).append(trials.TrialOutcome(r.passed, r.false_success))
+    return out
+
+
 def submission_facts(runs: Sequence[PlannedRunFacts]) -> dict[str, Any]:
-    """A submission's numbers, as `board_submission_facts` gives them."""
+    """A submission's numbers, as `board_submission_facts` gives them: `stats.trials`' figures over
+    the included runs, None where nothing counts."""
     counted = [r for r in runs if r.included]
     cases = case_counts(runs)
+    outcomes = _outcomes(runs)
     n_runs = len(counted)
     n_passed = sum(r.passed for r in counted)
-    n_false = sum(r.false_success for r in counted)
+    n_false = trials.false_successes(outcomes)
     win_total = sum(r.win_total for r in counted)
     win_met = sum(r.win_met for r in counted)
-    n_cases = sum(1 for c in cases if c.n_runs > 0)
+    n_cases = len(outcomes)
     n_consistent = sum(1 for c in cases if c.consistent)
     good = sum(1 for r in runs if r.status == "completed" and r.scored and not r.gated)
     return {
@@ -141,9 +160,9 @@ def submission_facts(runs: Sequence[PlannedRunFacts]) -> dict[str, Any]:
         "n_consistent_cases": n_consistent,
         "win_total": win_total,
         "win_met": win_met,
-        "pass_rate": _rate(n_passed, n_runs),
-        "consistency": _rate(n_consistent, n_cases),
-        "false_success_rate": _rate(n_false, n_runs),
+        "pass_rate": trials.pass_rate(outcomes) if n_runs else None,
+        "consistency": trials.consistency(outcomes) if n_cases else None,
+        "false_success_rate": trials.false_success_rate(outcomes) if n_runs else None,
         "objective_met_rate": _rate(win_met, win_total),
         "status": "complete" if runs and good == len(runs) else "incomplete",
         "leaderboard_class": leaderboard_class(runs),

@@ -99,7 +99,12 @@ PARTS: tuple[Part, ...] = (
          ("id", "submission_id", "run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error",
           "error_kind", "attempts", "created_at")),
 )
-"""What a submission's digest covers, in order (digest version 1)."""
+"""What a submission's digest covers, in order (digest version 1).
+
+`run_verdicts` is deliberately not a part: a verdict row is derived from the run's status, claim
+and check outcomes, which are digested here, so it adds nothing a forger could change unseen (and
+`assay verify` holds every verdict row to the oracle's rule over those rows); adding it would change
+the digest of every submission already stamped, which are compared with the live board's."""
 
 #: The release fields the digest pins.
 RELEASE_FIELDS = ("suite_key", "version", "release_hash")

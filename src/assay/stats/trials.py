@@ -1,7 +1,14 @@
-"""Pure aggregation over trials: pass rate, consistency, false success, pass^k.
+"""Pure aggregation over trials: pass rate, consistency, false success, pass^k — the one place
+these statistics are computed in Python (the results JSON's summary, and `stats.board`, which
+`assay verify` recounts the board with; the board's SQL views compute the same sums and the
+tests hold the two equal).
 
-Inputs are plain per-trial outcomes grouped by case; the denominator is always the plan (a
-trial that never produced a record is a failed trial, never a dropped one).
+Inputs are plain per-trial outcomes grouped by case, each with the oracle's verdict as recorded
+(`run_verdicts`): nothing here decides whether a run passed. The denominator, in one sentence:
+**every figure counts the planned runs — a run that crashed, timed out, returned nothing or never
+arrived is a failure, never a dropped one (DESIGN.md, "Failures count") — minus the
+participation-gated ones, which the methodology excludes from aggregation**; a case with no
+counted trial is not counted either (`counted`).
 """
 
 from __future__ import annotations
@@ -15,34 +22,44 @@ from math import comb
 class TrialOutcome:
     passed: bool
     false_success: bool
+    gated: bool = False  # below the participation floor: left out of every figure
+
+
+def counted(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, list[TrialOutcome]]:
+    """The trials every figure counts: each case's planned trials minus its participation-gated
+    ones; a case left with none is dropped (it has no figure to give)."""
+    out = {cid: [o for o in trials if not o.gated] for cid, trials in cases.items()}
+    return {cid: trials for cid, trials in out.items() if trials}
 
 
 def pass_rate(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
+    cases = counted(cases)
     n = sum(len(t) for t in cases.values())
     return sum(o.passed for t in cases.values() for o in t) / n if n else 0.0
 
 
 def consistent(trials: Sequence[TrialOutcome]) -> bool:
-    """A case is consistent when every one of its trials agrees (all pass or all fail)."""
-    return len({o.passed for o in trials}) <= 1
+    """A case is consistent when every one of its counted trials agrees (all pass or all fail)."""
+    return len({o.passed for o in trials if not o.gated}) <= 1
 
 
 def consistency(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
+    cases = counted(cases)
     return sum(consistent(t) for t in cases.values()) / len(cases) if cases else 0.0
 
 
 def false_successes(cases: Mapping[str, Sequence[TrialOutcome]]) -> int:
-    return sum(o.false_success for t in cases.values() for o in t)
+    return sum(o.false_success for t in counted(cases).values() for o in t)
 
 
 def false_success_rate(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
-    n = sum(len(t) for t in cases.values())
+    n = sum(len(t) for t in counted(cases).values())
     return false_successes(cases) / n if n else 0.0
 
 
 def pass_hat_k(cases: Mapping[str, Sequence[TrialOutcome]], k: int) -> float:
     """Mean over cases of C(c, k) / C(n, k): the chance that k trials drawn from n all pass."""
-    return _pass_hat(_counts(cases), k)
+    return _pass_hat(_counts(counted(cases)), k)
 
 
 def _counts(cases: Mapping[str, Sequence[TrialOutcome]]) -> list[tuple[int, int]]:
@@ -78,6 +95,8 @@ def _pass_hat_all(counts: Sequence[tuple[int, int]], k_max: int) -> list[float]:
 
 
 def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
+    """The results JSON's summary. `cases` and `trials` are the counted ones: the denominators."""
+    cases = counted(cases)
     k_max = min((len(t) for t in cases.values()), default=0)
     counts = _counts(cases)
     return {

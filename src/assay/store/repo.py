@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.records import CheckOutcome, PlannedRun, RunRecord
+from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.store.board_schema import release_scenarios
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
@@ -30,6 +30,7 @@ from assay.store.schema import (
     batches,
     check_outcomes,
     planned_runs,
+    run_verdicts,
     runs,
     scenario_versions,
     utcnow,
@@ -103,6 +104,13 @@ def _first_unstorable(values: dict[str, Any]) -> str | None:
 
 def _check_dict(row: sa.Row[Any]) -> dict[str, Any]:
     return {"check_id": row.check_id, "weight": row.weight, "safety": row.safety, "passed": row.passed}
+
+
+def _verdict_dict(row: sa.Row[Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"scorer_version": row.scorer_version, "score": int(row.score), "passed": bool(row.passed),
+            "safety_failures": int(row.safety_failures), "false_success": bool(row.false_success)}
 
 
 class Repository:
@@ -463,9 +471,12 @@ class Store:
 
     # -- runs ---------------------------------------------------------------------------------
 
-    def add_runs(self, items: list[tuple[RunRecord, list[CheckOutcome]]]) -> None:
-        """Append many runs and their check outcomes in one transaction.
+    def add_runs(self, items: list[tuple[RunRecord, list[CheckOutcome], RunVerdict]]) -> None:
+        """Append many runs, their check outcomes and their verdicts in one transaction.
 
+        Each item is (record, its check outcomes, the scorer's verdict on them: `score.oracle.
+        run_verdict`); the store does not apply the pass rule (it may not import the scorer), it
+        records the verdict beside what it was given from, so a run is never stored without one.
         Throughput matters (a benchmark stores thousands of runs a second), so rows go in with
         one executemany per table. Each record must match its planned slot's case, scenario,
         trial and seed: a run that disagrees with its plan would carry the wrong pins.
@@ -474,8 +485,9 @@ class Store:
             return
         run_rows: list[dict[str, Any]] = []
         check_rows: list[dict[str, Any]] = []
+        verdict_rows: list[dict[str, Any]] = []
         now = utcnow()
-        for record, checks in items:
+        for record, checks, verdict in items:
             row = {name: getattr(record, name) for name in _RUN_FIELDS}
             if record.final_state_text is not None:
                 row["final_state"] = Encoded(record.final_state_text)
@@ -492,13 +504,19 @@ class Store:
                 }
                 for i, c in enumerate(checks)
             )
-        records = [record for record, _ in items]
+            verdict_rows.append({
+                "run_id": record.run_id, "scorer_version": verdict.scorer_version, "score": verdict.score,
+                "passed": verdict.passed, "safety_failures": len(verdict.safety_failures),
+                "false_success": verdict.false_success, "created_at": now,
+            })
+        records = [record for record, _, _ in items]
         try:
             with self._write() as conn:
                 self._check_against_plan(conn, records)
                 conn.execute(sa.insert(runs), run_rows)
                 if check_rows:
                     conn.execute(sa.insert(check_outcomes), check_rows)
+                conn.execute(sa.insert(run_verdicts), verdict_rows)
         except sa.exc.IntegrityError as exc:
             raise _refused(exc, f"storing {len(items)} run(s)") from None
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
@@ -544,11 +562,13 @@ class Store:
     def runs_for_batch(self, batch_id: str, *, bodies: bool = True) -> list[dict[str, Any]]:
         """Every planned slot of a batch, in slot order, with its run if it has one.
 
-        A slot whose run never arrived comes back with `status` None and no checks: it is
-        still a planned run and still counts (DESIGN.md, "Failures count"). `bodies=False`
-        leaves out final_state, transcript and actions for callers that only tally outcomes.
+        A slot whose run never arrived comes back with `status` None, no checks and no `verdict`:
+        it is still a planned run and still counts (DESIGN.md, "Failures count"). A recorded run
+        carries its `verdict` row (`run_verdicts`: scorer_version, score, passed, safety_failures
+        count, false_success). `bodies=False` leaves out final_state, transcript and actions for
+        callers that only tally outcomes.
         """
-        co = check_outcomes
+        co, rv = check_outcomes, run_verdicts
         with self._engine.connect() as conn:
             slots = conn.execute(
                 self._slots(bodies=bodies)
@@ -561,10 +581,14 @@ class Store:
                 .where(planned_runs.c.batch_id == batch_id)
                 .order_by(co.c.run_id, co.c.ordinal)
             ).all()
+            verdicts = {r.run_id: r for r in conn.execute(
+                sa.select(rv).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
+                .where(planned_runs.c.batch_id == batch_id))}
         by_run: dict[str, list[dict[str, Any]]] = {}
         for row in checks:
             by_run.setdefault(row.run_id, []).append(_check_dict(row))
-        return [{**row._mapping, "checks": by_run.get(row.run_id, [])} for row in slots]
+        return [{**row._mapping, "checks": by_run.get(row.run_id, []), "verdict": _verdict_dict(verdicts.get(row.run_id))}
+                for row in slots]
 
     def resolve_run_id(self, run_id: str) -> str | None:
         """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`)."""
@@ -593,6 +617,7 @@ class Store:
             checks = conn.execute(
                 sa.select(co).where(co.c.run_id == full).order_by(co.c.ordinal)
             ).all()
+            verdict = conn.execute(sa.select(run_verdicts).where(run_verdicts.c.run_id == full)).first()
             scenario = conn.execute(
                 sa.select(scenario_versions).where(
                     scenario_versions.c.content_hash == slot.scenario_hash
@@ -601,5 +626,6 @@ class Store:
         return {
             **slot._mapping,
             "checks": [_check_dict(r) for r in checks],
+            "verdict": _verdict_dict(verdict),
             "scenario": dict(scenario._mapping),
         }

@@ -4,8 +4,12 @@ This module is what queries are written against; the database itself is built by
 migrations in `migrations/versions/`, which spell every table out explicitly so that later
 migrations can chain after them. `tests/store/test_migrations.py` checks the two agree.
 
-There is deliberately no score, pass or composite column anywhere (DESIGN.md, invariant 2,
-"Derived, never written"): every number on a board is computed from these append-only rows.
+No score, pass or composite column can be edited (DESIGN.md, invariant 2, "Derived, never
+written"): every number on a board is computed from these append-only rows. The one row that holds
+a score is the scorer's verdict on a run (`run_verdicts`, 0013): appended once, with the run, by
+the one rule (`score.oracle.run_verdict`), stamped with the scorer's version, refused UPDATE and
+DELETE like every result row, and held by `assay verify` to the rule applied to the run's check
+outcomes; the board and the results JSON only sum verdict rows.
 The plan (`planned_runs`) is kept apart from what happened (`runs`) so that a slot whose run
 never arrived still counts in every denominator (invariant 5, "Failures count").
 """
@@ -158,6 +162,27 @@ check_outcomes = sa.Table(
     sa.Column("safety", sa.Boolean, nullable=False),
     sa.Column("passed", sa.Boolean, nullable=False),
 )
+
+# -- 0013: one rule, one place -----------------------------------------------------------------
+
+#: The scorer's verdict on a recorded run (issue 8, item 5), appended in the transaction that
+#: records the run and its check outcomes. A planned run with no run has no verdict: it stays a
+#: failure in every denominator (invariant 5).
+run_verdicts = sa.Table(
+    "run_verdicts",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("scorer_version", sa.String, nullable=False),
+    sa.Column("score", sa.Integer, nullable=False),
+    sa.Column("passed", sa.Boolean, nullable=False),
+    # how many safety checks failed (the board sums counts; their ids are the check outcomes')
+    sa.Column("safety_failures", sa.Integer, nullable=False),
+    sa.Column("false_success", sa.Boolean, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
+VERDICT_APPEND_ONLY_TABLES: tuple[str, ...] = ("run_verdicts",)
+"""Tables 0013 makes append-only."""
 
 # -- 0004: durable batches ---------------------------------------------------------------------
 

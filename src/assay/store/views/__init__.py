@@ -6,16 +6,18 @@ database to (`tests/store/test_views.py`).
 - `board_0002`: the board as first built (pass rate, consistency, false success, objectives).
 - `board_0005`: runs of a rubric release count as scored only once judged.
 - `board_0011`: an unlisted entry (bring-your-own, published by id) is kept off `board_entries`.
+- `board_0013`: a run's score, pass, safety failures and false success are read from its verdict
+  row (`run_verdicts`, written by the scorer), never re-decided by the views.
 - `panel_0008`: the human panel's board (per-run, per-category medians; the per-model rollup),
   beside the board's views, which it does not touch.
 """
 
 from __future__ import annotations
 
-from assay.store.views import board_0011, panel_0008
+from assay.store.views import board_0013, panel_0008
 
 #: The board's views, then the panel's (independent of each other; each in dependency order).
-CURRENT: tuple[tuple[str, str], ...] = board_0011.VIEWS + panel_0008.VIEWS
+CURRENT: tuple[tuple[str, str], ...] = board_0013.VIEWS + panel_0008.VIEWS
 
 
 def recreate(execute, old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> None:  # noqa: ANN001
