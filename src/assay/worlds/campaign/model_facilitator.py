@@ -19,8 +19,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import openai
-
 from assay.endpoints import is_loopback, without_credentials
 from assay.errors import Invalid
 from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
@@ -82,6 +80,8 @@ class ModelFacilitator:
         self.model = f"openai:{model}"
         self._name = model
         self._temperature = temperature
+        import openai  # here, not at import: about a second that scripted campaigns never need
+
         self._client = openai.OpenAI(base_url=url, api_key=key or PLACEHOLDER_API_KEY, timeout=timeout,
                                      max_retries=2)
         self._scripted = ScriptedFacilitator()
