@@ -33,7 +33,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from assay.stats.panel import LEVEL, RESAMPLES, percentile, seed_for
+from assay.stats.panel import LEVEL, RESAMPLES, percentile_interval, seed_for
 
 __all__ = [
     "JUDGE_SCALE",
@@ -148,10 +148,7 @@ def bootstrap_interval(pairs: Sequence[Pair], statistic: Callable[[Sequence[Pair
             draws.append(value)
     if len(draws) < MIN_DEFINED_SHARE * resamples or not draws:
         return None
-    values = sorted(draws)
-    tail = (1.0 - level) / 2.0
-    lo, hi = percentile(values, tail), percentile(values, 1.0 - tail)
-    return min(lo, estimate), max(hi, estimate)
+    return percentile_interval(draws, estimate, level)
 
 
 @dataclass(frozen=True)

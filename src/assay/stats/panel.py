@@ -75,7 +75,8 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def _interval(draws: list[float], estimate: float, level: float) -> Interval:
+def percentile_interval(draws: list[float], estimate: float, level: float) -> Interval:
+    """The `level` percentile interval of bootstrap `draws`, widened to hold the estimate itself."""
     values = sorted(draws)
     tail = (1.0 - level) / 2.0
     lo, hi = percentile(values, tail), percentile(values, 1.0 - tail)
@@ -108,8 +109,8 @@ def bootstrap_panel(runs: Sequence[Sequence[Card]], *, seed: int = SEED, resampl
         for category, value in sample_means.items():
             category_draws[category].append(value)
     return PanelIntervals(
-        overall=_interval(overall_draws, overall, level),
-        categories={c: _interval(d, means[c], level) if d else (means[c], means[c])
+        overall=percentile_interval(overall_draws, overall, level),
+        categories={c: percentile_interval(d, means[c], level) if d else (means[c], means[c])
                     for c, d in category_draws.items()},
     )
 
