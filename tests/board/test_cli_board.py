@@ -13,8 +13,9 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -270,10 +271,9 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
 
     assert "before a submission already finalised" in cli.refused(
         "era", "add", "2026-a", "--from", "2020-01-01", "--reason", "back-dated")
-    # after the last finalised submission (ten CLI calls ago), and a whole second in the past, so
-    # that SQLite's CURRENT_TIMESTAMP (whole seconds) already finds it in force
-    since = (datetime.now(timezone.utc) - timedelta(seconds=2)).isoformat()
-    cli("era", "add", "2026-a", "--from", since, "--reason", "first boundary")
+    # from now on: after every finalised submission
+    cli("era", "add", "2026-a", "--from", datetime.now(timezone.utc).isoformat(), "--reason", "first boundary")
+    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is in force, counts whole seconds
     eras = cli("era", "list", "--json").json()
     assert [(e["name"], e["current"]) for e in eras] == [("2026-a", True)]
     assert re.search(r"\* 2026-a", cli("era", "list").stdout)
