@@ -14,6 +14,7 @@ difference between the two generations is this file and nothing else.
 from __future__ import annotations
 
 from assay.store.views import board_0002
+from assay.store.views.derive import derive
 
 _JUDGED = (
     "CASE WHEN rr.release_id IS NULL AND sbr.submission_id IS NULL THEN 1"
@@ -44,14 +45,4 @@ _SUBSTITUTIONS: tuple[tuple[str, str, int], ...] = (
 )
 
 
-def _derive(name: str, body: str) -> str:
-    if name != "board_run_facts":
-        return body
-    for old, new, times in _SUBSTITUTIONS:
-        if body.count(old) != times:
-            raise AssertionError(f"board_0005: {old!r} is not in board_run_facts {times} time(s)")
-        body = body.replace(old, new)
-    return body
-
-
-VIEWS: tuple[tuple[str, str], ...] = tuple((name, _derive(name, body)) for name, body in board_0002.VIEWS)
+VIEWS: tuple[tuple[str, str], ...] = derive("board_0005", board_0002.VIEWS, {"board_run_facts": _SUBSTITUTIONS})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from assay.store.views import board_0005
 from assay.store.views.board_0002 import _SUBMISSION_COLUMNS
+from assay.store.views.derive import derive
 
 _PUBLISHED = "f.published = 1 AND f.public_handle IS NOT NULL AND f.status = 'complete'"
 
@@ -39,18 +40,10 @@ WHERE {_PUBLISHED} AND f.listed = 0
 """
 
 
-def _derive(name: str, body: str) -> str:
-    for old, new, times in _SUBSTITUTIONS.get(name, ()):
-        if body.count(old) != times:
-            raise AssertionError(f"board_0011: {old!r} is not in {name} {times} time(s)")
-        body = body.replace(old, new)
-    return body
-
-
 def _views() -> tuple[tuple[str, str], ...]:
     derived: list[tuple[str, str]] = []
-    for name, body in board_0005.VIEWS:
-        derived.append((name, _derive(name, body)))
+    for name, body in derive("board_0011", board_0005.VIEWS, _SUBSTITUTIONS):
+        derived.append((name, body))
         if name == "board_entries":
             derived.append(("board_unlisted_entries", _BOARD_UNLISTED_ENTRIES))
     return tuple(derived)
