@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assay.agents.loader import load_agent
-from assay.errors import Forbidden, Invalid, NotFound
+from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.service import exports, submissions
 from assay.service.actors import OPERATOR, PUBLIC, account_actor
 from assay.service.board import board, entry
@@ -67,7 +67,7 @@ def test_a_prefix_an_unpublished_and_an_unlisted_then_unpublished_entry_are_not_
 
 def test_publishing_unlisted_still_needs_a_handle_and_the_owner(mini: Store) -> None:
     account(mini, "bob")  # no public handle
-    with pytest.raises(Exception, match="public handle"):
+    with pytest.raises(Conflict, match="public handle"):
         submit(mini, account="bob", byok=True, unlisted=True)
     with pytest.raises(Forbidden):
         submissions.compose(mini, "mini", factory=load_agent("reference:idle"), account="alice",

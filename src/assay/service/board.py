@@ -250,19 +250,14 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
     Only the full id finds it: a prefix would let anyone enumerate unlisted entries."""
     repo = BoardRepo(store)
     listed = repo.entry(submission_id)
-    if listed is not None:
-        row = next(r for r in release_entries(store, listed["release_id"]) if r["submission_id"] == submission_id)
-    else:
-        unlisted = repo.entry(submission_id, unlisted=True)
-        if unlisted is None:
-            raise NotFound("no published entry has that submission id", "submission", value=submission_id)
-        release = repo.release_by_id(unlisted["release_id"])
-        assert release is not None
-        row = {**_with_figures(store, [unlisted], release)[0], "rank": None}
-    release = repo.release_by_id(row["release_id"])
-    assert release is not None
-    if release["visibility"] == "internal" and not actor.is_staff:
+    found = listed if listed is not None else repo.entry(submission_id, unlisted=True)
+    release = repo.release_by_id(found["release_id"]) if found is not None else None
+    if found is None or release is None or (release["visibility"] == "internal" and not actor.is_staff):
         raise NotFound("no published entry has that submission id", "submission", value=submission_id)
+    if listed is not None:  # as its board shows it, ranked among the others
+        row = next(r for r in release_entries(store, release["id"]) if r["submission_id"] == submission_id)
+    else:
+        row = {**_with_figures(store, [found], release)[0], "rank": None}
     history = _public_history(repo, release["suite_key"])
     return {
         "suite": _suite(release, history[0]["version"] if history else None),
