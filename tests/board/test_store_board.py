@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -158,6 +159,7 @@ def _populate(store: Store, tmp_path: Path) -> list[str]:
     sids = [submit(store, publish=True)]  # finalised before any era: the old-era entry
     # an era from now on (it may not begin before a finalised submission)
     platform_config.add_era(store, "e1", datetime.now(timezone.utc).isoformat(), "start", actor=OPERATOR)
+    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is in force, counts whole seconds
     sids += [
         submit(store, account="bob", agent="reference:hasty", publish=True, play_model="model-b"),
         submit(store, account="carol", byok=True, publish=True),
