@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -96,6 +99,20 @@ def test_reopen_is_idempotent_and_skips_the_upgrade(
         assert store_db.migrate(again.engine) is False
     finally:
         again.close()
+
+
+def test_the_known_head_is_alembics_head() -> None:
+    """`HEAD_REVISION` lets an up-to-date store open without Alembic; it must be the real head."""
+    assert {store_db.HEAD_REVISION} == store_db.head_revisions() == {LATEST}
+
+
+def test_opening_an_up_to_date_store_does_not_import_alembic(db_url: str) -> None:
+    """Opening happens on every command: the fast path is one query, not Alembic and Mako."""
+    open_store(db_url).close()
+    probe = ("import sys; from assay.store import open_store; s = open_store(sys.argv[1]); s.close(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'mako')))")
+    shown = subprocess.run([sys.executable, "-c", probe, db_url], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "[]"
 
 
 def test_migrations_downgrade_and_run_forward_again(db_url: str) -> None:

@@ -1,7 +1,8 @@
 """Opening a store: where it lives, how the engine is set up, and bringing its schema to head.
 
 Opening happens on every CLI command, so it must be cheap: when the database already sits at
-the migrations' head, `open_store` only reads `alembic_version` and returns. Anything that
+`HEAD_REVISION`, `open_store` only reads `alembic_version` and returns, without importing Alembic
+(which, with Mako and Pygments behind it, costs more than the rest of opening). Anything that
 stops the database from opening (a malformed URL, a driver that is not installed, a server that
 is not there, a schema newer than this code) is the user's to fix, so it surfaces as one
 `BadInput` line that names the URL with its password masked (DESIGN.md, Errors).
@@ -16,18 +17,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 from assay.errors import BadInput, Invalid
 from assay.store.jsonvalue import dumps
 from assay.store.repo import Store
 
 MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
+
+#: The revision the migrations end at, known without asking Alembic, so that opening a store that
+#: is up to date never imports it. A test holds it equal to Alembic's own head; were it ever stale,
+#: opening would only take the slow path, which asks Alembic and finds nothing to do.
+HEAD_REVISION = "0013"
 
 #: Key of the PostgreSQL advisory lock that serialises concurrent first-time migrations.
 _MIGRATION_LOCK = int.from_bytes(hashlib.sha256(b"assay:migrate").digest()[:8], "big", signed=True)
@@ -44,6 +45,8 @@ def default_url() -> str:
     env = os.environ.get("ASSAY_DB")
     if env:
         return env
+    import platformdirs
+
     data_dir = Path(platformdirs.user_data_dir("assay"))
     data_dir.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{data_dir / 'assay.db'}"
@@ -118,7 +121,9 @@ def _configure_sqlite(engine: sa.Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def _alembic_config(connection: sa.Connection | None = None) -> Config:
+def _alembic_config(connection: sa.Connection | None = None) -> Any:
+    from alembic.config import Config
+
     config = Config()
     # configparser interpolation: a literal % in the path must be doubled.
     config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
@@ -128,13 +133,28 @@ def _alembic_config(connection: sa.Connection | None = None) -> Config:
 
 
 def head_revisions() -> set[str]:
-    """The revisions this code's migrations end at."""
+    """The revisions this code's migrations end at, as Alembic reads them from the scripts."""
+    from alembic.script import ScriptDirectory
+
     return set(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads())
 
 
 def current_revisions(connection: sa.Connection) -> set[str]:
     """The revisions the database says it is at (empty for a fresh database)."""
+    from alembic.runtime.migration import MigrationContext
+
     return set(MigrationContext.configure(connection).get_current_heads())
+
+
+def _at_head(connection: sa.Connection) -> bool:
+    """Whether the database sits at `HEAD_REVISION`, read with one query and no Alembic. Any doubt
+    (no `alembic_version` table yet, several heads) answers no, and Alembic decides."""
+    try:
+        rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError):
+        connection.rollback()
+        return False
+    return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
 
 
 def migrate(engine: sa.Engine) -> bool:
@@ -143,9 +163,14 @@ def migrate(engine: sa.Engine) -> bool:
     The fast path reads `alembic_version` only. A database at a revision these migrations do not
     know was upgraded by a newer assay: we refuse rather than guess.
     """
-    heads = head_revisions()
     with engine.connect() as conn:
+        if _at_head(conn):
+            return False
         current = current_revisions(conn)
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    heads = head_revisions()
     if current == heads:
         return False
     script = ScriptDirectory(str(MIGRATIONS_DIR))
@@ -165,7 +190,7 @@ def migrate(engine: sa.Engine) -> bool:
     return True
 
 
-def _is_unknown(script: ScriptDirectory, rev: str) -> bool:
+def _is_unknown(script: Any, rev: str) -> bool:
     try:
         return script.get_revision(rev) is None
     except Exception:  # noqa: BLE001 - alembic raises for revisions it has never heard of
