@@ -33,7 +33,6 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.store.repo import Store
 from assay.store.schema import claim_holders, planned_runs, run_claims, runs, utcnow
@@ -159,7 +158,11 @@ class ClaimRepo:
 
     def _insert(self, holder_id: str, attempts: Sequence[tuple[str, int]]) -> list[str]:
         dialect = self._engine.dialect.name
-        insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(run_claims)
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        insert = dialect_insert(run_claims)
         now = utcnow()
         query = insert.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
         with self._writer.begin() as conn:

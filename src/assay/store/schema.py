@@ -20,22 +20,38 @@ from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from assay.records import STATUSES
 
 metadata = sa.MetaData()
 
 
-def json_type() -> sa.types.TypeEngine[Any]:
+class JsonDocument(sa.TypeDecorator[Any]):
     """JSON everywhere, JSONB on PostgreSQL (indexable, and validated on the way in).
 
     JSONB keeps numbers as `numeric`, which prints a float of magnitude >= 1e16 with no decimal
     point, so such a float reads back as an int (equal only when the float is an exact
     integer, e.g. 1e16 but not 1e23). Smaller floats, all ints, strings, bools and null
     round-trip exactly on both backends. `jsonvalue.dumps` refuses what JSONB cannot hold.
+
+    JSONB is chosen when a PostgreSQL connection asks, so a SQLite store never imports the
+    PostgreSQL dialect (a `with_variant` would, on every command).
     """
-    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
+
+def json_type() -> sa.types.TypeEngine[Any]:
+    """The type of every JSON column (`JsonDocument`)."""
+    return JsonDocument()
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
