@@ -311,6 +311,21 @@ def test_canonicalisation_is_idempotent_and_case_insensitive(tag: str) -> None:
             bcp47(tag.replace("-", "_"))
 
 
+def test_the_codes_answered_without_langcodes_are_exactly_its_canonical_two_letter_tags() -> None:
+    """`bcp47` answers `en` from a table, without importing langcodes: the table must hold every
+    two-letter tag that langcodes keeps as written, and nothing it would change or refuse."""
+    import string
+
+    import langcodes
+
+    from assay.languages import _CANONICAL_AS_WRITTEN, _standard
+
+    pairs = [a + b for a in string.ascii_lowercase for b in string.ascii_lowercase]
+    assert _CANONICAL_AS_WRITTEN == {t for t in pairs if _standard(t) == t}
+    assert {"en", "pl"} <= _CANONICAL_AS_WRITTEN and not {"iw", "in", "sh", "xx"} & _CANONICAL_AS_WRITTEN
+    assert all(langcodes.tag_is_valid(t) for t in _CANONICAL_AS_WRITTEN)
+
+
 # ---- the real CLI ---------------------------------------------------------------------------
 
 

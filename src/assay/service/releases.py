@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import langcodes
-
 from assay.errors import Conflict, Invalid, NotFound
+from assay.languages import bcp47
 from assay.service.actors import Actor, require_staff
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
@@ -39,12 +38,11 @@ HASH_PREFIX = 12
 
 
 def normalise_language(tag: str, where: str) -> str:
+    """The canonical tag by the one rule (`assay.languages`), refused as a domain error naming `where`."""
     try:
-        if not langcodes.tag_is_valid(tag):
-            raise ValueError
-        return str(langcodes.standardize_tag(tag))
-    except (ValueError, LookupError):
-        raise Invalid(f"'{tag}' is not a valid BCP-47 language tag", "language", value=where) from None
+        return bcp47(tag)
+    except ValueError as exc:
+        raise Invalid(str(exc), "language", value=where) from None
 
 
 def version_key(version: str) -> tuple[int, ...]:
