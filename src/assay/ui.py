@@ -34,14 +34,26 @@ RayAddressOpt = typer.Option(None, "--ray-address", help="An existing Ray cluste
 WorkersOpt = typer.Option(4, "--workers", min=1, max=4096, help="Runs in flight at once.")
 
 
+#: The stores the running command opened, closed by `close_stores` when it ends (`cli.main`).
+_opened: list[Any] = []
+
+
 def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
     """The store a command works on, bootstrapped: built-in suites released (once per version)."""
     from assay.service.releases import bootstrap
     from assay.store.db import open_store
 
     store = open_store(db)
+    _opened.append(store)
     bootstrap(store)
     return store
+
+
+def close_stores() -> None:
+    """Close what the command opened: its connections end here (a SQLite WAL is checkpointed, a
+    PostgreSQL session is ended politely) rather than whenever the interpreter gets to them."""
+    while _opened:
+        _opened.pop().close()
 
 
 def print_json(value: Any) -> None:

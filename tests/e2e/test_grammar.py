@@ -32,6 +32,16 @@ def test_dash_h_is_help_and_flags_take_no_placeholder(command: tuple[str, ...]) 
     assert "<bool>" not in short.out
 
 
+def test_the_console_script_closes_its_store_before_exiting(tmp_path: Path) -> None:
+    """The console script ends without sweeping the heap (`cli.console`), so it must not leave the
+    closing of its store to the interpreter: a SQLite store closed by its last connection has its
+    write-ahead log checkpointed and removed."""
+    db = tmp_path / "assay.db"
+    ok(assay("run", "forge", "--agent", "reference:diligent", "--trials", "1", "--quiet", db_file=db))
+    ok(assay("batches", "--json", db_file=db))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["assay.db"]
+
+
 @pytest.mark.parametrize(("url", "says"), [
     ("", "an empty URL names no store"),
     ("sqlite://", "an in-memory SQLite database is lost"),
