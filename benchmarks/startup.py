@@ -9,6 +9,10 @@ between two batch sizes of `reference:diligent` on forge, so the per-run cost ca
 
     per run = (t(5 trials) - t(1 trial)) / 20 runs,   fixed = t(1 trial) - 5 runs x per run
 
+Beside them, in the same loop, the *floor*: a bare interpreter importing the libraries `assay run`
+cannot do without (Typer with its pydantic-based option parsing, Rich, SQLAlchemy, PyYAML), so the
+part of the fixed cost that is Assay's own is the difference.
+
 The source is byte-compiled first (`python -m compileall -q src`), as `make` does: with
 PYTHONDONTWRITEBYTECODE set, an editable install would otherwise recompile every module on every
 start. Nothing here asserts a time; it prints figures for README's Throughput section.
@@ -40,6 +44,16 @@ def timed(*args: str) -> float:
     return time.perf_counter() - began
 
 
+#: What the floor imports; the console script also freezes the collector before exiting (`cli.console`).
+FLOOR = "import typer, typer._adapters, rich.console, rich.table, pydantic, sqlalchemy, yaml, gc; gc.freeze()"
+
+
+def timed_floor() -> float:
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FLOOR], env=_env(), check=True)
+    return time.perf_counter() - began
+
+
 def timed_run(db: str, trials: int) -> float:
     return timed("run", "forge", "--agent", "reference:diligent", "--trials", str(trials), "--quiet",
                  "--workers", "1", "--db", db)
@@ -53,13 +67,14 @@ def main() -> None:
     timed("--version")  # warm the file cache
     help_s = statistics.median(timed("--help") for _ in range(args.repeat))
     version_s = statistics.median(timed("--version") for _ in range(args.repeat))
-    small, large = [], []
+    small, large, floor = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         db = f"sqlite:///{Path(tmp) / 'assay.db'}"
         fresh = timed_run(db, 1)  # creates and migrates the store, releases forge: once per store
         for _ in range(args.repeat):
             small.append(timed_run(db, 1))
             large.append(timed_run(db, 5))
+            floor.append(timed_floor())
     t1, t5 = statistics.median(small), statistics.median(large)
     per_run = (t5 - t1) / (4 * FORGE_CASES)
     fixed = t1 - FORGE_CASES * per_run
@@ -69,6 +84,9 @@ def main() -> None:
     print(f"assay run per run   {per_run * 1000:.1f} ms")
     print(f"assay run fixed     {fixed:.3f} s (a store that exists; its first run, which creates and migrates it, "
           f"took {fresh:.3f} s)")
+    floor_s = statistics.median(floor)
+    print(f"floor               {floor_s:.3f} s (importing Typer, Rich, pydantic, SQLAlchemy, PyYAML); "
+          f"Assay's own share of the fixed cost {fixed - floor_s:.3f} s")
 
 
 if __name__ == "__main__":
