@@ -79,3 +79,12 @@ def test_a_facilitator_spec_is_checked_and_never_holds_a_key(monkeypatch: pytest
     spec = FacilitatorSpec("openai:gm", base_url="https://user:secret@models.example/v1")
     assert "secret" not in str(spec.shown) and spec.shown["spec"] == "openai:gm"
     assert FacilitatorSpec("scripted")().model == "scripted"
+
+
+def test_the_runs_of_a_batch_share_one_client_per_endpoint() -> None:
+    """Each run builds its own facilitator, but not its own connection pool and CA bundle."""
+    spec = FacilitatorSpec("openai:gm", base_url="http://127.0.0.1:9/v1")
+    first, second = spec(), spec()
+    other = FacilitatorSpec("openai:gm", base_url="http://127.0.0.1:10/v1")()
+    assert first is not second and first._client is second._client
+    assert other._client is not first._client

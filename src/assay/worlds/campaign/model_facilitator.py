@@ -16,6 +16,7 @@ builds the facilitator for one run, reading the key from `ASSAY_FACILITATOR_API_
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,25 @@ class FacilitatorSpec:
         return ModelFacilitator(self.spec.partition(":")[2], base_url=self.base_url, temperature=self.temperature)
 
 
+_clients: dict[tuple[int, str, str, float], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _client_for(url: str, key: str, timeout: float) -> Any:
+    """One client per (process, endpoint, key, timeout), shared by every run's facilitator: one
+    connection pool and one CA bundle (tens of milliseconds of CPU to load) instead of one per run.
+    The sync client is safe to share between threads; the process id keeps a forked child from
+    using its parent's sockets."""
+    ident = (os.getpid(), url, key, timeout)
+    with _clients_lock:
+        found = _clients.get(ident)
+        if found is None:
+            import openai  # here, not at import: about a second that scripted campaigns never need
+
+            found = _clients[ident] = openai.OpenAI(base_url=url, api_key=key, timeout=timeout, max_retries=2)
+        return found
+
+
 class ModelFacilitator:
     """Words each cue with a chat-completions request (one per facilitator line). The request is a
     sync call that waits on the model: `blocking` says so to the world that speaks through it."""
@@ -80,10 +100,7 @@ class ModelFacilitator:
         self.model = f"openai:{model}"
         self._name = model
         self._temperature = temperature
-        import openai  # here, not at import: about a second that scripted campaigns never need
-
-        self._client = openai.OpenAI(base_url=url, api_key=key or PLACEHOLDER_API_KEY, timeout=timeout,
-                                     max_retries=2)
+        self._client = _client_for(url, key or PLACEHOLDER_API_KEY, timeout)
         self._scripted = ScriptedFacilitator()
 
     def messages(self, cue: Cue, table: Table) -> list[dict[str, str]]:
