@@ -46,16 +46,48 @@ def test_a_model_facilitator_words_the_runs_and_the_replay_needs_no_model(sqlite
     assert entry["rank"] is None and entry["facilitator_models"] == ["openai:gm-1"]
 
 
-def test_a_remote_agent_is_refused_a_model_facilitator(sqlite_store: Store) -> None:
-    from assay.service import remote
+def test_a_remote_agent_plays_against_a_model_facilitator_asked_once_per_line(sqlite_store: Store) -> None:
+    """A remote run is replayed at every step (and at every retried step); its model facilitator is
+    still asked for each line once: the lines are kept as first spoken and said again after."""
+    import sqlalchemy as sa
 
-    accounts.create(sqlite_store, "alice", None, actor=OPERATOR)
-    with pytest.raises(Invalid, match="remote agent cannot play against a model facilitator"):
-        submissions.compose(sqlite_store, "academy", factory=remote.remote_factory(), account="alice",
-                            label="r", facilitator={"spec": "openai:gm", "base_url": "http://127.0.0.1:9/v1"},
-                            actor=OPERATOR)
-    with sqlite_store.engine.connect() as conn:  # nothing was stored
-        assert conn.exec_driver_sql("SELECT COUNT(*) FROM submissions").scalar_one() == 0
+    from assay.service import remote
+    from assay.service.actors import agent_of
+    from assay.store.remote_schema import remote_lines
+
+    store, alice = sqlite_store, agent_of("alice")
+    accounts.create(store, "alice", None, actor=OPERATOR)
+    with FakeJudgeServer(_gm) as server:
+        sid = submissions.compose(store, "academy", factory=remote.remote_factory(), account="alice", label="r",
+                                  facilitator={"spec": "openai:gm-1", "base_url": server.base_url},
+                                  actor=OPERATOR)
+        while (lease := remote.next_run(store, actor=alice)) is not None:
+            player, history, index = load_agent("reference:steadfast")(), list(lease["messages"]), lease["step"]
+            while True:
+                message = player(history, lease["tools"])
+                answer = remote.step(store, lease["run_id"], message, index=index, actor=alice)
+                assert remote.step(store, lease["run_id"], message, index=index, actor=alice) == answer
+                history += [message, *answer["messages"]]
+                if answer["done"]:
+                    break
+                index += 1
+        asked = len(server.calls)
+    scoring.score(store, sid, actor=OPERATOR)
+    view = submissions.results(store, sid, actor=OPERATOR)
+    assert view["status"] == "complete" and view["facilitator_models"] == ["openai:gm-1"]
+    spoken: dict[str, list[str]] = {}
+    for run in view["runs"]:
+        record = store.run(run["run_id"])
+        assert record is not None and record["status"] == "completed"
+        spoken[run["run_id"]] = [e["content"] for e in record["transcript"]
+                                 if e.get("source") == "facilitator" and e.get("role") == "user"]
+        assert spoken[run["run_id"]] and all(line.startswith("(in character)") for line in spoken[run["run_id"]])
+    assert asked == sum(len(lines) for lines in spoken.values())
+    with store.engine.connect() as conn:
+        kept = conn.execute(sa.select(remote_lines.c.run_id, remote_lines.c.content, remote_lines.c.facilitator)
+                            .order_by(remote_lines.c.run_id, remote_lines.c.seq)).all()
+    assert {r.facilitator for r in kept} == {"openai:gm-1"}
+    assert {run_id: [r.content for r in kept if r.run_id == run_id] for run_id in spoken} == spoken
 
 
 RUBRIC = {

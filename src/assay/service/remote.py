@@ -22,6 +22,11 @@ different message for a taken index is refused. When the run ends it is recorded
 and swept like any other (`runs.RunWriter`, `batches.complete`); the submission completes with
 its last run.
 
+A campaign worded by a model facilitator (the submission's own, or one the release pins) is
+replayed the same way, but a model would word each line anew at every replay: each line is kept in
+`remote_lines` the first time it is spoken, and every later replay says the kept lines again and
+asks the model only for the next one (`worlds.campaign.facilitator.ResumedFacilitator`).
+
 An agent sees what an in-process agent sees — the messages, the tools — plus its scenario's id,
 title and briefing and its limits; never the hidden truth, the checks or a seed. An agent plays only
 its own account's runs: another account's run does not exist for it (`NotFound`).
@@ -29,6 +34,7 @@ its own account's runs: another account's run does not exist for it (`NotFound`)
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -109,10 +115,10 @@ def _planned(run: dict[str, Any]) -> PlannedRun:
     return PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
 
 
-def _replay(run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
+def _replay(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
     """A fresh fork of the run's world, fed its recorded steps in order (those after its end are
     ignored: nothing can follow the end of a run)."""
-    loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+    loaded = _worded(store, run, _scenario(run["scenario_hash"], run["document"], run["case_id"]))
     stepper = Stepper(open_episode(loaded, _planned(run), _limits(run)))
     for row in steps:
         if stepper.done:
@@ -124,6 +130,21 @@ def _replay(run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
         else:
             stepper.expire()
     return stepper
+
+
+def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> LoadedScenario:
+    """The scenario as this run's world is worded: by its batch's model facilitator, if it has one,
+    taken up where the run was. The lines the run has spoken are kept in `remote_lines` as they are
+    first spoken, and said again at every later replay, so the model is asked for each line once."""
+    from assay.worlds.kits import get_kit
+
+    resume = getattr(get_kit(loaded.scenario.kit), "resume_options", None)
+    facilitator = batches.facilitator_of(store, run["batch_id"]) if resume is not None else None
+    if facilitator is None:
+        return loaded
+    repo, run_id, spec = RemoteRepo(store), run["run_id"], str(facilitator["spec"])
+    options = resume(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
+    return dataclasses.replace(loaded, world_options=options)
 
 
 def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
@@ -180,7 +201,7 @@ def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
                     break  # what looked pending was taken by another agent meanwhile
                 run = repo.run(won[0])
                 assert run is not None
-                stepper = _replay(run, [])
+                stepper = _replay(store, run, [])
                 if stepper.done:  # its world could not open: recorded as the harness's `error`
                     _finish(store, run, stepper)
                     holder = None  # ended with its run
@@ -278,7 +299,7 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
                 "elapsed": max(0.0, (arrival - previous).total_seconds())}
 
     steps = RemoteRepo(store).take_step(run_id, decide)
-    stepper = _replay(run, steps)
+    stepper = _replay(store, run, steps)
     if stepper.done and run["recorded_status"] is None:
         _finish(store, run, stepper)
     return _answer(store, run, stepper, answered.get("step"))
@@ -335,7 +356,7 @@ def expire_idle(store: Store, *, account: str | None = None, now: datetime | Non
             continue
         run = repo.run(lease["run_id"])
         assert run is not None
-        stepper = _replay(run, steps)
+        stepper = _replay(store, run, steps)
         if stepper.done:
             _finish(store, run, stepper)
             ended += 1

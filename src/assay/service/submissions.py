@@ -228,7 +228,7 @@ def _compose(
         if used >= cap:
             raise _cap_refusal(account, key, release["version"], cap)
     _check_own_inputs(bundle, release if release is not None else pending.row,  # type: ignore[union-attr]
-                      factory, facilitator, rubric)
+                      facilitator, rubric)
     if pending is not None:
         release, _ = releases.store_release(store, pending)
         bundle = releases.pinned_bundle(store, release)
@@ -269,11 +269,10 @@ def _compose(
                      batches.with_facilitator(scenarios, batches.facilitator_of(store, submission_id)))
 
 
-def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], factory: AgentFactory,
-                      facilitator: dict[str, Any] | None, rubric: Rubric | None) -> None:
+def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator: dict[str, Any] | None,
+                      rubric: Rubric | None) -> None:
     """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
-    does not score, a rubric the rules judge cannot read, and a model facilitator for a remote
-    agent (a remote run is replayed at every step, and a model would be asked anew each time)."""
+    does not score, and a rubric the rules judge cannot read."""
     worded = [s for s in bundle.scenarios if hasattr(get_kit(s.scenario.kit), "run_options")]
     if facilitator is not None and not worded:
         raise Invalid(f"suite {release['suite_key']} has no facilitator to replace (its worlds have none)",
@@ -286,10 +285,6 @@ def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], factory: Age
         if judge == "rules" and rubric.without_evidence():
             raise Invalid(f"the rules judge needs evidence for every trait; none for "
                           f"{', '.join(rubric.without_evidence())}", "rubric")
-    modelled = (facilitator or {}).get("spec", release.get("facilitator_model") or "")
-    if factory.spec == batches.REMOTE_AGENT and worded and str(modelled).startswith("openai:"):
-        raise Invalid("a remote agent cannot play against a model facilitator yet (each step replays the run, "
-                      "which would ask the model again)", "facilitator")
 
 
 def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:

@@ -60,13 +60,14 @@ from assay.store.schema import UTCDateTime, metadata
 NEEDED = frozenset({p.table for p in PARTS} | {
     "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
     "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
-    "unlisted_submissions", "run_verdicts",
+    "unlisted_submissions", "run_verdicts", "remote_lines",
 })
 #: Submission-keyed tables whose every row must name an exported submission.
 _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
                   "submission_rubrics", "judge_configs", "judge_passes", "submission_digests", "unlisted_submissions")
-#: Run-keyed tables whose every row must name a planned run.
-_BY_RUN = tuple(p.table for p in PARTS if p.owner == "run")
+#: Run-keyed tables whose every row must name a planned run (`remote_lines` is not digested: the
+#: finished run's transcript holds its lines, and the transcript is).
+_BY_RUN = (*(p.table for p in PARTS if p.owner == "run"), "remote_lines")
 #: Entry fields that depend on the clock (the era in force *now*), not on the rows.
 _CLOCK_FIELDS = frozenset({"measurement_era_is_current"})
 

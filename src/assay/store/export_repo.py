@@ -41,7 +41,7 @@ from assay.store.judge_schema import (
     release_rubrics,
     submission_rubrics,
 )
-from assay.store.remote_schema import remote_steps
+from assay.store.remote_schema import remote_lines, remote_steps
 from assay.store.schema import (
     batch_agents,
     batch_completions,
@@ -157,6 +157,7 @@ class ExportRepo(BoardRepo):
             "judge_configs": judge_configs.c.submission_id.in_(submission_ids),
             "judge_passes": judge_passes.c.submission_id.in_(submission_ids),
             "remote_steps": remote_steps.c.run_id.in_(run_ids),
+            "remote_lines": remote_lines.c.run_id.in_(run_ids),
             "submission_digests": submission_digests.c.submission_id.in_(submission_ids),
             "unlisted_submissions": unlisted_submissions.c.submission_id.in_(submission_ids),
         }

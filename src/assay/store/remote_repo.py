@@ -1,5 +1,5 @@
-"""Reads and appends of remote play: leases (durable-batch claims held by a remote agent) and the
-steps of a leased run (`remote_steps`).
+"""Reads and appends of remote play: leases (durable-batch claims held by a remote agent), the
+steps of a leased run (`remote_steps`) and the lines a model facilitator spoke in it (`remote_lines`).
 
 A step is appended under a lock on its run (PostgreSQL: an advisory transaction lock; SQLite:
 BEGIN IMMEDIATE), after the run's steps and its lease are read again inside the same transaction,
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from assay.store.board_schema import submissions
 from assay.store.claims import REMOTE_HOST
-from assay.store.remote_schema import remote_steps
+from assay.store.remote_schema import remote_lines, remote_steps
 from assay.store.repo import Store
 from assay.store.schema import (
     batch_agents,
@@ -147,6 +147,27 @@ class RemoteRepo:
         for r in rows:
             r["spent"] = float(r["spent"] or 0.0)
         return rows
+
+    # -- facilitator lines ----------------------------------------------------------------------
+
+    def lines(self, run_id: str) -> list[str]:
+        """The facilitator lines kept for the run, in the order they were spoken."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id)
+                                .order_by(remote_lines.c.seq)).scalars().all()
+        return [str(r) for r in rows]
+
+    def keep_line(self, run_id: str, seq: int, facilitator: str, content: str) -> str:
+        """Keep `content` as the run's line `seq` unless one is kept already; return the kept line
+        (the first one stored is the line, whoever stored it)."""
+        with self._writer.begin() as conn:
+            kept = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id,
+                                                                        remote_lines.c.seq == seq)).scalar()
+            if kept is not None:
+                return str(kept)
+            conn.execute(sa.insert(remote_lines).values(run_id=run_id, seq=seq, facilitator=facilitator,
+                                                        content=content, created_at=utcnow()))
+        return content
 
     # -- steps ----------------------------------------------------------------------------------
 

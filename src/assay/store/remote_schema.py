@@ -15,6 +15,13 @@ is never changed, and a retried step is compared with the row, never written twi
   lease, to the request), as the engine's time budget counts them.
 - `digest`: SHA-256 of what the step said, so a retry is recognised as the same step.
 
+A campaign worded by a model facilitator speaks lines no replay can reproduce, so each is kept in
+`remote_lines` the first time it is spoken (`seq` counts the run's facilitator lines from 0, the
+opening), and every later replay of the run says the kept lines again before the model is asked
+for the next one. The first line stored for a `seq` is the line: a racing replay that worded its
+own finds the key taken and says the stored one. The finished run's transcript holds the same
+lines, which is what the digest and every score read; these rows only carry an unfinished run.
+
 The lease itself is a durable-batch claim (`run_claims`), held by a `claim_holders` row whose host
 is `claims.REMOTE_HOST`: the remote agent, alive until its run is recorded.
 """
@@ -42,4 +49,15 @@ remote_steps = sa.Table(
     sa.CheckConstraint("step >= 1", name="ck_remote_steps_step"),
 )
 
-REMOTE_APPEND_ONLY_TABLES: tuple[str, ...] = ("remote_steps",)
+remote_lines = sa.Table(
+    "remote_lines",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("planned_runs.run_id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("facilitator", sa.String, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.CheckConstraint("seq >= 0", name="ck_remote_lines_seq"),
+)
+
+REMOTE_APPEND_ONLY_TABLES: tuple[str, ...] = ("remote_steps", "remote_lines")

@@ -9,13 +9,14 @@ transcript (each line an event of source `facilitator`, with the facilitator's n
 - `ScriptedFacilitator` speaks the script's own lines, with the phrasebook's connective words:
   deterministic from the scenario, the dice and what the player did.
 - `ReplayFacilitator` says again, in order, the lines a record holds: a replay never asks a model.
+- `ResumedFacilitator` says again the lines an unfinished run has spoken, then asks its speaker.
 - A model-driven facilitator (`openai:MODEL`, at the edge) implements `Facilitator` the same way:
   `speak(cue, table)` with the scenario's facilitator brief and the conversation in `table`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -118,6 +119,28 @@ class ReplayFacilitator:
         line = self._lines[self._next]
         self._next += 1
         return line
+
+
+class ResumedFacilitator:
+    """A run taken up again where it was: the lines it has spoken, said again in order, then new
+    lines from `speaker`, each handed to `keep(seq, line)` before it is said. `keep` returns the line
+    to say: the one kept, should another telling of the run have kept its own first. Remote play
+    takes a run up again at every step (`service.remote`), and a model must never be asked twice
+    for a line the agent may already have read."""
+
+    def __init__(self, spoken: Iterable[str], speaker: Facilitator, keep: Callable[[int, str], str]) -> None:
+        self._spoken = list(spoken)
+        self._speaker = speaker
+        self._keep = keep
+        self._next = 0
+        self.model = speaker.model
+        self.blocking = bool(getattr(speaker, "blocking", False))
+
+    def speak(self, cue: Cue, table: Table) -> str:
+        seq, self._next = self._next, self._next + 1
+        if seq < len(self._spoken):
+            return self._spoken[seq]
+        return self._keep(seq, self._speaker.speak(cue, table))
 
 
 def recorded_lines(transcript: Sequence[Mapping[str, Any]]) -> list[str]:

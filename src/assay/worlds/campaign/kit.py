@@ -25,14 +25,14 @@ import functools
 import json
 import pickle
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from assay.worlds.base import Claim, Event, Observation, ToolError
 from assay.worlds.campaign.facilitator import (
-    Cue, Facilitator, ScriptedFacilitator, Table, recorded_models, replaying,
+    Cue, Facilitator, ResumedFacilitator, ScriptedFacilitator, Table, recorded_models, replaying,
 )
 from assay.worlds.campaign.model_facilitator import FacilitatorSpec
 from assay.worlds.campaign.phrases import Phrases
@@ -123,6 +123,14 @@ class CampaignKit:
         """How a batch's runs fork this world when a facilitator other than the script words the
         lines: {"spec": "openai:MODEL", "base_url": …} (a model facilitator, `model_facilitator`)."""
         return {"facilitator": FacilitatorSpec(str(facilitator["spec"]), facilitator.get("base_url"))}
+
+    def resume_options(self, facilitator: Mapping[str, Any], spoken: list[str],
+                       keep: Callable[[int, str], str]) -> dict[str, Any]:
+        """How remote play forks this world at each step of an unfinished run worded by a model
+        facilitator: the lines the run has `spoken` are said again, and each new line is given to
+        `keep(seq, line)`, which stores it and returns the line to say (`ResumedFacilitator`)."""
+        speaker = FacilitatorSpec(str(facilitator["spec"]), facilitator.get("base_url"))
+        return {"facilitator": lambda: ResumedFacilitator(spoken, speaker(), keep)}
 
     @staticmethod
     def observed_facilitators(transcript: list[dict[str, Any]]) -> list[str]:
