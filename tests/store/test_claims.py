@@ -101,3 +101,17 @@ def test_claims_and_completions_are_append_only_and_a_heartbeat_is_an_update(sto
         assert table in DURABLE_APPEND_ONLY_TABLES
         with pytest.raises(sa.exc.IntegrityError, match="append-only"), store.engine.begin() as conn:
             conn.execute(sa.text(f"DELETE FROM {table}"))
+
+
+def test_the_first_facilitator_line_kept_for_a_remote_run_is_the_line(store: Store) -> None:
+    """Two replays of one remote run may word the same line at once: whichever is stored first is
+    the line both say, on both backends (the second insert meets the key and reads the first)."""
+    from assay.store.remote_repo import RemoteRepo
+
+    _, planned = seeded_batch(store, n=1)
+    repo, run_id = RemoteRepo(store), planned[0].run_id
+    with ThreadPoolExecutor(4) as pool:
+        said = list(pool.map(lambda n: repo.keep_line(run_id, 0, "openai:gm", f"line {n}"), range(8)))
+    assert len(set(said)) == 1 and repo.lines(run_id) == said[:1]
+    assert repo.keep_line(run_id, 1, "openai:gm", "next") == "next"
+    assert repo.lines(run_id) == [said[0], "next"]

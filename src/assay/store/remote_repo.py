@@ -159,15 +159,19 @@ class RemoteRepo:
 
     def keep_line(self, run_id: str, seq: int, facilitator: str, content: str) -> str:
         """Keep `content` as the run's line `seq` unless one is kept already; return the kept line
-        (the first one stored is the line, whoever stored it)."""
-        with self._writer.begin() as conn:
-            kept = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id,
-                                                                        remote_lines.c.seq == seq)).scalar()
-            if kept is not None:
-                return str(kept)
-            conn.execute(sa.insert(remote_lines).values(run_id=run_id, seq=seq, facilitator=facilitator,
-                                                        content=content, created_at=utcnow()))
-        return content
+        (the first one stored is the line, whoever stored it: a racing insert meets the key)."""
+        try:
+            with self._writer.begin() as conn:
+                conn.execute(sa.insert(remote_lines).values(run_id=run_id, seq=seq, facilitator=facilitator,
+                                                            content=content, created_at=utcnow()))
+            return content
+        except sa.exc.IntegrityError:
+            with self._engine.connect() as conn:
+                kept = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id,
+                                                                            remote_lines.c.seq == seq)).scalar()
+            if kept is None:
+                raise
+            return str(kept)
 
     # -- steps ----------------------------------------------------------------------------------
 
