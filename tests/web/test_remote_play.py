@@ -360,3 +360,50 @@ def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path
             wrong = _assay("play", "--server", base, "--agent", "reference:diligent",
                            env={**env, "ASSAY_AGENT_KEY": api_key}, check=False)
             assert wrong.returncode == 2 and "401" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_a_release_worded_by_a_model_is_played_remotely_with_each_line_asked_once(
+        web_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that pins a model facilitator, played by a remote agent over HTTP: the server
+    replays the run at every step, yet asks its facilitator endpoint once for each line, and the
+    agent reads the model's lines."""
+    import shutil
+
+    import yaml
+
+    import assay
+    from assay.service import releases, scoring
+    from assay.service.batches import FACILITATOR_BASE_URL_ENV
+    from tests.support.fake_judge_server import FakeJudgeServer, content
+
+    suite = tmp_path / "academy-gm"
+    shutil.copytree(Path(assay.__file__).resolve().parent / "suites" / "academy", suite)
+    doc = yaml.safe_load((suite / "suite.yaml").read_text(encoding="utf-8"))
+    doc.update(key="academy-gm", version="1.0", reps_per_scenario=1, facilitator_model="openai:gm-1")
+    (suite / "suite.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    releases.release_path(web_store, str(suite), actor=OPERATOR)
+    keys, client = accounts_and_keys(web_store), _client(web_store)
+
+    def gm(call: Any) -> Any:
+        return content("(the model) " + call.body["messages"][-1]["content"].split(":\n\n", 1)[1])
+
+    with FakeJudgeServer(gm) as server:
+        monkeypatch.setenv(FACILITATOR_BASE_URL_ENV, server.base_url)
+        created = submit_remote(client, keys.alice_api, "remote gm", suite="academy-gm")
+        assert created.status_code == 201, created.text
+        agent = RemoteAgent(client, keys.alice_agent, lambda lease: load_agent("reference:steadfast"))
+        assert agent.play_all() == 4
+        asked = len(server.calls)
+    submission_id = created.json()["id"]
+    scoring.score(web_store, submission_id, actor=OPERATOR)
+    owner = client.get(f"/api/submissions/{submission_id}", headers=bearer(keys.alice_api)).json()
+    assert owner["status"] == "complete" and owner["facilitator_models"] == ["openai:gm-1"]
+    lines = []
+    for run in owner["runs"]:
+        record = web_store.run(run["run_id"])
+        assert record is not None and record["status"] == "completed"
+        lines += [e["content"] for e in record["transcript"] if e.get("source") == "facilitator" and e.get("role") == "user"]
+    assert lines and all(line.startswith("(the model)") for line in lines) and asked == len(lines)
+    # what the agent read was the model's words, the opening included
+    read = [m["content"] for body in agent.seen for m in body.get("messages", []) if m.get("role") == "user"]
+    assert set(lines) <= set(read)
