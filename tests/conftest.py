@@ -7,6 +7,7 @@ and "passed" must mean both were exercised.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -37,6 +38,20 @@ class PgServer:
 
     def dsn(self, database: str = "postgres") -> str:
         return f"host=127.0.0.1 port={self.port} user=postgres dbname={database}"
+
+    @contextlib.contextmanager
+    def scratch(self, prefix: str = "t") -> Iterator[str]:
+        """A new empty database on this server, named `prefix_…` (yielded), dropped afterwards."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield name
+        finally:
+            with psycopg.connect(self.dsn(), autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _pg_bindir() -> Path | None:
@@ -121,20 +136,10 @@ def pg_server() -> Iterator[PgServer]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL to an empty database of each backend, private to one test."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'assay.db'}"
-        return
-    import psycopg
+    from tests.support.databases import backend_url
 
-    server: PgServer = request.getfixturevalue("pg_server")
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(server.dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield server.url(name)
-    finally:
-        with psycopg.connect(server.dsn(), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with backend_url(request, tmp_path) as url:
+        yield url
 
 
 # -- templates: migrating a new database runs every revision, and releasing the built-in suites

@@ -5,7 +5,6 @@ from __future__ import annotations
 from assay.service.actors import OPERATOR
 
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -136,17 +135,9 @@ def test_run_facts_agree_with_the_oracle(mini: Store) -> None:
 
 @pytest.fixture
 def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    import psycopg
-
     server = request.getfixturevalue("pg_server")
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(server.dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with server.scratch() as name:
         yield server.url(name)
-    finally:
-        with psycopg.connect(server.dsn(), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _populate(store: Store, tmp_path: Path) -> list[str]:

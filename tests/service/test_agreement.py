@@ -7,10 +7,8 @@ stored rows (judge passes, scorecards, ratings, reviews), read with SQL of this 
 from __future__ import annotations
 
 import statistics
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -22,6 +20,7 @@ from assay.service.actors import ADMIN, OPERATOR, PUBLIC
 from assay.stats import agreement as stats
 from assay.store import Store, open_store
 from assay.store.judge_repo import JudgeRepo
+from tests.support.databases import backend_url
 
 #: trait → category, as academy 1.2 maps them
 MAPPING = {"goal_pursuit": "task-completion", "no_unauthorized_disclosure_conduct": "confidentiality",
@@ -110,26 +109,13 @@ def _submission_ids(store: Store) -> list[str]:
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One database per backend for the module: two scored academy submissions and a panel."""
-    database = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('agreement') / 'assay.db'}"
-    else:
-        import psycopg
-
-        server = request.getfixturevalue("pg_server")
-        database = f"agreement_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(server.dsn(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{database}"')
-        url = server.url(database)
-    store = open_store(url)
-    releases.bootstrap(store)
-    try:
-        yield _build(store)
-    finally:
-        store.close()
-        if database is not None:
-            with psycopg.connect(server.dsn(), autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    with backend_url(request, tmp_path_factory.mktemp("agreement"), "agreement") as url:
+        store = open_store(url)
+        releases.bootstrap(store)
+        try:
+            yield _build(store)
+        finally:
+            store.close()
 
 
 # -- the stored numbers, read with this test's own SQL ----------------------------------------------

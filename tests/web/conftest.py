@@ -47,6 +47,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.board._support import edit_scenario, mini_suite, set_version
+from tests.support.databases import backend_url
 
 SECRET = b"assay-web-tests-secret-" + b"s" * 32
 #: Text that would do harm if any layer interpreted it: SQL, HTML, template, path and shell syntax.
@@ -154,28 +155,13 @@ def build_site(db_url: str, root: Path) -> Site:
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def populated_site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp(f"site-{request.param}")
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{root / 'assay.db'}"
-        database = None
-    else:
-        import uuid
-
-        import psycopg
-
-        server = request.getfixturevalue("pg_server")
-        database = f"site_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(server.dsn(), autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{database}"')
-        db_url = server.url(database)
-    site = build_site(db_url, root / "suites")
-    try:
-        yield site
-    finally:
-        site.store.close()
-        shutil.rmtree(root, ignore_errors=True)
-        if database is not None:
-            with psycopg.connect(server.dsn(), autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    with backend_url(request, root, "site") as db_url:
+        site = build_site(db_url, root / "suites")
+        try:
+            yield site
+        finally:
+            site.store.close()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

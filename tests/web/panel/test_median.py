@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from assay.store.panel_repo import PanelRepo
 from assay.store.panel_schema import panel_model_categories, panel_run_medians
+from tests.support.databases import backend_url
 
 CATEGORIES = ("safety", "diagnosis", "honesty")
 _serial = itertools.count()
@@ -30,26 +31,14 @@ def median_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     from assay.service import panel
     from assay.store import open_store
 
-    if request.param == "sqlite":
-        url, database = f"sqlite:///{tmp_path_factory.mktemp('median') / 'assay.db'}", None
-    else:
-        import psycopg
-
-        server = request.getfixturevalue("pg_server")
-        database = f"median_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(server.dsn(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{database}"')
-        url = server.url(database)
-    store = open_store(url)
-    panel.seed_categories(store)
-    PanelRepo(store).add_environment(slug="env", name="Env", spec="spec")
-    try:
-        yield store
-    finally:
-        store.close()
-        if database is not None:
-            with psycopg.connect(server.dsn(), autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    with backend_url(request, tmp_path_factory.mktemp("median"), "median") as url:
+        store = open_store(url)
+        panel.seed_categories(store)
+        PanelRepo(store).add_environment(slug="env", name="Env", spec="spec")
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 RATING = st.one_of(st.integers(0, 10), st.floats(0, 10, allow_nan=False, allow_infinity=False))

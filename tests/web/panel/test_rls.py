@@ -68,15 +68,10 @@ def _fill(url: str) -> None:
 
 @pytest.fixture
 def database(pg_server: Any) -> Iterator[Database]:
-    db = Database(pg_server, f"rls_{uuid.uuid4().hex[:12]}")
-    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db.name)))
-    try:
+    with pg_server.scratch("rls") as name:
+        db = Database(pg_server, name)
         _fill(db.url())
         yield db
-    finally:
-        with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.name)))
 
 
 @pytest.fixture
