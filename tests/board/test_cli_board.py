@@ -52,8 +52,8 @@ class Done:
 class Cli:
     """`assay ARGS --db URL`, as the console script runs it: exit code, stdout and stderr.
 
-    In this process by default (`assay.cli.main` with the arguments, the output captured, every
-    store it opened closed after it), which spares each call an interpreter and the package's
+    In this process by default (`assay.cli.main` with the arguments, the output captured; `main`
+    closes every store it opened), which spares each call an interpreter and the package's
     imports; `real=True` runs the console script itself in a subprocess. Both go through the
     same `main`: the exit codes, refusals and output are the console script's.
     """
@@ -83,26 +83,12 @@ class Cli:
         import io
         import signal
 
-        import assay.store.db as db
         from assay.cli import main
-
-        opened: list[Any] = []
-        real_open = db.open_store
-
-        def open_store(*a: Any, **k: Any) -> Any:
-            opened.append(real_open(*a, **k))
-            return opened[-1]
 
         stdout, stderr = io.StringIO(), io.StringIO()
         saved = (sys.argv, os.getcwd(), os.environ.pop("ASSAY_DB", None), signal.getsignal(signal.SIGTERM))
         sys.argv = ["assay", *args, "--db", self.db_url]
         os.chdir(self.cwd)
-        from assay.service import runs  # noqa: F401 - holds open_store by name: patched there too
-
-        holders = [m for name, m in list(sys.modules.items())
-                   if name.startswith("assay.") and getattr(m, "open_store", None) is real_open]
-        for module in holders:
-            module.open_store = open_store
         code: Any = 0
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -111,15 +97,11 @@ class Cli:
                 except SystemExit as exc:
                     code = exc.code
         finally:
-            for module in holders:
-                module.open_store = real_open
             sys.argv = saved[0]
             os.chdir(saved[1])
             if saved[2] is not None:
                 os.environ["ASSAY_DB"] = saved[2]
             signal.signal(signal.SIGTERM, saved[3])
-            for store in opened:
-                store.close()
         code = code if isinstance(code, int) else (0 if code is None else 1)
         return Done(code, stdout.getvalue(), stderr.getvalue())
 
