@@ -91,7 +91,12 @@ class World(Protocol):
 
 
 class Kit(Protocol):
-    """Materialises worlds of one kind from a spec and a seed, and says how to read its runs."""
+    """Materialises worlds of one kind from a spec and a seed, and says how to read its runs.
+
+    A kit whose worlds someone words (the campaign's facilitator) also offers optional hooks, found
+    with `getattr`, that give `fork`'s extra options: `run_options(facilitator)` for a batch's runs,
+    `replay_options(transcript)` for a replay of a record, and `resume_options(facilitator, spoken,
+    keep)` for remote play taking an unfinished run up again."""
 
     name: str
 
