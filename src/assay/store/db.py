@@ -28,7 +28,7 @@ MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
 #: The revision the migrations end at, known without asking Alembic, so that opening a store that
 #: is up to date never imports it. A test holds it equal to Alembic's own head; were it ever stale,
 #: opening would only take the slow path, which asks Alembic and finds nothing to do.
-HEAD_REVISION = "0014"
+HEAD_REVISION = "0015"
 
 #: Key of the PostgreSQL advisory lock that serialises concurrent first-time migrations.
 _MIGRATION_LOCK = int.from_bytes(hashlib.sha256(b"assay:migrate").digest()[:8], "big", signed=True)
@@ -167,6 +167,7 @@ def migrate(engine: sa.Engine) -> bool:
         if _at_head(conn):
             return False
         current = current_revisions(conn)
+        _refuse_lost_revision(conn, current)
     from alembic import command
     from alembic.script import ScriptDirectory
 
@@ -184,10 +185,26 @@ def migrate(engine: sa.Engine) -> bool:
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
-            if current_revisions(conn) == heads:  # another process migrated while we waited
+            current = current_revisions(conn)
+            if current == heads:  # another process migrated while we waited
                 return False
+            _refuse_lost_revision(conn, current)
             command.upgrade(_alembic_config(conn), "head")
     return True
+
+
+def _refuse_lost_revision(connection: sa.Connection, current: set[str]) -> None:
+    """A database with the store's tables but no revision (an emptied or dropped `alembic_version`)
+    would be migrated from nothing over tables that exist: refused, so it is never half-migrated."""
+    if current:
+        return
+    from assay.store.schema import metadata
+
+    if set(sa.inspect(connection).get_table_names()) & set(metadata.tables):
+        raise BadInput(
+            f"cannot open database {connection.engine.url.render_as_string(hide_password=True)}: the store's "
+            "schema revision is missing (alembic_version is empty but the store's tables exist); restore "
+            "alembic_version from a backup, or stamp the revision the tables are at, then open it again")
 
 
 def _is_unknown(script: Any, rev: str) -> bool:

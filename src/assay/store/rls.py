@@ -11,6 +11,10 @@ or two migrations at once, may race to create them):
   nothing, and even where a table privilege is granted to it, RLS leaves it no row.
 - `assay_service` (NOLOGIN): the service's data role. It may SELECT and INSERT every table (the
   triggers refuse UPDATE and DELETE anyway) through explicit policies, and use the sequences.
+  Migration 0015 made two exceptions (`SERVICE_UPDATES`, `SERVICE_READ_ONLY`): it may UPDATE the
+  liveness columns of `claim_holders` (heartbeats, and a holder's end: every remote lease and every
+  `assay run` ends one), and it only reads `alembic_version`, which nobody but the owner writes
+  (TRUNCATE, which row-level security does not cover, is refused there by a trigger).
 
 Besides, every table gets a policy for the role that ran the migration (`CURRENT_USER` at that
 moment: the tables' owner), so an owner that is not a superuser keeps working under FORCE.
@@ -37,6 +41,12 @@ import re
 PUBLIC_ROLE = "assay_public"
 SERVICE_ROLE = "assay_service"
 ROLES = (PUBLIC_ROLE, SERVICE_ROLE)
+
+#: What the service role may UPDATE, by table (granted by column in migration 0015, with the policy
+#: `assay_service_liveness`): a claim holder's heartbeat and end. Nothing else is ever updated.
+SERVICE_UPDATES: dict[str, tuple[str, ...]] = {"claim_holders": ("heartbeat_at", "ended_at")}
+#: Tables the service role reads and never writes (migration 0015).
+SERVICE_READ_ONLY = ("alembic_version",)
 
 #: Policy names `secure` creates on every table.
 POLICIES = ("assay_service_read", "assay_service_append", "assay_owner_all")

@@ -128,8 +128,13 @@ def test_every_table_has_row_level_security_enabled_and_forced_and_no_policy_for
     for table, name, who, cmd, _permissive in policies:
         by_table.setdefault(table, set()).add((name, cmd))
         assert who in ([rls.SERVICE_ROLE], ["postgres"]), (table, name, who)
-    assert by_table == {t: {("assay_service_read", "SELECT"), ("assay_service_append", "INSERT"),
-                            ("assay_owner_all", "ALL")} for t in tables}
+    expected = {t: {("assay_service_read", "SELECT"), ("assay_service_append", "INSERT"),
+                    ("assay_owner_all", "ALL")} for t in tables}
+    for t in rls.SERVICE_READ_ONLY:  # 0015: the schema revision is the owner's to write
+        expected[t].discard(("assay_service_append", "INSERT"))
+    for t in rls.SERVICE_UPDATES:  # 0015: a claim holder's liveness is updated
+        expected[t].add(("assay_service_liveness", "UPDATE"))
+    assert by_table == expected
 
 
 def test_the_public_role_without_grants_is_refused_on_every_table_and_view(database: Database, login_role: Any) -> None:
