@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 
 from assay.errors import BadInput, DomainError, Unauthenticated, http_status
 from assay.store.db import Store
-from assay.web.guards import BodyLimit, Guard, RateLimit, TokenBuckets
+from assay.web.guards import BodyLimit, Guard, JsonDepth, RateLimit, TokenBuckets
 
 #: Environment variables `app_from_env` reads (besides `ASSAY_DB` and `ASSAY_SECRET`).
 ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
@@ -151,7 +151,9 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.include_router(admin.router)
     app.include_router(panel_api.router)
     app.include_router(panel_pages.router)
-    # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then the routes
+    # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then JsonDepth,
+    # then the routes
+    app.add_middleware(JsonDepth)
     app.add_middleware(BodyLimit, limit=settings.body_limit)
     if settings.rate_limit > 0:
         app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst))

@@ -6,6 +6,12 @@ byte stream and the response start, which `BaseHTTPMiddleware` hides.
   while streaming otherwise (a chunked body, or a `Content-Length` that lies), by raising
   `BodyTooLarge` from `receive` — an `HTTPException`, so FastAPI's body parsing re-raises it as
   the 413 it is instead of calling it a parse error.
+- `JsonDepth` refuses a request body that nests arrays and objects deeper than `MAX_JSON_DEPTH`
+  with 422 `{"detail", "field": "body"}`, before any route parses it: Python's parser recurses,
+  and a body nested a thousand deep would otherwise end in `RecursionError`. It reads the body
+  (capped by `BodyLimit` outside it), counts brackets outside strings without recursing, and hands
+  the route the same bytes. Every body is looked at, whatever its content type claims, since some
+  routes parse JSON whatever the header says.
 - `RateLimit` keeps a token bucket per caller, in this process: the caller is the presented
   credential (a digest of the `Authorization` header, never the key itself) or, without one, the
   client address. Over the limit: 429 with `Retry-After` in whole seconds. With several workers
@@ -20,6 +26,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -87,6 +94,66 @@ class BodyLimit:
             if started:
                 raise
             await send_json(send, 413, {"detail": exc.detail}, {"connection": "close"})
+
+
+#: How deeply a request body may nest arrays and objects inside one another.
+MAX_JSON_DEPTH = 64
+
+#: A JSON string, escapes included (unrolled: linear, no backtracking).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def nests_deeper(body: bytes, limit: int) -> bool:
+    """Whether `body`, read as JSON is (UTF-8, -16 or -32, as `json.loads` detects it), nests arrays
+    and objects more than `limit` deep. Brackets inside strings do not count; nothing is parsed and
+    nothing recurses. A body that is not text is not JSON either and is left to the route."""
+    try:
+        text = body.decode(json.detect_encoding(body), "surrogatepass")
+    except (UnicodeDecodeError, LookupError):
+        return False
+    depth = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub('""', text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+class JsonDepth:
+    def __init__(self, app: ASGIApp, limit: int = MAX_JSON_DEPTH) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away before its body was in
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body and nests_deeper(body, self.limit):
+            await send_json(send, 422, {"detail": f"the request body nests arrays and objects more than "
+                                                  f"{self.limit} deep", "field": "body"})
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 @dataclass
