@@ -107,6 +107,27 @@ def refusal(kind: str) -> Unauthenticated:
                            "(Authorization: Bearer KEY)", "key")
 
 
+def _match(store: Store, secret: bytes, presented: str) -> dict[str, Any] | None:
+    """The key row a presented key is (digest compared in constant time against every key issued
+    with its display prefix), revoked or not; None when it is no key at all."""
+    wanted = digest(secret, presented)
+    match: dict[str, Any] | None = None
+    for row in KeysRepo(store).candidates(_prefix(presented)):
+        if hmac.compare_digest(row["digest"], wanted):
+            match = row
+    return match
+
+
+def identify(store: Store, secret: bytes, presented: str | None) -> str | None:
+    """The id of the valid, unrevoked key (of either kind) `presented` is, else None: whom a request
+    is counted against by the rate limit. A value that is no key is nobody's: the caller is then its
+    address, so inventing values buys no new allowance."""
+    if not presented or len(presented) > MAX_PRESENTED:
+        return None
+    match = _match(store, secret, presented)
+    return str(match["id"]) if match is not None and match["revoked_at"] is None else None
+
+
 def authenticate(store: Store, secret: bytes, presented: str | None, kind: str) -> Actor:
     """The actor a presented key stands for, when it is a valid, unrevoked key of `kind`.
 
@@ -116,11 +137,7 @@ def authenticate(store: Store, secret: bytes, presented: str | None, kind: str) 
     kind = check_kind(kind)
     if not presented or len(presented) > MAX_PRESENTED:
         raise refusal(kind)
-    wanted = digest(secret, presented)
-    match: dict[str, Any] | None = None
-    for row in KeysRepo(store).candidates(_prefix(presented)):
-        if hmac.compare_digest(row["digest"], wanted):
-            match = row
+    match = _match(store, secret, presented)
     if match is None or match["revoked_at"] is not None or match["kind"] != kind:
         raise refusal(kind)
     return account_actor(match["account"]) if kind == "api" else agent_of(match["account"])

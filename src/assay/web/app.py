@@ -116,6 +116,20 @@ async def _malformed(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
+async def _identify(scope: Any, presented: str) -> str | None:
+    """The id of the valid key `presented` is, for the rate limit (`service.keys.identify`, off the
+    event loop); None while the app has no store yet."""
+    from starlette.concurrency import run_in_threadpool
+
+    from assay.service import keys
+
+    app = scope["app"]
+    store = getattr(app.state, "store", None)
+    if store is None:
+        return None
+    return await run_in_threadpool(keys.identify, store, app.state.settings.secret, presented)
+
+
 def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     from assay.web import agent_api, api, pages, submissions_api
 
@@ -156,7 +170,8 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.add_middleware(JsonDepth)
     app.add_middleware(BodyLimit, limit=settings.body_limit)
     if settings.rate_limit > 0:
-        app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst))
+        app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst),
+                           identify=_identify)
     app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),))
     return app
 

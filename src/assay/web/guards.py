@@ -12,10 +12,12 @@ byte stream and the response start, which `BaseHTTPMiddleware` hides.
   (capped by `BodyLimit` outside it), counts brackets outside strings without recursing, and hands
   the route the same bytes. Every body is looked at, whatever its content type claims, since some
   routes parse JSON whatever the header says.
-- `RateLimit` keeps a token bucket per caller, in this process: the caller is the presented
-  credential (a digest of the `Authorization` header, never the key itself) or, without one, the
-  client address. Over the limit: 429 with `Retry-After` in whole seconds. With several workers
-  each process keeps its own buckets, so the effective limit is per worker.
+- `RateLimit` keeps a token bucket per caller, in this process: the caller is the key a request
+  authenticates to (its id, once `service.keys.identify` found it valid; remembered by a digest of
+  the header, never the key itself) or, for a request without a valid key — none, a revoked one,
+  or any invented value — its client address, so a thousand made-up bearer values are still one
+  caller. Over the limit: 429 with `Retry-After` in whole seconds. With several workers each
+  process keeps its own buckets, so the effective limit is per worker.
 - `Guard` catches what nothing else did: the client gets `{"detail": "internal error"}` and no
   trace; the log gets the traceback with the server secret scrubbed out, should it ever appear.
 """
@@ -29,7 +31,7 @@ import math
 import re
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from starlette.exceptions import HTTPException
@@ -189,24 +191,62 @@ class TokenBuckets:
                 del self._buckets[caller]
 
 
-def caller_of(scope: Scope) -> str:
-    """Whose bucket a request draws from: its credential's digest, else its client address."""
+#: Finds the id of the valid key a presented bearer value is, else None (`service.keys.identify`,
+#: run off the event loop).
+Identify = Callable[[Scope, str], Awaitable[str | None]]
+
+
+def bearer_of(scope: Scope) -> str | None:
+    """The bearer value of a request's `Authorization` header, if it has one."""
     credential = _header(scope, b"authorization")
-    if credential:
-        return "key:" + hashlib.sha256(credential).hexdigest()
+    if not credential:
+        return None
+    scheme, _, value = credential.decode("latin-1").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None
+
+
+def address_of(scope: Scope) -> str:
     client = scope.get("client")
     return "ip:" + (client[0] if client else "unknown")
 
 
 class RateLimit:
-    def __init__(self, app: ASGIApp, buckets: TokenBuckets) -> None:
-        self.app, self.buckets = app, buckets
+    #: Verified keys remembered (header digest -> key id), so a known key is looked up once.
+    KNOWN = 10_000
+
+    def __init__(self, app: ASGIApp, buckets: TokenBuckets, identify: Identify | None = None) -> None:
+        self.app, self.buckets, self.identify = app, buckets, identify
+        self._known: dict[str, str] = {}
+
+    async def caller_of(self, scope: Scope) -> str:
+        """Whose bucket a request draws from: the key it authenticates to, else its client address.
+
+        A key once found valid stays that key's caller here even after it is revoked (its requests
+        are refused by the routes anyway): still one caller, never one per value."""
+        presented = bearer_of(scope)
+        if presented is None or self.identify is None:
+            return address_of(scope)
+        seen = hashlib.sha256(presented.encode("utf-8", "surrogateescape")).hexdigest()
+        key_id = self._known.get(seen)
+        if key_id is None:
+            try:
+                key_id = await self.identify(scope, presented)
+            except Exception:  # noqa: BLE001 - a store that cannot answer: the route reports it
+                key_id = None
+            if key_id is None:
+                return address_of(scope)
+            if len(self._known) >= self.KNOWN:
+                self._known.pop(next(iter(self._known)))
+            self._known[seen] = key_id
+        return "key:" + key_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        wait = self.buckets.take(caller_of(scope))
+        wait = self.buckets.take(await self.caller_of(scope))
         if wait > 0:
             seconds = max(1, math.ceil(wait))
             await send_json(send, 429, {"detail": f"too many requests; retry after {seconds} s"},
