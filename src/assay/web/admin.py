@@ -3,8 +3,9 @@
 - `POST /admin/login` (JSON or a urlencoded form: `email`, `password`) answers 200
   `{"csrf_token", "email", "expires_at"}` and sets the session cookie; a browser's form post
   (`Accept: text/html`) is sent on to `/admin` instead (303). Every failed login is the same 401
-  `wrong email or password`, and logins are rate limited per client address and per email (429
-  with `Retry-After`) on top of the app's own limit.
+  `wrong email or password`, and logins are rate limited per client address and email together,
+  and more loosely per address (429 with `Retry-After`), on top of the app's own limit: never per
+  email alone, so guessing an admin's password elsewhere cannot lock that admin out.
 - The cookie `assay_admin` holds the session token signed with itsdangerous (HMAC-SHA256 under the
   server secret, with a timestamp checked against the session's lifetime): HttpOnly, Secure,
   SameSite=Strict, Path=/. Behind it is the server-side session row (`service.admins`), re-read on
@@ -49,9 +50,11 @@ COOKIE = "assay_admin"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
 _SALT = "assay.admin-session"
-#: Logins per client address and per email: a burst of `LOGIN_BURST`, then one every `1/LOGIN_RATE` s.
+#: Logins per client address and email together: a burst of `LOGIN_BURST`, then one every
+#: `1/LOGIN_RATE` s; one address may try `ADDRESS_SHARE` times that over all emails.
 LOGIN_BURST = 10
 LOGIN_RATE = 1 / 6
+ADDRESS_SHARE = 3
 
 cookie_scheme = APIKeyCookie(name=COOKIE, scheme_name="AdminSession", auto_error=False,
                              description="The admin session cookie set by `POST /admin/login`.")
@@ -124,17 +127,21 @@ def optional_session(request: Request) -> AdminSession | None:
 
 
 class LoginThrottle:
-    """Token buckets for logins, per client address and per email (case-folded, digested): a
-    guesser is slowed down whichever of the two it varies. One per app (`app.state`), per process."""
+    """Token buckets for logins, by client address and email together (the email case-folded and
+    digested), and by address alone with `ADDRESS_SHARE` times the allowance (for guessers who
+    vary the email). Never by email alone: a guesser elsewhere could then lock the admin whose
+    email it guesses out of their own login. One per app (`app.state`), per process."""
 
     def __init__(self, rate: float = LOGIN_RATE, burst: int = LOGIN_BURST) -> None:
         self.buckets = TokenBuckets(rate, burst)
+        self.addresses = TokenBuckets(rate * ADDRESS_SHARE, burst * ADDRESS_SHARE)
 
     def wait(self, address: str, email: str) -> float:
         """0 when the attempt may go ahead, else the seconds until it may."""
-        by_address = self.buckets.take("ip:" + address)
-        by_email = self.buckets.take("email:" + hashlib.sha256(email.strip().lower().encode("utf-8", "replace")).hexdigest())
-        return max(by_address, by_email)
+        folded = hashlib.sha256(email.strip().lower().encode("utf-8", "replace")).hexdigest()
+        by_pair = self.buckets.take(f"ip:{address} email:{folded}")
+        by_address = self.addresses.take("ip:" + address)
+        return max(by_pair, by_address)
 
 
 def throttle_of(request: Request) -> LoginThrottle:
