@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
+from assay.errors import BadInput
 from assay.scenario.models import SLUG, StrictModel, bcp47
 from assay.scenario.rubric import TRAIT_KEY
 
@@ -94,3 +95,19 @@ def is_suite_document(raw: object) -> bool:
 
 def builtin_suites_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "suites"
+
+
+def inside_suite(directory: Path, name: str, what: str, where: str) -> Path:
+    """The file `name` (as a suite lists it) resolved inside the suite's `directory`, symlinks
+    followed; an absolute path, a `..` that climbs out, or a symlink that leads out is refused in
+    one line naming the file (`what`: "scenario file", "rubric file"; `where`: the suite file), so
+    a suite can only ever read what sits in its own directory."""
+    root = directory.resolve()
+    if Path(name).is_absolute() or name.startswith("~"):
+        raise BadInput(f"{what} '{name}' is an absolute path; a suite lists files relative to its own "
+                       "directory", where)
+    target = (root / name).resolve()
+    if not target.is_relative_to(root):
+        raise BadInput(f"{what} '{name}' resolves outside the suite's directory ({root}); a suite reads "
+                       "only files inside it (no '..' out, no symlink out)", where)
+    return target

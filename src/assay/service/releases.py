@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.errors import Conflict, Invalid, NotFound
+from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.languages import bcp47
 from assay.service.actors import Actor, require_staff
 from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
@@ -189,17 +189,24 @@ def release_path(store: Store, path: str, *, actor: Actor) -> tuple[dict[str, An
     target = Path(path)
     if not target.exists():
         raise NotFound("no such file or directory", "path", value=path)
-    bundle = resolve_suite(path)
-    builtin = _is_builtin_path(target)
-    return store_release(store, prepare(bundle, builtin=builtin))
+    prepared = prepare(resolve_suite(path), builtin=_is_builtin_path(target))
+    refuse_reserved_key(prepared.row["suite_key"], target)
+    return store_release(store, prepared)
 
 
-def _is_builtin_path(path: Path) -> bool:
-    try:
-        path.resolve().relative_to(builtin_suites_dir().resolve())
-        return True
-    except ValueError:
-        return False
+def refuse_reserved_key(key: str, path: Path) -> None:
+    """The keys of the built-in suites (forge, academy, …) are theirs: a suite with such a key is
+    released only from the built-in documents themselves, never from a file of the user's (which
+    would otherwise become the board's current version of the built-in suite)."""
+    if key in builtin_suite_names() and not _is_builtin_path(path, key):
+        raise Forbidden(f"suite key '{key}' is reserved for the built-in suite of that name, which is released "
+                        "from its own documents only; give your suite another key", "path", value=str(path))
+
+
+def _is_builtin_path(path: Path, key: str | None = None) -> bool:
+    """Whether `path` lies among the built-in suites' documents (those of suite `key`, if given)."""
+    root = builtin_suites_dir() / key if key is not None else builtin_suites_dir()
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def builtin_prepared(key: str) -> PreparedRelease | None:

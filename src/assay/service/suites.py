@@ -15,7 +15,7 @@ from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
 from assay.worlds.kits import get_kit
 from assay.scenario.rubric import Rubric, load_rubric
-from assay.scenario.suite import Suite, builtin_suites_dir, is_suite_document, parse_suite
+from assay.scenario.suite import Suite, builtin_suites_dir, inside_suite, is_suite_document, parse_suite
 from assay.scenario.yamlsafe import load_yaml_file
 
 
@@ -84,7 +84,8 @@ def _examine(name_or_path: str) -> Findings:
         problems: list[BadInput] = []
         loaded = []
         for file in files:
-            one = _attempt(lambda: load_scenario(file, get_kit), problems)
+            one = _attempt(lambda: load_scenario(inside_suite(path, file.name, "scenario file", str(path)),
+                                                 get_kit), problems)
             if one is not None:
                 loaded.append(one)
         if problems:
@@ -110,7 +111,11 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
         rels = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
     loaded: list[LoadedScenario] = []
     for rel in rels:
-        target = (path.parent / rel).resolve()
+        try:
+            target = inside_suite(path.parent, rel, "scenario file", str(path))
+        except BadInput as exc:
+            problems.append(exc)
+            continue
         if not target.is_file():
             problems.append(BadInput(f"scenario file '{rel}' not found next to the suite", str(path)))
             continue
@@ -123,8 +128,10 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
         problems.append(BadInput(f"the suite lists the same scenario id twice ({', '.join(twice)})", str(path)))
     rubric = None
     if suite is not None and suite.rubric is not None:
-        target = (path.parent / suite.rubric).resolve()
-        if not target.is_file():
+        target = _attempt(lambda: inside_suite(path.parent, suite.rubric, "rubric file", str(path)), problems)
+        if target is None:
+            pass  # refused: outside the suite's directory
+        elif not target.is_file():
             problems.append(BadInput(f"rubric file '{suite.rubric}' not found next to the suite", str(path)))
         else:
             rubric = _attempt(lambda: load_rubric(target), problems)
