@@ -89,3 +89,12 @@ def require_agent_of(actor: Actor, account: str, ident: str) -> None:
     """An agent plays only its own account's runs; another account's run does not exist for it."""
     if not (actor.kind == "operator" or (actor.kind == "agent" and actor.account == account)):
         raise NotFound("no such run", "run", value=ident)
+
+
+def prefix_owner(actor: Actor) -> str | None:
+    """Whose ids an id prefix typed by `actor` may expand to: everyone's (None) for the operator,
+    an account's own for that account, no one's (`""`) for anyone else, who names ids in full. A
+    prefix thus never finds, nor names when ambiguous, an id its asker may not see."""
+    if actor.kind == "operator":
+        return None
+    return actor.account if actor.kind == "account" and actor.account else ""

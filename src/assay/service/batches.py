@@ -26,7 +26,7 @@ from typing import Any
 
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, NotFound
-from assay.service.actors import Actor, require_owner, require_staff
+from assay.service.actors import Actor, prefix_owner, require_owner, require_staff
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
@@ -186,9 +186,10 @@ def find(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """The batch or submission `ident` names (an id or a unique prefix); refused if none does,
     told what it is if `ident` names a run instead. A run batch is the operator's; a submission
     is also its account's."""
-    batch_id = store.resolve_batch_id(ident)
+    owner = prefix_owner(actor)
+    batch_id = store.resolve_batch_id(ident, owner)
     if batch_id is None:
-        if store.resolve_run_id(ident) is not None:
+        if store.resolve_run_id(ident, owner) is not None:
             raise NotFound("this is a run id, not a batch or submission; `assay debrief` shows a run", "batch",
                            value=ident)
         raise NotFound("no such batch or submission", "batch", value=ident)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.service.actors import Actor
+from assay.service.actors import Actor, prefix_owner
 from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
 from assay.stats.pairwise import ALPHA, paired_comparison
 from assay.store.board_repo import BoardRepo
@@ -31,7 +31,7 @@ P_PLACES = 6
 
 def _resolve(repo: BoardRepo, ident: str, actor: Actor) -> dict[str, Any]:
     """A submission `actor` may compare: the staff any, others their own or one on the board."""
-    found = repo.resolve_submission_id(ident)
+    found = repo.resolve_submission_id(ident, prefix_owner(actor))
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
     facts = repo.submission_facts(found)

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from assay.errors import NotFound
-from assay.service.actors import Actor, require_owner
+from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.service import scoring
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
@@ -51,7 +51,7 @@ def trial_view(row: dict[str, Any]) -> TrialResult:
 def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
     """A batch and every planned run of it, from what is stored (the results JSON contract).
     `batch_id` may be a unique prefix, as everywhere an id is typed."""
-    batch_id = store.resolve_batch_id(batch_id) or batch_id
+    batch_id = store.resolve_batch_id(batch_id, prefix_owner(actor)) or batch_id
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch", "batch", value=batch_id)
@@ -106,7 +106,7 @@ def _iso(value: Any) -> str | None:
 
 
 def _stored_run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
-    run = store.run(run_id)
+    run = store.run(run_id, prefix_owner(actor))
     if run is None:
         raise NotFound("no such run", "run", value=run_id)
     _require_owner(store, actor, store.batch(run["batch_id"]), run_id, "run")

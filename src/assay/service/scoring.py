@@ -28,7 +28,7 @@ from assay.score.judge import (
     JudgePass, JudgeRun, LLMJudge, RetryPolicy, RulesJudge, RunJudgement, judge_from_spec, summarize,
 )
 from assay.service import platform_config, releases
-from assay.service.actors import Actor, require_owner
+from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.stats.traits import RunTraits, Stability, composite, scenario_means, stability, trait_means
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -88,7 +88,7 @@ def _release_of(store: Store, submission_id: str) -> dict[str, Any]:
 
 def _owned(store: Store, ident: str, actor: Actor) -> str:
     repo = BoardRepo(store)
-    found = repo.resolve_submission_id(ident)
+    found = repo.resolve_submission_id(ident, prefix_owner(actor))
     submission = repo.submission(found) if found else None
     if submission is None:
         raise NotFound("no such submission", "submission", value=ident)

@@ -33,7 +33,7 @@ from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_even
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
 from assay.service import accounts, batches, exports, platform_config, releases, scoring
-from assay.service.actors import Actor, require_operator, require_owner, require_speaks_for
+from assay.service.actors import OPERATOR, Actor, prefix_owner, require_operator, require_owner, require_speaks_for
 from assay.service.board import entry_numbers, entry_rank
 from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
@@ -372,14 +372,14 @@ def complete(store: Store, submission_id: str) -> None:
 # -- owner operations -------------------------------------------------------------------------
 
 
-def find(store: Store, ident: str) -> str | None:
-    """The submission id `ident` names (an id or a unique prefix), or None."""
-    return BoardRepo(store).resolve_submission_id(ident)
+def find(store: Store, ident: str, *, actor: Actor = OPERATOR) -> str | None:
+    """The submission id `ident` names (an id, or a unique prefix of one `actor` may see), or None."""
+    return BoardRepo(store).resolve_submission_id(ident, prefix_owner(actor))
 
 
 def _require(store: Store, ident: str, actor: Actor) -> str:
     """The submission `ident` names, if `actor` may see its owner view (others: no such submission)."""
-    found = find(store, ident)
+    found = find(store, ident, actor=actor)
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
     submission = BoardRepo(store).submission(found)

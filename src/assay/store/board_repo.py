@@ -41,7 +41,7 @@ from assay.store.board_schema import (
     variance_notes,
     win_condition_outcomes,
 )
-from assay.store.repo import Repository, resolve_prefix
+from assay.store.repo import Repository, owned_by, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
 
 
@@ -239,10 +239,11 @@ class BoardRepo(Repository):
             row = conn.execute(sa.select(submissions).where(submissions.c.id == submission_id)).first()
         return dict(row._mapping) if row is not None else None
 
-    def resolve_submission_id(self, ident: str) -> str | None:
-        """The full id for `ident` or a unique prefix of it (the store's one prefix rule)."""
+    def resolve_submission_id(self, ident: str, owner: str | None = None) -> str | None:
+        """The full id for `ident` or a unique prefix of it (the store's one prefix rule); with
+        `owner`, a prefix expands only to that account's submissions."""
         with self.read() as conn:
-            return resolve_prefix(conn, submissions.c.id, ident, "submission")
+            return resolve_prefix(conn, submissions.c.id, ident, "submission", owned_by(owner, submissions.c.id))
 
     def unswept_runs(self, submission_id: str) -> list[dict[str, Any]]:
         """Recorded runs of a submission that the completion sweep has not looked at yet."""

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
-from assay.store.board_schema import release_scenarios
+from assay.store.board_schema import release_scenarios, submissions
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (
@@ -54,22 +54,36 @@ def _lock_key(namespace: str, name: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def resolve_prefix(conn: sa.Connection, column: sa.ColumnElement[Any], ident: str, noun: str) -> str | None:
+def resolve_prefix(conn: sa.Connection, column: sa.ColumnElement[Any], ident: str, noun: str,
+                   within: sa.ColumnElement[bool] | None = None) -> str | None:
     """The one id-prefix rule (runs, batches, submissions): `ident` itself when it is an id, else
     the one id it is a prefix of (at least `MIN_PREFIX` characters), else None; an ambiguous or
     too-short prefix is refused. Matching is decided in Python, case-sensitively: SQLite's LIKE
-    ignores ASCII case and PostgreSQL's does not, and both backends must agree."""
+    ignores ASCII case and PostgreSQL's does not, and both backends must agree.
+
+    `within` limits what a prefix may expand to (the asker's own ids, `owned_by`): a prefix then
+    neither finds nor, when ambiguous, names an id outside it, so it never tells anyone of ids
+    they may not see. A full id is taken as it is; the caller decides whether its asker may see it."""
     if conn.execute(sa.select(column).where(column == ident)).first() is not None:
         return ident
     if len(ident) < MIN_PREFIX:
         raise NotFound(f"no {noun} has this id, and a {noun} id prefix needs at least {MIN_PREFIX} characters",
                        noun, value=ident)
-    candidates = conn.execute(
-        sa.select(column).where(column.startswith(ident, autoescape=True)).order_by(column)).scalars()
-    matches = [str(m) for m in candidates if str(m).startswith(ident)]
+    query = sa.select(column).where(column.startswith(ident, autoescape=True)).order_by(column)
+    if within is not None:
+        query = query.where(within)
+    matches = [str(m) for m in conn.execute(query).scalars() if str(m).startswith(ident)]
     if len(matches) > 1:
         raise Invalid(f"{noun} id prefix is ambiguous (matches {matches[0]}, {matches[1]}, ...)", noun, value=ident)
     return matches[0] if matches else None
+
+
+def owned_by(owner: str | None, batch_id: sa.ColumnElement[Any]) -> sa.ColumnElement[bool] | None:
+    """The condition "the batch `batch_id` is a submission of account `owner`" for `resolve_prefix`
+    (None: anyone's, for the operator; an empty `owner` owns nothing)."""
+    if owner is None:
+        return None
+    return batch_id.in_(sa.select(submissions.c.id).where(submissions.c.account == owner))
 
 
 def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -590,23 +604,25 @@ class Store:
         return [{**row._mapping, "checks": by_run.get(row.run_id, []), "verdict": _verdict_dict(verdicts.get(row.run_id))}
                 for row in slots]
 
-    def resolve_run_id(self, run_id: str) -> str | None:
-        """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`)."""
+    def resolve_run_id(self, run_id: str, owner: str | None = None) -> str | None:
+        """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`); with `owner`,
+        a prefix expands only to runs of that account's submissions."""
         with self._engine.connect() as conn:
-            return resolve_prefix(conn, planned_runs.c.run_id, run_id, "run")
+            return resolve_prefix(conn, planned_runs.c.run_id, run_id, "run", owned_by(owner, planned_runs.c.batch_id))
 
-    def resolve_batch_id(self, ident: str) -> str | None:
-        """The full batch (or submission) id for `ident` or a unique prefix of it."""
+    def resolve_batch_id(self, ident: str, owner: str | None = None) -> str | None:
+        """The full batch (or submission) id for `ident` or a unique prefix of it; with `owner`, a
+        prefix expands only to that account's submissions."""
         with self._engine.connect() as conn:
-            return resolve_prefix(conn, batches.c.id, ident, "batch")
+            return resolve_prefix(conn, batches.c.id, ident, "batch", owned_by(owner, batches.c.id))
 
-    def run(self, run_id: str) -> dict[str, Any] | None:
+    def run(self, run_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """One planned run with its run fields, checks and scenario row; None if unknown.
 
-        Accepts a unique prefix. A planned run that has no run row yet comes back like its
-        slot in `runs_for_batch`: planned fields, run fields None, no checks.
+        Accepts a unique prefix (of `owner`'s runs, when given). A planned run that has no run row
+        yet comes back like its slot in `runs_for_batch`: planned fields, run fields None, no checks.
         """
-        full = self.resolve_run_id(run_id)
+        full = self.resolve_run_id(run_id, owner)
         if full is None:
             return None
         co = check_outcomes
