@@ -14,9 +14,9 @@ byte stream and the response start, which `BaseHTTPMiddleware` hides.
   routes parse JSON whatever the header says.
 - `RateLimit` keeps a token bucket per caller, in this process: the caller is the key a request
   authenticates to (its id, once `service.keys.identify` found it valid; remembered by a digest of
-  the header, never the key itself) or, for a request without a valid key — none, a revoked one,
-  or any invented value — its client address, so a thousand made-up bearer values are still one
-  caller. Over the limit: 429 with `Retry-After` in whole seconds. With several workers each
+  the header, never the key itself) or, for a request without a valid key — none, an unknown or
+  revoked one, any invented value — its client address, so a thousand made-up bearer values are
+  still one caller (a key revoked after it was first seen keeps drawing on its own bucket). Over the limit: 429 with `Retry-After` in whole seconds. With several workers each
   process keeps its own buckets, so the effective limit is per worker.
 - `Guard` catches what nothing else did: the client gets `{"detail": "internal error"}` and no
   trace; the log gets the traceback with the server secret scrubbed out, should it ever appear.
