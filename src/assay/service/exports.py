@@ -347,3 +347,22 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
+
+
+def public_archive(store: Store, key: str, version: str, directory: str | Path, *, actor: Actor = PUBLIC) -> Path:
+    """The public export of suite `key` at `version` as a gzipped tar in `directory` (which the
+    caller removes): one top-level directory, `assay-export-KEY-VERSION/`, to unpack and check
+    with `assay verify`. Written to disk, never held in memory. NotFound when the suite has no
+    public release at that version (internal, unlisted or missing: the same answer)."""
+    import tarfile
+
+    root = Path(directory)
+    name = f"assay-export-{key}-{version}"
+    if Path(name).name != name or name.startswith("."):
+        raise NotFound("no public release of that suite", "suite", value=f"{key} {version}")
+    export(store, root / name, suite=key, version=version, public=True, actor=actor)
+    archive = root / f"{name}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(root / name, arcname=name)
+    shutil.rmtree(root / name)
+    return archive
