@@ -255,7 +255,7 @@ def test_only_staff_writes_a_full_export_and_anyone_a_public_one(built: Built, t
 def test_the_service_serves_the_public_export_of_a_suite_version(built: Built, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from tests.web.conftest import make_app
+    from tests.web.conftest import issue_key, make_app
 
     with TestClient(make_app(built.store, rate_limit=0)) as client:
         page = client.get("/suites/mini")
@@ -266,6 +266,12 @@ def test_the_service_serves_the_public_export_of_a_suite_version(built: Built, t
         for missing in ("/api/suites/hidden/1.0/export", "/api/suites/mini/9.9/export", "/api/suites/nope/1/export"):
             refused = client.get(missing)
             assert refused.status_code == 404 and "detail" in refused.json(), missing
+        # the owner's view over the API holds each run's seed, salt and commitment
+        key = issue_key(built.store, "acct-secret-zelda", "api")
+        owner = client.get(f"/api/submissions/{built.ids['listed']}", headers={"Authorization": f"Bearer {key}"})
+        assert owner.status_code == 200, owner.text
+        for run in owner.json()["runs"]:
+            assert opens(run["seed_commitment"], run["seed"], run["seed_salt"])
     with tarfile.open(fileobj=io.BytesIO(answer.content), mode="r:gz") as tar:
         assert {m.name.split("/")[0] for m in tar.getmembers()} == {"assay-export-mini-1.0"}
         tar.extractall(tmp_path, filter="data")
