@@ -79,6 +79,8 @@ def test_export_then_verify_through_the_cli_and_every_refusal(cli: Cli, tmp_path
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
     assert {p.name for p in whole.iterdir()} == {"manifest.json", "README.txt", *(f["file"] for f in manifest["files"])}
     assert manifest["kind"] == "full" and manifest["contains_secrets"] is True
+    top = (whole / "manifest.json").read_text(encoding="utf-8").splitlines()[1]
+    assert top.startswith(' "NOTICE": "FULL EXPORT: CONTAINS SECRETS'), top
     assert (whole / "README.txt").read_text(encoding="utf-8").startswith("FULL EXPORT: CONTAINS SECRETS")
     assert set(manifest["excluded"]) == set(exports.EXCLUDED) and not set(manifest["excluded"]) & {
         f["table"] for f in manifest["files"]}
@@ -283,7 +285,8 @@ def test_a_manifest_changed_or_reformatted_is_caught(copy: Path) -> None:
     assert found.file == "manifest.json" and "manifest_sha256" in found.problem
     (copy / "manifest.json").write_text(text.replace('\n "boards"', '\n  "boards"'), encoding="utf-8")
     found = _found(copy)
-    assert found.file == "manifest.json" and found.line == 3 and "formatting" in found.problem
+    boards_line = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(' "boards"'))
+    assert found.file == "manifest.json" and found.line == boards_line and "formatting" in found.problem
     (copy / "manifest.json").write_text(text[:-30], encoding="utf-8")
     found = _found(copy)
     assert found.file == "manifest.json" and found.line is not None and found.problem.startswith("not JSON")

@@ -20,7 +20,8 @@ public is served them. The manifest carries the SHA-256 of its own canonical con
 - A **full** export (`public=False`, the operator's) holds every append-only table whole but the
   credentials (`EXCLUDED`): seeds and their salts, scenario documents with their hidden truths and
   checks, account names, unpublished and unlisted submissions, `assay run` batches. Its manifest
-  says `"contains_secrets": true`, and so does its README's first line. With `suite`, only the
+  says so at its top (`"NOTICE"`, the first key) and in `"contains_secrets": true`, and so does
+  its README's first line (the CLI says it on stderr too). With `suite`, only the
   rows of that suite's releases and submissions (and the platform's config and eras).
 - A **public** export (`public=True`, anyone's) holds only what the public may see: the public
   releases of the suites (of `suite`; with `version`, that version's board only), the entries of
@@ -332,7 +333,8 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
                     if public else EXCLUDED)
         manifest: dict[str, Any] = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "contains_secrets": not public,
-            "notice": PUBLIC_NOTICE if public else FULL_NOTICE, "assay_version": __version__,
+            # upper case sorts first: the manifest's first line says what kind of export this is
+            "NOTICE": PUBLIC_NOTICE if public else FULL_NOTICE, "assay_version": __version__,
             "harness_version": HARNESS_VERSION, "schema_revision": revision, "digest_version": DIGEST_VERSION,
             "exported_at": datetime.now(timezone.utc).isoformat(), "suite": suite, "version": version,
             "files": files, "excluded": dict(sorted(excluded.items())), "boards": after,
