@@ -157,7 +157,10 @@ def stamp(conn: sa.Connection, submission_id: str, measurement_era: str | None) 
     rows = ExportRepo.digest_rows(conn, submission_id, PARTS_V1)
     release = ExportRepo.release_of(conn, submission_id)
     ExportRepo.add_digest(conn, submission_id, submission_digest(release, measurement_era, rows, version=1))
-    public = {**rows, "planned_runs": with_commitments(rows["planned_runs"], ExportRepo.salts(conn, [submission_id]))}
+    salts = ExportRepo.salts(conn, [submission_id])
+    if any(r["run_id"] not in salts for r in rows["planned_runs"]):
+        return None  # a run planned with no salt (only rows written behind the store's back): no commitment
+    public = {**rows, "planned_runs": with_commitments(rows["planned_runs"], salts)}
     digest = submission_digest(release, measurement_era, public, version=DIGEST_VERSION)
     return digest if ExportRepo.add_stamp(conn, submission_id, DIGEST_VERSION, digest) else None
 
