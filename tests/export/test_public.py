@@ -295,3 +295,20 @@ def test_version_2_digests_cover_what_the_public_export_holds() -> None:
               ("runs", "final_state"), ("scenario_versions", "document")}
     for table, columns in exports.PUBLIC_COLUMNS.items():
         assert not {(table, c) for c in columns} & secret, table
+
+
+def test_a_resealed_commitment_or_run_in_a_public_export_is_caught_by_its_digest(built: Built, tmp_path: Path) -> None:
+    """A forger who rewrites rows and the manifest's hashes to agree: the version-2 digests, which
+    cover the commitments and the runs, no longer add up."""
+    from ._support import reseal, rewrite_rows
+
+    first = _rows(built.public, "planned_runs")[0]["run_id"]
+    for table, change in (("planned_runs", lambda r: {**r, "seed_commitment": "0" * 64}),
+                          ("runs", lambda r: {**r, "claimed_success": not r["claimed_success"]})):
+        target = tmp_path / table
+        shutil.copytree(built.public, target)
+        rewrite_rows(target, table, lambda r, change=change: change(r) if r["run_id"] == first else r)
+        reseal(target)
+        found = verify(target).finding
+        assert found is not None and found.file == "digest_stamps.jsonl" and found.line is not None, found
+        assert "add up to digest" in found.problem

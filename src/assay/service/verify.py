@@ -157,7 +157,8 @@ def verify(path: str | Path) -> Report:
         _readme(root, manifest)
         tables = _files(root, manifest, counts)
         _references(tables)
-        counts["digests"], counts["unstamped"] = _guarded("submission_digests.jsonl", _digests, tables)
+        stamps = "digest_stamps.jsonl" if "digest_stamps" in tables else "submission_digests.jsonl"
+        counts["digests"], counts["unstamped"] = _guarded(stamps, _digests, tables)
         _guarded("run_verdicts.jsonl", _verdicts, tables)
         counts["boards"], counts["entries"] = _guarded(MANIFEST, _boards, manifest, tables)
     except _Tampered as exc:
