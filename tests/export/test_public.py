@@ -233,6 +233,10 @@ def test_the_cli_writes_both_kinds_and_verify_exits_0_then_1(built: Built, tmp_p
     assert "no public release" in cli.refused("export", "--public", "--suite", "hidden", "--out", str(tmp_path / "h"))
     assert not (tmp_path / "h").exists()
     assert verify(tmp_path / "pub").ok
+    # the owner's view on the command line: each run's seed, salt and the commitment they open
+    view = cli("results", built.ids["listed"], "--json").json()
+    public = {r["run_id"]: r["seed_commitment"] for r in _rows(tmp_path / "pub", "planned_runs")}
+    assert all(opens(public[r["run_id"]], r["seed"], r["seed_salt"]) for r in view["runs"]) and view["runs"]
     if built.store.dialect != "sqlite":
         return  # the console script's exit codes need no second backend: verify reads files only
     proc = subprocess.run([str(ASSAY), "verify", str(tmp_path / "pub")], capture_output=True, text=True, timeout=120)
