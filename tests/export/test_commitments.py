@@ -137,10 +137,24 @@ def _edit_behind_the_triggers(store: Store, submission_id: str) -> None:
                              "WHERE batch_id = :s)"), {"s": submission_id})
 
 
-def test_migration_0016_salts_old_runs_and_restamps_what_still_adds_up(store: Store, tmp_path: Any) -> None:
-    from assay.service import releases
+@pytest.fixture
+def bootstrapped(db_url: str, templates: Any) -> Any:
+    """A store with the built-in suites released (a copy of the session's template)."""
+    from assay.store import open_store
+
+    templates.copy_into(db_url, "bootstrapped")
+    opened = open_store(db_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_migration_0016_salts_old_runs_and_restamps_what_still_adds_up(bootstrapped: Store, tmp_path: Any) -> None:
+    from assay.service import releases, scoring
     from assay.service.runs import run_suite
 
+    store = bootstrapped
     mini = mini_suite(tmp_path / "mini", reps=1)
     releases.release_path(store, str(mini), actor=OPERATOR)
     for name in ("alice", "bob", "carol"):
@@ -148,8 +162,11 @@ def test_migration_0016_salts_old_runs_and_restamps_what_still_adds_up(store: St
     ids = [submit(store, "mini", agent=a, account=n, publish=True)
            for a, n in (("reference:diligent", "alice"), ("reference:hasty", "bob"), ("reference:idle", "carol"))]
     run_suite(str(mini), agent_spec="reference:idle", trials=1, store=store)
+    # a judged submission: judge passes, floats and JSON documents go through the frozen copy too
+    judged = submit(store, "academy", agent="reference:steadfast", account="alice", publish=True)
+    scoring.score(store, judged, actor=OPERATOR)
     v1_before, _ = _stamps(store)
-    assert set(v1_before) == set(ids)
+    assert set(v1_before) == {*ids, judged}
     with store.engine.connect().execution_options(assay_write=True) as conn, conn.begin():
         command.downgrade(store_db._alembic_config(conn), "0014")
     assert "seed_salts" not in sa.inspect(store.engine).get_table_names()
@@ -159,11 +176,11 @@ def test_migration_0016_salts_old_runs_and_restamps_what_still_adds_up(store: St
     with store.engine.connect() as conn:
         runs = set(conn.execute(sa.select(planned_runs.c.run_id)).scalars())
         salted = set(conn.execute(sa.select(seed_salts.c.run_id)).scalars())
-    assert salted == runs and len(runs) == 4 * 2  # four batches of two runs
+    assert salted == runs and len(runs) == 4 * 2 + 20  # four mini batches of two runs, twenty academy runs
     v1, v2 = _stamps(store)
     assert v1 == v1_before  # version-1 stamps stay as they were
-    assert set(v2) == set(ids[:2])  # carol's is not vouched for anew
-    for sid in ids[:2]:
+    assert set(v2) == {ids[0], ids[1], judged}  # carol's is not vouched for anew
+    for sid in v2:
         assert v2[sid] == _live_v2(store, sid)  # the frozen copy hashes as the live code does
     # what the board shows, and what an export of the upgraded store verifies
     from assay.service.board import board
@@ -173,4 +190,4 @@ def test_migration_0016_salts_old_runs_and_restamps_what_still_adds_up(store: St
     assert shown[ids[0]] == v2[ids[0]] and shown[ids[1]] == v2[ids[1]]
     exports.export(store, tmp_path / "pub", public=True, actor=OPERATOR)
     report = verify(tmp_path / "pub")
-    assert report.ok and report.digests == 2, report.summary()
+    assert report.ok and report.digests == 3, report.summary()
