@@ -94,21 +94,6 @@ def test_version_2_is_pinned_and_leaves_the_secrets_out() -> None:
     assert digest.submission_digest(release, "era-1", moved, version=2) != v2
 
 
-def test_every_planned_run_gets_a_salt_with_its_plan(store: Store, tmp_path: Any) -> None:
-    from assay.service import releases
-    from assay.service.runs import run_suite
-
-    mini = mini_suite(tmp_path / "mini", reps=1)
-    releases.release_path(store, str(mini), actor=OPERATOR)
-    account(store, "alice", "Alice")
-    submit(store, "mini", account="alice")
-    run_suite(str(mini), agent_spec="reference:idle", trials=1, store=store)
-    with store.engine.connect() as conn:
-        runs = set(conn.execute(sa.select(planned_runs.c.run_id)).scalars())
-        salted = {r.run_id: r.salt for r in conn.execute(sa.select(seed_salts.c.run_id, seed_salts.c.salt))}
-    assert len(runs) == 4 and set(salted) == runs and len(set(salted.values())) == 4
-
-
 def _stamps(store: Store) -> tuple[dict[str, str], dict[str, str]]:
     with store.engine.connect() as conn:
         v1 = {r.submission_id: r.digest for r in conn.execute(sa.select(submission_digests))}

@@ -180,6 +180,13 @@ def test_the_public_export_verifies_digests_and_boards(built: Built) -> None:
     assert full.digests == 2 * len(_rows(built.full, "digest_stamps")) >= 2 * 5
 
 
+def test_every_planned_run_has_its_own_salt_drawn_with_its_plan(built: Built) -> None:
+    with built.store.engine.connect() as conn:
+        runs = set(conn.execute(sa.select(planned_runs.c.run_id)).scalars())
+        salted = {r.run_id: r.salt for r in conn.execute(sa.select(seed_salts))}
+    assert len(runs) == 7 * 2 and set(salted) == runs and len(set(salted.values())) == len(runs)
+
+
 def test_the_commitments_open_with_the_owners_seed_and_salt(built: Built) -> None:
     sid = built.ids["listed"]
     view = submissions.results(built.store, sid, actor=OPERATOR)
@@ -205,13 +212,13 @@ def _flipped(root: Path, target: Path, name: str, offset: int) -> None:
 
 
 def test_one_byte_changed_in_any_file_is_named_with_its_line(built: Built, tmp_path: Path) -> None:
-    """Every file of the public export, at its first, middle and last byte."""
+    """Every file of the public export, at two places: its middle and a place of its own."""
     names = sorted(p.name for p in built.public.iterdir() if p.stat().st_size > 0)
     assert {"manifest.json", "README.txt", "planned_runs.jsonl", "runs.jsonl", "submissions.jsonl"} <= set(names)
     n = 0
     for name in names:
         size = (built.public / name).stat().st_size
-        for offset in sorted({0, size // 2, size - 2}):
+        for offset in sorted({size // 2, (len(name) * 7919) % size}):
             target = tmp_path / f"flip{n}"
             n += 1
             _flipped(built.public, target, name, offset)
