@@ -17,7 +17,7 @@ from assay.service import board, scoring, submissions
 from assay.service.actors import OPERATOR, PUBLIC
 from assay.stats import digest
 from assay.store import Store
-from assay.store.digest_schema import submission_digests
+from assay.store.digest_schema import digest_stamps, submission_digests
 from assay.store.export_repo import ExportRepo
 from assay.store.schema import metadata
 
@@ -27,19 +27,24 @@ from tests.board._support import account
 HEX64 = r"[0-9a-f]{64}"
 
 
-def _stamps(store: Store) -> dict[str, str]:
+def _stamps(store: Store, version: int = 1) -> dict[str, str]:
     with store.engine.connect() as conn:
-        return {r.submission_id: r.digest for r in conn.execute(sa.select(submission_digests))}
+        if version == 1:
+            return {r.submission_id: r.digest for r in conn.execute(sa.select(submission_digests))}
+        return {r.submission_id: r.digest for r in conn.execute(
+            sa.select(digest_stamps).where(digest_stamps.c.digest_version == version))}
 
 
-def _recomputed(store: Store, submission_id: str) -> str:
+def _recomputed(store: Store, submission_id: str, version: int = 1) -> str:
     """The digest from the rows the database holds now, by the pure function."""
     with store.engine.connect() as conn:
         rows = ExportRepo.digest_rows(conn, submission_id, digest.PARTS)
+        if version >= 2:
+            rows["planned_runs"] = digest.with_commitments(rows["planned_runs"], ExportRepo.salts(conn, [submission_id]))
         release = ExportRepo.release_of(conn, submission_id)
         era = conn.execute(sa.text("SELECT measurement_era FROM submission_finalisations WHERE submission_id = :s"),
                            {"s": submission_id}).scalar_one()
-    return digest.submission_digest(release, era, rows)
+    return digest.submission_digest(release, era, rows, version=version)
 
 
 def test_a_submission_is_stamped_once_when_finalised_and_its_entry_shows_the_digest(store: Store) -> None:
@@ -49,17 +54,21 @@ def test_a_submission_is_stamped_once_when_finalised_and_its_entry_shows_the_dig
     assert list(stamps) == [sid]
     assert len(stamps[sid]) == 64 and int(stamps[sid], 16) >= 0
     assert stamps[sid] == _recomputed(store, sid)
+    v2 = _stamps(store, 2)
+    assert list(v2) == [sid] and v2[sid] == _recomputed(store, sid, 2) != stamps[sid]
 
+    # the board and the owner view show version 2: what a public export lets anyone recompute
     entry = board.board(store, "forge", actor=PUBLIC)["entries"][0]
-    assert (entry["submission_id"], entry["digest"]) == (sid, stamps[sid])
-    assert submissions.results(store, sid, actor=OPERATOR)["digest"] == stamps[sid]
+    assert (entry["submission_id"], entry["digest"]) == (sid, v2[sid])
+    assert submissions.results(store, sid, actor=OPERATOR)["digest"] == v2[sid]
 
     # completing again (a resume, a background worker) sweeps nothing new and never restamps
     for _ in range(2):
         submissions.complete(store, sid)
-    assert _stamps(store) == stamps
+    assert _stamps(store) == stamps and _stamps(store, 2) == v2
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(submission_digests)).scalar_one() == 1
+        assert conn.execute(sa.select(sa.func.count()).select_from(digest_stamps)).scalar_one() == 1
 
 
 def test_a_trait_submission_is_stamped_only_once_judged_and_its_passes_are_in_the_digest(store: Store) -> None:
@@ -74,7 +83,7 @@ def test_a_trait_submission_is_stamped_only_once_judged_and_its_passes_are_in_th
         rows = ExportRepo.digest_rows(conn, sid, digest.PARTS)
     assert len(rows["judge_passes"]) == 20 and len(rows["judge_configs"]) == 1 and len(rows["runs"]) == 20
     entry = next(e for e in board.board(store, "academy", actor=PUBLIC)["entries"] if e["submission_id"] == sid)
-    assert entry["digest"] == stamps[sid]
+    assert entry["digest"] == _stamps(store, 2)[sid] == _recomputed(store, sid, 2)
     scoring.score(store, sid, actor=OPERATOR)  # nothing left to judge: nothing restamped
     assert _stamps(store) == stamps
 
@@ -82,11 +91,12 @@ def test_a_trait_submission_is_stamped_only_once_judged_and_its_passes_are_in_th
 def test_the_database_refuses_to_change_a_digest(store: Store) -> None:
     account(store, "alice", "Alice")
     submit(store, "forge", "reference:idle", "alice", "idle")
-    for statement in ("UPDATE submission_digests SET digest = 'x'", "DELETE FROM submission_digests"):
-        with pytest.raises(sa.exc.IntegrityError, match="assay: submission_digests is append-only"):
-            with store.engine.begin() as conn:
-                conn.execute(sa.text(statement))
-    assert len(_stamps(store)) == 1
+    for table in ("submission_digests", "digest_stamps", "seed_salts"):
+        for statement in (f"UPDATE {table} SET created_at = created_at", f"DELETE FROM {table}"):
+            with pytest.raises(sa.exc.IntegrityError, match=f"assay: {table} is append-only"):
+                with store.engine.begin() as conn:
+                    conn.execute(sa.text(statement))
+    assert len(_stamps(store)) == len(_stamps(store, 2)) == 1
 
 
 def test_the_digest_covers_every_row_recorded_for_the_submission(sqlite_store: Store) -> None:
@@ -99,21 +109,21 @@ def test_the_digest_covers_every_row_recorded_for_the_submission(sqlite_store: S
     release = next(r for r in tables["suite_releases"] if r["id"] == tables["submissions"][0]["release_id"])
     era = tables["submission_finalisations"][0]["measurement_era"]
     stamped = _stamps(sqlite_store)[sid]
-    assert digest.submission_digest(release, era, mine) == stamped
+    assert digest.submission_digest(release, era, mine, version=1) == stamped
     assert {t: len(r) for t, r in mine.items()} == {
         "submissions": 1, "batches": 1, "batch_agents": 1, "planned_runs": 15, "submission_runs": 15, "runs": 15,
         "check_outcomes": sum(1 for r in tables["check_outcomes"]), "run_sweeps": 15, "win_condition_outcomes": 15}
     for table, rows in mine.items():
         for column in rows[0]:
             changed = {**mine, table: [{**rows[0], column: _other(rows[0][column])}, *rows[1:]]}
-            assert digest.submission_digest(release, era, changed) != stamped, (table, column)
+            assert digest.submission_digest(release, era, changed, version=1) != stamped, (table, column)
         dropped = {**mine, table: rows[1:]}
-        assert digest.submission_digest(release, era, dropped) != stamped, table
-    assert digest.submission_digest({**release, "release_hash": "0" * 64}, era, mine) != stamped
-    assert digest.submission_digest(release, "another-era", mine) != stamped
+        assert digest.submission_digest(release, era, dropped, version=1) != stamped, table
+    assert digest.submission_digest({**release, "release_hash": "0" * 64}, era, mine, version=1) != stamped
+    assert digest.submission_digest(release, "another-era", mine, version=1) != stamped
     # the order rows are given in does not matter: each part is sorted by its primary key
     shuffled = {t: list(reversed(r)) for t, r in mine.items()}
-    assert digest.submission_digest(release, era, shuffled) == stamped
+    assert digest.submission_digest(release, era, shuffled, version=1) == stamped
 
 
 def _other(value: Any) -> Any:
@@ -167,7 +177,7 @@ def test_plain_values_read_back_as_themselves_and_their_bytes_are_canonical(valu
 def test_the_document_assembled_row_by_row_is_the_canonical_json_of_the_whole(runs: list[dict[str, Any]],
                                                                              era: str | None) -> None:
     release = {"suite_key": "forge", "version": "1.0", "release_hash": "a" * 64, "title": "not pinned"}
-    assembled = digest.document_bytes(release, era, {"runs": runs})
+    assembled = digest.document_bytes(release, era, {"runs": runs}, version=1)
     assert canonical_bytes(digest.plain(json.loads(assembled))) == assembled
     whole = json.loads(assembled)
     assert whole["release"] == {"suite_key": "forge", "version": "1.0", "release_hash": "a" * 64}
@@ -176,12 +186,13 @@ def test_the_document_assembled_row_by_row_is_the_canonical_json_of_the_whole(ru
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_the_digests_are_under_row_level_security_like_every_table(store: Store) -> None:
+@pytest.mark.parametrize("table", ["submission_digests", "digest_stamps", "seed_salts"])
+def test_the_digests_are_under_row_level_security_like_every_table(store: Store, table: str) -> None:
     with store.engine.connect() as conn:
         secured = conn.execute(sa.text(
             "SELECT c.relrowsecurity AND c.relforcerowsecurity FROM pg_class c "
-            "WHERE c.relname = 'submission_digests' AND c.relkind = 'r'")).scalar_one()
+            "WHERE c.relname = :t AND c.relkind = 'r'"), {"t": table}).scalar_one()
         policies = set(conn.execute(sa.text(
-            "SELECT policyname FROM pg_policies WHERE tablename = 'submission_digests'")).scalars())
+            "SELECT policyname FROM pg_policies WHERE tablename = :t"), {"t": table}).scalars())
     assert secured is True
     assert policies == {"assay_service_read", "assay_service_append", "assay_owner_all"}

@@ -67,16 +67,21 @@ def test_export_then_verify_through_the_cli_and_every_refusal(cli: Cli, tmp_path
     check = Verify(cli)
 
     whole = tmp_path / "whole"
-    cli("export", "--out", str(whole))
+    done = cli("export", "--out", str(whole))
+    assert "FULL EXPORT: CONTAINS SECRETS" in done.stderr  # said at once, on stderr
     summary = check(whole, 0)
-    assert summary.startswith("ok: ") and "4 digests recomputed and equal" in summary
+    assert summary.startswith("ok: ") and "8 digests recomputed and equal" in summary  # versions 1 and 2
     manifest = json.loads((whole / "manifest.json").read_text(encoding="utf-8"))
     assert {manifest["schema_revision"]} == head_revisions() and manifest["harness_version"] == "assay-harness/1"
     for entry in manifest["files"]:
         data = (whole / entry["file"]).read_bytes()
         assert entry["rows"] == data.count(b"\n") == len(entry["lines"])
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
-    assert {p.name for p in whole.iterdir()} == {"manifest.json", *(f["file"] for f in manifest["files"])}
+    assert {p.name for p in whole.iterdir()} == {"manifest.json", "README.txt", *(f["file"] for f in manifest["files"])}
+    assert manifest["kind"] == "full" and manifest["contains_secrets"] is True
+    top = (whole / "manifest.json").read_text(encoding="utf-8").splitlines()[1]
+    assert top.startswith(' "NOTICE": "FULL EXPORT: CONTAINS SECRETS'), top
+    assert (whole / "README.txt").read_text(encoding="utf-8").startswith("FULL EXPORT: CONTAINS SECRETS")
     assert set(manifest["excluded"]) == set(exports.EXCLUDED) and not set(manifest["excluded"]) & {
         f["table"] for f in manifest["files"]}
     served = {(b["suite"], b["version"]): b["board"] for b in manifest["boards"]}
@@ -151,7 +156,7 @@ def _found(root: Path) -> Finding:
 def test_the_untouched_export_verifies(exported: Path) -> None:
     report = verify(exported)
     assert report.ok, report.summary()
-    assert (report.digests, report.unstamped, report.entries) == (5, 0, 4)
+    assert (report.digests, report.unstamped, report.entries) == (10, 0, 4)  # versions 1 and 2
 
 
 def test_a_reordered_pair_of_rows_is_named_where_it_moved(copy: Path) -> None:
@@ -280,7 +285,8 @@ def test_a_manifest_changed_or_reformatted_is_caught(copy: Path) -> None:
     assert found.file == "manifest.json" and "manifest_sha256" in found.problem
     (copy / "manifest.json").write_text(text.replace('\n "boards"', '\n  "boards"'), encoding="utf-8")
     found = _found(copy)
-    assert found.file == "manifest.json" and found.line == 3 and "formatting" in found.problem
+    boards_line = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(' "boards"'))
+    assert found.file == "manifest.json" and found.line == boards_line and "formatting" in found.problem
     (copy / "manifest.json").write_text(text[:-30], encoding="utf-8")
     found = _found(copy)
     assert found.file == "manifest.json" and found.line is not None and found.problem.startswith("not JSON")
@@ -307,8 +313,8 @@ def _rescore(root: Path) -> None:
 
 
 def _restamp(root: Path) -> None:
-    """Recompute every digest from the (forged) rows, as a forger with the source would."""
-    from assay.stats.digest import group_by_submission, submission_digest
+    """Recompute every digest (both versions) from the (forged) rows, as a forger with the source would."""
+    from assay.stats.digest import group_by_submission, submission_digest, with_commitments
 
     tables = {}
     for path in root.glob("*.jsonl"):
@@ -319,7 +325,14 @@ def _restamp(root: Path) -> None:
     era = {r["submission_id"]: r["measurement_era"] for r in tables["submission_finalisations"]}
     rewrite_rows(root, "submission_digests", lambda r: {
         **r, "digest": submission_digest(rel[subs[r["submission_id"]]["release_id"]], era[r["submission_id"]],
-                                         grouped[r["submission_id"]])})
+                                         grouped[r["submission_id"]], version=1)})
+    salts = {r["run_id"]: r["salt"] for r in tables["seed_salts"]}
+
+    def v2(sid: str) -> str:
+        rows = {**grouped[sid], "planned_runs": with_commitments(grouped[sid]["planned_runs"], salts)}
+        return submission_digest(rel[subs[sid]["release_id"]], era[sid], rows, version=2)
+
+    rewrite_rows(root, "digest_stamps", lambda r: {**r, "digest": v2(r["submission_id"])})
 
 
 def test_an_export_of_a_store_with_a_changed_row_does_not_verify(tmp_path: Path) -> None:

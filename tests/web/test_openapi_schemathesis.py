@@ -42,7 +42,7 @@ def _cases(operation: Any) -> st.SearchStrategy[Any]:
 def test_the_schema_covers_the_read_routes(populated_site: Site) -> None:
     paths = {op.path for op in _operations(populated_site)}
     assert paths == {"/api/suites", "/api/agent/suites", "/api/suites/{key}/versions", "/api/suites/{key}/{version}",
-                     "/api/suites/{key}/{version}/card", "/api/leaderboard/{key}"}
+                     "/api/suites/{key}/{version}/card", "/api/suites/{key}/{version}/export", "/api/leaderboard/{key}"}
 
 
 def test_the_api_keeps_to_its_schema(populated_site: Site) -> None:

@@ -24,14 +24,21 @@ PROGRESS_ROWS = 1
 
 def export(
     out_dir: Path = typer.Option(..., "--out", help="A new (or empty) directory to write the export into."),
+    public: bool = typer.Option(
+        False, "--public", help="Only what the public may see: published, listed entries of public suites, seed "
+        "commitments instead of seeds, public handles instead of account names, no scenario documents. Without "
+        "it, a full export: every row, secrets included (for the operator only)."),
     suite: Optional[str] = typer.Option(None, "--suite", help="Only the rows of this suite's releases and submissions."),
     quiet: bool = QuietFlag,
     as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
-    """Write every append-only table as JSON Lines (one file per table, canonical JSON per row, in
-    primary-key order) and a manifest (harness version, schema revision, row counts, a SHA-256 per
-    file and per line, and each suite's public boards as served)."""
+    """Write the store's tables as JSON Lines (one file per table, canonical JSON per row, in
+    primary-key order), a README and a manifest (kind, harness version, schema revision, row counts,
+    a SHA-256 per file and per line, and each suite's public boards as served).
+
+    A full export holds secrets (seeds, hidden truths, account names) and says so; `--public`
+    writes what anyone may download and check with `assay verify DIR`."""
     from assay.service import exports
 
     store = open_store_at(db)
@@ -40,15 +47,18 @@ def export(
         if not quiet and rows >= PROGRESS_ROWS:
             err.print(f"export: {name} {rows} row(s)", markup=False, highlight=False, soft_wrap=True)
 
-    manifest = exports.export(store, out_dir, suite=suite, on_table=progress, actor=OPERATOR)
+    manifest = exports.export(store, out_dir, suite=suite, public=public, on_table=progress, actor=OPERATOR)
+    if manifest["contains_secrets"]:
+        err.print(f"assay: {exports.FULL_NOTICE}", markup=False, highlight=False, soft_wrap=True)
     rows = sum(f["rows"] for f in manifest["files"])
     entries = sum(len(b["board"]["entries"]) for b in manifest["boards"])
     if as_json:
-        print_json({"directory": str(out_dir), "rows": rows, "files": len(manifest["files"]),
-                    "boards": len(manifest["boards"]), "entries": entries})
+        print_json({"directory": str(out_dir), "kind": manifest["kind"], "contains_secrets": manifest["contains_secrets"],
+                    "rows": rows, "files": len(manifest["files"]), "boards": len(manifest["boards"]),
+                    "entries": entries})
         return
     out.print(f"exported {rows} rows in {len(manifest['files'])} files, {len(manifest['boards'])} boards "
-              f"({entries} entries) to {out_dir}; check it with `assay verify {out_dir}`",
+              f"({entries} entries) to {out_dir} ({manifest['kind']} export); check it with `assay verify {out_dir}`",
               markup=False, highlight=False, soft_wrap=True)
 
 

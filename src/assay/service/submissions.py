@@ -39,6 +39,7 @@ from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
+from assay.stats.commitment import seed_commitment
 from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import unlisted_submissions
@@ -431,6 +432,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     figures = scoring.trait_figures(store, submission_id)
     judged = scoring.judgements(store, submission_id) if figures else {}
     batch = store.batch(submission_id) or {}
+    salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
     return {
         "id": submission_id,
         "suite": {"key": release["suite_key"], "version": release["version"],
@@ -470,6 +472,8 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
                 "scenario": r["case_id"],
                 "rep": r["rep"],
                 "seed": r["seed"],
+                "seed_salt": salts.get(r["run_id"]),
+                "seed_commitment": seed_commitment(r["seed"], salts[r["run_id"]]) if r["run_id"] in salts else None,
                 "status": r["status"] or "pending",
                 "scored": r["scored"],
                 "participation_gated": r["gated"],

@@ -25,6 +25,12 @@ line (a `Finding`):
    (`score.judge.summarize`) and the pure board functions (`stats.board`, `stats.intervals`,
    `stats.ranks`, `stats.traits`), and must equal what was served.
 
+Both kinds of export verify the same way (`service.exports`): a full export's version-1 digests
+(`submission_digests`, over every column) and version-2 digests (`digest_stamps`, over what a
+public export holds: the planned runs' seed commitments are computed from their seeds and salts);
+a public export's version-2 digests, from the commitments it holds. Its `README.txt` must read as
+the export wrote it, line by line.
+
 Layer 2 catches any change to the bytes of an export; layer 3 catches an export whose lines and
 manifest were rewritten to agree, but whose rows no longer add up to the digests stamped at
 finalisation or to the boards that were served. What no export can show is a forgery made whole
@@ -49,9 +55,11 @@ from assay.score.judge import JudgePass, summarize
 from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
 from assay.service import platform_config, releases, scoring
-from assay.service.exports import FORMAT, FORMAT_VERSION, MANIFEST, line_hash, manifest_hash, manifest_text
+from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, line_hash, manifest_hash,
+                                   manifest_text, readme_text)
 from assay.stats import board as facts_of
-from assay.stats.digest import MAX_SAFE_INT, PARTS, group_by_submission, row_bytes, submission_digest
+from assay.stats.digest import (COMMITMENT, DIGEST_VERSIONS, MAX_SAFE_INT, PARTS, group_by_submission, row_bytes,
+                                 submission_digest, with_commitments)
 from assay.stats.intervals import case_interval
 from assay.stats.traits import RunTraits, composite, scenario_means, stability, trait_means
 from assay.store.schema import UTCDateTime, metadata
@@ -60,14 +68,20 @@ from assay.store.schema import UTCDateTime, metadata
 NEEDED = frozenset({p.table for p in PARTS} | {
     "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
     "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
-    "unlisted_submissions", "run_verdicts", "remote_lines",
+    "unlisted_submissions", "run_verdicts", "remote_lines", "digest_stamps", "seed_salts",
 })
 #: Submission-keyed tables whose every row must name an exported submission.
 _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
-                  "submission_rubrics", "judge_configs", "judge_passes", "submission_digests", "unlisted_submissions")
+                  "submission_rubrics", "judge_configs", "judge_passes", "submission_digests", "unlisted_submissions",
+                  "digest_stamps")
 #: Run-keyed tables whose every row must name a planned run (`remote_lines` is not digested: the
 #: finished run's transcript holds its lines, and the transcript is).
-_BY_RUN = (*(p.table for p in PARTS if p.owner == "run"), "remote_lines")
+_BY_RUN = (*(p.table for p in PARTS if p.owner == "run"), "remote_lines", "seed_salts")
+#: Columns a public export computes (not stored): {table: {column: (is it of the column's type, nullable)}}.
+_COMPUTED: dict[str, dict[str, tuple[Callable[[Any], bool], bool]]] = {
+    "planned_runs": {COMMITMENT: (lambda v: type(v) is str, False)},
+    "submissions": {HANDLE: (lambda v: type(v) is str, True)},
+}
 #: Entry fields that depend on the clock (the era in force *now*), not on the rows.
 _CLOCK_FIELDS = frozenset({"measurement_era_is_current"})
 
@@ -140,9 +154,11 @@ def verify(path: str | Path) -> Report:
     counts: dict[str, int] = {}
     try:
         manifest = _manifest(root / MANIFEST)
+        _readme(root, manifest)
         tables = _files(root, manifest, counts)
         _references(tables)
-        counts["digests"], counts["unstamped"] = _guarded("submission_digests.jsonl", _digests, tables)
+        stamps = "digest_stamps.jsonl" if "digest_stamps" in tables else "submission_digests.jsonl"
+        counts["digests"], counts["unstamped"] = _guarded(stamps, _digests, tables)
         _guarded("run_verdicts.jsonl", _verdicts, tables)
         counts["boards"], counts["entries"] = _guarded(MANIFEST, _boards, manifest, tables)
     except _Tampered as exc:
@@ -202,8 +218,24 @@ def _manifest(path: Path) -> dict[str, Any]:
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise BadInput(f"written in export format {version!r}; this assay reads up to {FORMAT_VERSION}; "
                        "upgrade assay", str(path))
+    if version >= 2 and value.get("kind") not in KINDS:
+        raise _fail(MANIFEST, None, f"not a manifest: its kind is one of {list(KINDS)}")
     _check_shape(value)
     return value
+
+
+def _readme(root: Path, manifest: dict[str, Any]) -> None:
+    """An export of format 2 holds the README it wrote, byte for byte (an older one has none)."""
+    if manifest["format_version"] < 2:
+        return
+    path = root / README
+    if not path.is_file():
+        raise _fail(README, None, "missing: the export wrote it")
+    raw = path.read_bytes()
+    expected = readme_text(manifest["kind"]).encode("utf-8")
+    if raw != expected:
+        at = next((i for i, (x, y) in enumerate(zip(raw, expected)) if x != y), min(len(raw), len(expected)))
+        raise _fail(README, raw.count(b"\n", 0, at) + 1, "not as the export wrote it")
 
 
 def _check_shape(manifest: dict[str, Any]) -> None:
@@ -262,10 +294,15 @@ def _kinds(entry: dict[str, Any]) -> dict[str, tuple[Callable[[Any], bool], bool
     """{column: (does a value have the column's type, may it be null)} for a file whose table this
     assay knows with exactly the manifest's columns; None for any other (its rows are not typed)."""
     table = metadata.tables.get(entry["table"])
-    if table is None or [c.name for c in table.columns] != entry["columns"]:
+    computed = _COMPUTED.get(entry["table"], {})
+    if table is None or not set(entry["columns"]) <= set(table.c.keys()) | set(computed):
         return None
-    kinds = {}
+    if [c for c in entry["columns"] if c not in computed] != [c.name for c in table.columns if c.name in entry["columns"]]:
+        return None
+    kinds = {c: k for c, k in computed.items() if c in entry["columns"]}
     for column in table.columns:
+        if column.name not in entry["columns"]:
+            continue
         kind = column.type
         if isinstance(kind, sa.Boolean):
             test: Callable[[Any], bool] = lambda v: type(v) is bool  # noqa: E731
@@ -435,28 +472,54 @@ def _verdicts(tables: Mapping[str, list[dict[str, Any]]]) -> None:
 
 
 def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
-    """(digests recomputed, finalised submissions with none) — or the first that differs."""
+    """(digests recomputed, finalised submissions with none of the newest version held) — or the
+    first that differs. Version 1 from `submission_digests` (a full export), later versions from
+    `digest_stamps`, their planned runs carrying their seed commitments (computed from seed and
+    salt in a full export)."""
     grouped = group_by_submission(tables)
     submissions = {r["id"]: r for r in tables.get("submissions", ())}
     release_rows = {r["id"]: r for r in tables.get("suite_releases", ())}
     finalised = {r["submission_id"]: r for r in tables.get("submission_finalisations", ())}
-    stamped = tables.get("submission_digests", [])
-    for n, row in enumerate(stamped, start=1):
+    stamps = [("submission_digests.jsonl", n, row, 1)
+              for n, row in enumerate(tables.get("submission_digests", []), start=1)]
+    stamps += [("digest_stamps.jsonl", n, row, row["digest_version"])
+               for n, row in enumerate(tables.get("digest_stamps", []), start=1)]
+    salts = {r["run_id"]: r["salt"] for r in tables.get("seed_salts", ())}
+    for file, n, row, version in stamps:
         sid = row["submission_id"]
         final = finalised.get(sid)
         if final is None:
-            raise _fail("submission_digests.jsonl", n, f"submission {sid} is stamped but was never finalised")
+            raise _fail(file, n, f"submission {sid} is stamped but was never finalised")
+        if version not in DIGEST_VERSIONS:
+            raise _fail(file, n, f"digest version {version!r}; this assay recomputes versions {list(DIGEST_VERSIONS)}")
         release = release_rows.get(submissions[sid]["release_id"])
         if release is None:
             raise _fail("submissions.jsonl", _line_of(tables["submissions"], "id", sid),
                         f"submission {sid} names release {submissions[sid]['release_id']}, which "
                         "suite_releases.jsonl does not hold")
-        recomputed = submission_digest(release, final["measurement_era"], grouped.get(sid, {}))
+        rows = grouped.get(sid, {})
+        if version >= 2:
+            rows = {**rows, "planned_runs": _committed(tables, rows.get("planned_runs", []), salts)}
+        recomputed = submission_digest(release, final["measurement_era"], rows, version=version)
         if recomputed != row["digest"]:
-            raise _fail("submission_digests.jsonl", n,
-                        f"submission {sid}: its exported rows add up to digest {recomputed}, not to the "
-                        f"{row['digest']} it was stamped with when finalised")
-    return len(stamped), len(set(finalised) - {r["submission_id"] for r in stamped})
+            raise _fail(file, n, f"submission {sid}: its exported rows add up to digest {recomputed} (version "
+                                 f"{version}), not to the {row['digest']} it was stamped with")
+    newest = "digest_stamps" if "digest_stamps" in tables else "submission_digests"
+    stamped = {r["submission_id"] for r in tables.get(newest, ())}
+    return len(stamps), len(set(finalised) - stamped)
+
+
+def _committed(tables: Mapping[str, list[dict[str, Any]]], planned: list[dict[str, Any]],
+               salts: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A submission's planned runs with their seed commitments: as held (a public export), or
+    computed from seed and salt (a full export)."""
+    if all(COMMITMENT in r for r in planned):
+        return planned
+    for r in planned:
+        if r["run_id"] not in salts:
+            raise _fail("planned_runs.jsonl", _line_of(tables["planned_runs"], "run_id", r["run_id"]),
+                        f"run {r['run_id']} has no salt in seed_salts.jsonl: its seed commitment cannot be computed")
+    return with_commitments(planned, salts)
 
 
 def _line_of(rows: Sequence[dict[str, Any]], column: str, value: Any) -> int | None:
@@ -495,13 +558,28 @@ class _Rows:
         self.release_rubrics = {r["release_id"]: r for r in get("release_rubrics")}
         self.pinned = _index(get("release_scenarios"), "release_id")
         self.finalised = {r["submission_id"]: r for r in get("submission_finalisations")}
-        self.digests = {r["submission_id"]: r["digest"] for r in get("submission_digests")}
+        # the digest a board shows: the newest version the export holds (version 1 in an export
+        # written before version 2)
+        if "digest_stamps" in tables:
+            newest = max((r["digest_version"] for r in get("digest_stamps")), default=2)
+            self.digests = {r["submission_id"]: r["digest"] for r in get("digest_stamps")
+                            if r["digest_version"] == newest}
+        else:
+            self.digests = {r["submission_id"]: r["digest"] for r in get("submission_digests")}
         self.publication = _latest(get("publication_events"), "submission_id")
         self.handles = _latest(get("account_handles"), "account")
         self.notes = _latest(get("variance_notes"), "submission_id")
         self.config = _latest(get("platform_config"), "key")
         self.releases = get("suite_releases")
         self.unlisted = {r["submission_id"] for r in get("unlisted_submissions")}
+
+    def handle(self, submission: dict[str, Any]) -> str | None:
+        """The public handle of a submission's account: as a public export holds it on the
+        submission, or the account's latest handle row (a full export)."""
+        if HANDLE in submission:
+            return submission[HANDLE]
+        row = self.handles.get(submission.get("account"))
+        return row["handle"] if row is not None else None
 
     def release(self, row: dict[str, Any]) -> dict[str, Any]:
         """A release row as the service reads it: with its rubric document (or None)."""
@@ -631,9 +709,9 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
         if not runs:
             continue  # the views see a submission through its planned runs
         facts = facts_of.submission_facts([f for _, f in runs])
-        handle = rows.handles.get(submission["account"])
+        handle = rows.handle(submission)
         published = rows.publication.get(sid)
-        if not (published and published["published"] and handle and handle["handle"] is not None
+        if not (published and published["published"] and handle is not None
                 and facts["status"] == "complete") or sid in rows.unlisted:
             continue  # not on the public board (an unlisted entry is reachable by its id only)
         cases = [c.as_dict() for c in facts_of.case_counts([f for _, f in runs])]
@@ -642,7 +720,7 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
         final = rows.finalised.get(sid)
         entry = {
             "submission_id": sid, "agent_label": submission["label"], "label_self_declared": True,
-            "config_signature": batch.get("config_signature"), "public_handle": handle["handle"],
+            "config_signature": batch.get("config_signature"), "public_handle": handle,
             "play_model": submission["play_model"],
             "model_provenance": ("platform_verified" if submission["baseline"] else
                                  "self_reported" if submission["play_model"] is not None else None),

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import (
     account_handles,
@@ -33,7 +34,7 @@ from assay.store.board_schema import (
     variance_notes,
     win_condition_outcomes,
 )
-from assay.store.digest_schema import submission_digests
+from assay.store.digest_schema import digest_stamps, seed_salts, submission_digests
 from assay.store.judge_schema import (
     batch_facilitators,
     judge_configs,
@@ -159,8 +160,72 @@ class ExportRepo(BoardRepo):
             "remote_steps": remote_steps.c.run_id.in_(run_ids),
             "remote_lines": remote_lines.c.run_id.in_(run_ids),
             "submission_digests": submission_digests.c.submission_id.in_(submission_ids),
+            "digest_stamps": digest_stamps.c.submission_id.in_(submission_ids),
+            "seed_salts": seed_salts.c.run_id.in_(run_ids),
             "unlisted_submissions": unlisted_submissions.c.submission_id.in_(submission_ids),
         }
+
+    @staticmethod
+    def public_scope(key: str | None, submission_ids: list[str]) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: the condition its rows meet to be in a public export}: the public releases of
+        suite `key` (of every suite when None; every version, since a board names them all) with
+        their pinned scenarios and rubrics, the submissions `submission_ids` (the entries of their
+        public boards) with everything recorded for them, and the platform's config and eras.
+        Which columns of these rows the public sees is the caller's to say."""
+        release = suite_releases.c.visibility == "public"
+        if key is not None:
+            release = sa.and_(release, suite_releases.c.suite_key == key)
+        release_ids = sa.select(suite_releases.c.id).where(release)
+        ids = list(submission_ids)
+        run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id.in_(ids))
+        hashes = sa.union(
+            sa.select(release_scenarios.c.scenario_hash).where(release_scenarios.c.release_id.in_(release_ids)),
+            sa.select(planned_runs.c.scenario_hash).where(planned_runs.c.batch_id.in_(ids)),
+        )
+        everything = sa.true()
+        return {
+            "scenario_versions": scenario_versions.c.content_hash.in_(hashes),
+            "batches": batches.c.id.in_(ids),
+            "planned_runs": planned_runs.c.batch_id.in_(ids),
+            "runs": runs.c.run_id.in_(run_ids),
+            "check_outcomes": check_outcomes.c.run_id.in_(run_ids),
+            "run_verdicts": run_verdicts.c.run_id.in_(run_ids),
+            "batch_agents": batch_agents.c.batch_id.in_(ids),
+            "batch_completions": batch_completions.c.batch_id.in_(ids),
+            "suite_releases": suite_releases.c.id.in_(release_ids),
+            "release_scenarios": release_scenarios.c.release_id.in_(release_ids),
+            "submissions": submissions.c.id.in_(ids),
+            "submission_runs": submission_runs.c.submission_id.in_(ids),
+            "run_sweeps": run_sweeps.c.submission_id.in_(ids),
+            "win_condition_outcomes": win_condition_outcomes.c.run_id.in_(run_ids),
+            "submission_finalisations": submission_finalisations.c.submission_id.in_(ids),
+            "publication_events": publication_events.c.submission_id.in_(ids),
+            "variance_notes": variance_notes.c.submission_id.in_(ids),
+            platform_config.name: everything,
+            measurement_eras.name: everything,
+            "release_rubrics": release_rubrics.c.release_id.in_(release_ids),
+            "submission_rubrics": submission_rubrics.c.submission_id.in_(ids),
+            "batch_facilitators": batch_facilitators.c.batch_id.in_(ids),
+            "judge_configs": judge_configs.c.submission_id.in_(ids),
+            "judge_passes": judge_passes.c.submission_id.in_(ids),
+            "remote_steps": remote_steps.c.run_id.in_(run_ids),
+            "remote_lines": remote_lines.c.run_id.in_(run_ids),
+            "digest_stamps": digest_stamps.c.submission_id.in_(ids),
+        }
+
+    @staticmethod
+    def public_handles(conn: sa.Connection, submission_ids: list[str]) -> dict[str, str | None]:
+        """{submission: its account's current public handle} (None when it has none)."""
+        if not submission_ids:
+            return {}
+        latest = (sa.select(account_handles.c.account, sa.func.max(account_handles.c.id).label("id"))
+                  .group_by(account_handles.c.account).subquery())
+        rows = conn.execute(
+            sa.select(submissions.c.id, account_handles.c.handle)
+            .select_from(submissions.outerjoin(latest, latest.c.account == submissions.c.account)
+                         .outerjoin(account_handles, account_handles.c.id == latest.c.id))
+            .where(submissions.c.id.in_(submission_ids))).all()
+        return {r.id: r.handle for r in rows}
 
     @staticmethod
     def schema_revision(conn: sa.Connection) -> str | None:
@@ -190,6 +255,31 @@ class ExportRepo(BoardRepo):
         return dict(row._mapping)
 
     @staticmethod
+    def salts(conn: sa.Connection, batch_ids: list[str]) -> dict[str, str]:
+        """{run id: its seed's salt} for the planned runs of the batches, as `conn` sees them now."""
+        if not batch_ids:
+            return {}
+        run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id.in_(batch_ids))
+        return {r.run_id: r.salt for r in conn.execute(
+            sa.select(seed_salts.c.run_id, seed_salts.c.salt).where(seed_salts.c.run_id.in_(run_ids)))}
+
+    def batch_salts(self, batch_id: str) -> dict[str, str]:
+        with self.read() as conn:
+            return self.salts(conn, [batch_id])
+
+    @staticmethod
+    def add_stamp(conn: sa.Connection, submission_id: str, version: int, digest: str) -> bool:
+        """Stamp the submission with its digest of `version` (>= 2) unless it has one; True when
+        this call stamped it."""
+        seen = conn.execute(sa.select(digest_stamps.c.submission_id).where(
+            digest_stamps.c.submission_id == submission_id, digest_stamps.c.digest_version == version)).first()
+        if seen is not None:
+            return False
+        conn.execute(sa.insert(digest_stamps).values(submission_id=submission_id, digest_version=version,
+                                                     digest=digest, created_at=utcnow()))
+        return True
+
+    @staticmethod
     def add_digest(conn: sa.Connection, submission_id: str, digest: str) -> bool:
         """Stamp the submission with `digest` unless it has one; True when this call stamped it."""
         seen = conn.execute(sa.select(submission_digests.c.submission_id)
@@ -200,12 +290,18 @@ class ExportRepo(BoardRepo):
                                                           created_at=utcnow()))
         return True
 
-    def digests(self, submission_ids: Iterable[str]) -> dict[str, str]:
-        """{submission: its digest} for those of `submission_ids` that were stamped."""
+    def digests(self, submission_ids: Iterable[str], version: int = DIGEST_VERSION) -> dict[str, str]:
+        """{submission: its digest of `version` (by default the one boards show)} for those of
+        `submission_ids` stamped with one."""
         ids = list(submission_ids)
         if not ids:
             return {}
         with self.read() as conn:
-            rows = conn.execute(sa.select(submission_digests.c.submission_id, submission_digests.c.digest)
-                                .where(submission_digests.c.submission_id.in_(ids))).all()
+            if version == 1:
+                query = (sa.select(submission_digests.c.submission_id, submission_digests.c.digest)
+                         .where(submission_digests.c.submission_id.in_(ids)))
+            else:
+                query = (sa.select(digest_stamps.c.submission_id, digest_stamps.c.digest)
+                         .where(digest_stamps.c.submission_id.in_(ids), digest_stamps.c.digest_version == version))
+            rows = conn.execute(query).all()
         return {r.submission_id: r.digest for r in rows}

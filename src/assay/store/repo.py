@@ -21,7 +21,9 @@ import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
+from assay.stats.commitment import new_salt
 from assay.store.board_schema import release_scenarios, submissions
+from assay.store.digest_schema import seed_salts
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
 from assay.store.schema import (
@@ -384,6 +386,9 @@ class Store:
             conn.execute(sa.insert(batch_agents), [{**agent, "batch_id": batch["id"], "created_at": now}])
         if planned:
             conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+            # each run's salt, drawn now, so its seed commitment exists with the plan (issue 23)
+            conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
+                                                 for p in planned])
 
     def batch_agent(self, batch_id: str) -> dict[str, Any] | None:
         """How the batch's agent is loaded again (None for batches stored before 0004)."""

@@ -157,6 +157,9 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.add_exception_handler(BadInput, _refused)
     app.add_exception_handler(RequestValidationError, _malformed)
     app.include_router(api.router)
+    from assay.web import export_api  # the public export of a suite version (issue 23)
+
+    app.include_router(export_api.router)
     app.include_router(submissions_api.router)
     app.include_router(agent_api.router)
     app.include_router(pages.router)
