@@ -224,6 +224,9 @@ def _in_process(spec: str, target: str, name: str) -> AgentFactory:
             raise BadInput(f"no such file '{target}'", WHERE)
         source = path.read_bytes()
         mod_name = "assay_agent_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        home = str(path.resolve().parent)  # sibling modules import, as in the sandbox (last: never shadowing)
+        if home not in sys.path:
+            sys.path.append(home)
         try:
             module_spec = importlib.util.spec_from_file_location(mod_name, path)
             assert module_spec is not None and module_spec.loader is not None

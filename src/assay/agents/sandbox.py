@@ -13,8 +13,9 @@ and the store. So the agent is never imported here: it is played by a worker pro
   for `python:module:NAME`, the directory the module was found in. A directory that is `/`,
   `$HOME` or above it, or a shared temporary directory, is never bound: only the agent's file;
 - a private tmpfs as /tmp and working directory (HOME), a fresh /proc in its own PID namespace
-  (the harness's processes are not there), its own user, IPC and UTS namespaces, no capabilities,
-  and no new user namespaces; the network stays (an agent may call a model);
+  where the worker is pid 1 (no process of the harness, nor bwrap, is there to read), its own
+  user, IPC and UTS namespaces, no capabilities, and no new user namespaces; the network stays
+  (an agent may call a model);
 - an environment of PATH, HOME, LANG and the variables the user named (`--agent-env NAME`), set
   as the process's environment (never on a command line, which /proc shows), and an address-space
   limit (`--agent-memory`, RLIMIT_AS) set by the worker before the agent's module is imported.
@@ -209,7 +210,7 @@ class Launch:
         """bwrap's arguments: namespaces, then the mounts in order (later ones cover earlier)."""
         args = ["--unshare-user", "--uid", INSIDE_ID, "--gid", INSIDE_ID, "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session"]
+                "--die-with-parent", "--new-session", "--as-pid-1"]
         roots: list[Path] = []
 
         def bind(path: Path) -> None:

@@ -63,8 +63,8 @@ def _crash(episode: Episode, exc: BaseException) -> Done:
     if isinstance(exc, Unreachable):  # the harness could not ask: no traceback of the agent's
         return episode.fail("error", f"agent endpoint unreachable: {exc}")
     if isinstance(exc, sandbox.AgentRaised):  # raised in its own process: its words, its traceback
-        what = "agent could not be created" if exc.creating else "agent raised"
-        return episode.fail("crashed", f"{what}: {exc.type_name}: {exc.text}",
+        what = "agent could not be created: " if exc.creating else "agent raised "
+        return episode.fail("crashed", f"{what}{exc.type_name}: {exc.text}",
                             traceback=storable(exc.traceback[-TRACEBACK_CHARS:]))
     if isinstance(exc, sandbox.AgentDied):
         return episode.fail("crashed", str(exc))
