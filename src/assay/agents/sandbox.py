@@ -16,6 +16,9 @@ and the store. So the agent is never imported here: it is played by a worker pro
   where the worker is pid 1 (no process of the harness, nor bwrap, is there to read), its own
   user, IPC and UTS namespaces, no capabilities, and no new user namespaces; the network stays
   (an agent may call a model);
+- of assay itself, only the scripted reference agents (`assay.agents.reference`, with the two
+  stdlib-only modules it imports), which an agent may build on: nothing that holds a suite, a
+  store or the scorer;
 - an environment of PATH, HOME, LANG and the variables the user named (`--agent-env NAME`), set
   as the process's environment (never on a command line, which /proc shows), and an address-space
   limit (`--agent-memory`, RLIMIT_AS) set by the worker before the agent's module is imported.
@@ -64,6 +67,10 @@ PROTECT_ENV = "ASSAY_SANDBOX_PROTECT"
 
 WORKER = Path(__file__).resolve().with_name("sandbox_worker.py")
 INSIDE_WORKER = "/run/assay-agent/worker.py"
+#: Where the sandbox offers the one part of assay an agent may use: the scripted reference agents
+#: (`from assay.agents.reference import Diligent`), public baselines that see what any agent sees.
+INSIDE_LIB = "/run/assay-agent/lib"
+_LIBRARY = ("errors.py", "agents/reference.py", "agents/reference_campaign.py")
 INSIDE_HOME = "/tmp/work"
 #: The uid and gid the agent has inside its user namespace (nobody).
 INSIDE_ID = "65534"
@@ -189,7 +196,8 @@ class Launch:
             "file": str(t.file) if t.file else None, "module": t.module, "attr": t.attr,
             # a file's directory comes first (as a script's does); a module's last, as `python -m`
             # from that directory would find it, never shadowing an installed module
-            "paths": [home] if t.file else [], "paths_last": [] if t.file else [home],
+            "paths": [home] if t.file else [],
+            "paths_last": ([] if t.file else [home]) + ([INSIDE_LIB] if self.bwrap else []),
             "memory": self.memory, "die_with_parent": self.bwrap is None})
 
     def env(self, home: str) -> dict[str, str]:
@@ -247,6 +255,11 @@ class Launch:
         for root in interpreter:
             bind(root)
         args.extend(["--ro-bind", str(WORKER), INSIDE_WORKER])
+        package = Path(__file__).resolve().parents[1]
+        for init in ("__init__.py", "agents/__init__.py"):  # empty: nothing else of assay comes along
+            args.extend(["--ro-bind", os.devnull, f"{INSIDE_LIB}/assay/{init}"])
+        for name in _LIBRARY:
+            args.extend(["--ro-bind", str(package / name), f"{INSIDE_LIB}/assay/{name}"])
         for path in protected:  # masks last: nothing protected shows through any bound root
             if not path.exists() or not any(_within(path, r) and path != r for r in roots):
                 continue

@@ -63,6 +63,9 @@ def _load(config):
     for entry in reversed(config.get("paths") or []):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    for entry in config.get("paths_last") or []:
+        if entry not in sys.path:
+            sys.path.append(entry)
     if config.get("file"):
         spec = importlib.util.spec_from_file_location("assay_agent", config["file"])
         module = importlib.util.module_from_spec(spec)
