@@ -586,6 +586,7 @@ class SandboxedAgent:
         self._worker: Worker | None = None
         self._run = next(_runs)
         self._seq = 0
+        self._shown = 0  # messages of this run the worker holds already (each turn sends the rest)
 
     async def aopen(self) -> None:
         if self._worker is not None:
@@ -613,21 +614,26 @@ class SandboxedAgent:
         try:
             if worker._buf:
                 raise AgentGarbage("the agent's process sent what it was not asked for")
-            await worker.write({"op": "turn", "seq": self._seq, "run": self._run, "messages": messages,
-                                "tools": tools})
+            frame = {"op": "turn", "seq": self._seq, "run": self._run, "base": self._shown,
+                     "new": messages[self._shown:]}
+            if self._shown == 0:
+                frame["tools"] = tools
+            await worker.write(frame)
             frame = await worker.read()
             if frame.get("seq") != self._seq:
                 raise AgentGarbage("the agent's process answered out of turn")
         except BaseException:  # overstayed (cancelled), died, or out of step: this worker is done
-            self._worker = None
+            self._worker, self._shown = None, 0
             self._pool.discard(worker)
             raise
         if "reply" in frame:
+            self._shown = len(messages)
             return _reply(frame["reply"])
         if "raised" in frame or "create_failed" in frame:
+            self._shown = len(messages)
             creating = "create_failed" in frame
             raise AgentRaised(frame["create_failed" if creating else "raised"], creating=creating)
-        self._worker = None
+        self._worker, self._shown = None, 0
         self._pool.discard(worker)
         raise AgentGarbage("the agent's process answered what is not a protocol message")
 

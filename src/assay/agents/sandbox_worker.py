@@ -7,13 +7,16 @@ and talks newline-delimited JSON over the pipes it was started with, which it mo
 before anything else runs: the agent's stdout (Python's and the C library's) goes to stderr, so an
 agent that prints never disturbs the protocol.
 
-    harness → worker   {"op": "turn", "seq": N, "run": R, "messages": [...], "tools": [...]}
+    harness → worker   {"op": "turn", "seq": N, "run": R, "base": B, "new": [...], "tools": [...]}
                        {"op": "end"}                    the run is over (a class agent's instance goes)
     worker → harness   {"ready": true, "class": bool} | {"load_error": "..."}     once, at start
                        {"seq": N, "reply": MESSAGE}
                        {"seq": N, "raised": {"type", "message", "traceback"}}    the agent raised
                        {"seq": N, "create_failed": {"type", "message", "traceback"}}
 
+A turn carries only the messages the worker has not seen in this run (`base`: how many it holds),
+and the tools on a run's first turn: the conversation is not sent again each turn. The agent gets
+its own copy of the conversation each turn, and the run's one list of tools, as in process.
 A class agent is instantiated on the first turn of each run (`run` changes), as in-process. An
 async agent's coroutine is run to its end on the worker's own event loop (one per worker, so a
 client the agent keeps between turns stays on one loop). The worker never sees a world, a
@@ -114,6 +117,16 @@ async def _awaited(awaitable):
     return await awaitable
 
 
+def _copy(message):
+    """The agent's own copy of a message (the engine's: strings, and tool calls of a known shape)."""
+    copy = dict(message)
+    calls = copy.get("tool_calls")
+    if isinstance(calls, list):
+        copy["tool_calls"] = [{**c, "function": dict(c["function"])} if isinstance(c, dict) and
+                              isinstance(c.get("function"), dict) else c for c in calls]
+    return copy
+
+
 def _failure(exc):
     text = "".join(traceback.format_exception(exc))
     return {"type": type(exc).__name__, "message": str(exc), "traceback": text[-TRACEBACK_CHARS:]}
@@ -138,23 +151,27 @@ def main():
     is_class = isinstance(obj, type)
     _send(out, {"ready": True, "class": is_class})
     loop = None  # an async agent's: made at its first coroutine (asyncio costs a fifth of a second)
-    run, agent = None, None
+    run, agent, history, tools = None, None, [], []
     for line in inbox:
         frame = json.loads(line)
         if frame.get("op") == "end":
-            run, agent = None, None
+            run, agent, history, tools = None, None, [], []
             continue
         seq = frame["seq"]
         if frame["run"] != run:
-            run, agent = frame["run"], None
+            run, agent, history, tools = frame["run"], None, [], frame.get("tools") or []
             try:
                 agent = obj() if is_class else obj
             except Exception as exc:  # noqa: BLE001 - the agent's fault: its run is crashed
                 run = None
                 _send(out, {"seq": seq, "create_failed": _failure(exc)})
                 continue
+        if frame.get("base") != len(history):  # the harness's bookkeeping, never the agent's
+            _send(out, {"seq": seq, "out_of_step": len(history)})
+            continue
+        history.extend(frame.get("new") or [])
         try:
-            raw = agent(frame["messages"], frame["tools"])
+            raw = agent([_copy(m) for m in history], tools)
             if hasattr(type(raw), "__await__"):
                 if loop is None:
                     import asyncio
