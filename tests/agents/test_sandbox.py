@@ -346,3 +346,49 @@ def test_the_async_executors_child_processes_make_their_own_pools(sqlite_store: 
     batch = run_suite("forge", factory=factory, trials=1, store=sqlite_store, executor=AsyncExecutor(2, processes=2))
     results = results_json(sqlite_store, batch.batch_id, actor=OPERATOR)
     assert {t["status"] for c in results["cases"] for t in c["trials"]} == {"completed"}
+
+
+def test_a_submissions_python_agent_is_played_again_only_in_its_sandbox(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resume` and the service load a submission's agent from its row: never without bwrap."""
+    from assay.service import batches
+
+    accounts.create(store, "alice", "alice", actor=OPERATOR)
+    sid = submissions.compose(store, "forge", factory=load_agent(f"python:{FIXTURES / 'honest.py'}:agent"),
+                              account="alice", label="x", actor=OPERATOR)
+    factory, _ = batches.stored_agent(store, sid)
+    assert factory.isolation == "sandbox"
+    factory.close()
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    with pytest.raises(Invalid, match="bubblewrap"):
+        batches.stored_agent(store, sid)
+
+
+class _FakeServer:
+    """Two leased runs, each over after the agent's first answer."""
+
+    def __init__(self) -> None:
+        self.leases = 2
+        self.sent: list[dict[str, Any]] = []
+
+    def next_run(self) -> dict[str, Any] | None:
+        if not self.leases:
+            return None
+        self.leases -= 1
+        return {"run_id": f"r{self.leases}", "submission_id": "s", "scenario": {"id": "c"}, "tools": [],
+                "messages": [{"role": "user", "content": "hello"}], "step": 1}
+
+    def step(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(body)
+        return {"messages": [], "done": True, "status": "completed"}
+
+
+def test_assay_play_plays_a_python_agent_sandboxed_with_one_worker() -> None:
+    from assay.cli.play import play
+
+    factory = load_agent(f"python:{FIXTURES / 'honest.py'}:agent")
+    server = _FakeServer()
+    played = play(server, factory)  # type: ignore[arg-type]
+    assert [p.status for p in played] == ["completed", "completed"]
+    assert [b["message"]["tool_calls"][0]["function"]["name"] for b in server.sent] == ["list_alerts"] * 2
+    assert factory.pool.started == 1 and factory.pool.size == 0  # one worker for both runs, closed at the end
