@@ -29,12 +29,15 @@ from assay.agents.reference import Diligent as Agent
 
 
 def _play(spec: str, runs: int, workers: int, in_process: bool, root: Path) -> dict:
+    from assay.agents import sandbox
     from assay.agents.loader import load_agent
     from assay.run.engine import Limits
     from assay.service.runs import run_suite
     from assay.store import open_store
 
-    store = open_store(f"sqlite:///{root / ('inproc' if in_process else 'sandbox')}.db")
+    url = f"sqlite:///{root / ('inproc' if in_process else 'sandbox')}.db"
+    sandbox.protect_store(url)  # as the CLI does before loading the agent (its workers never see it)
+    store = open_store(url)
     try:
         factory = load_agent(spec, in_process=in_process)
         start = time.perf_counter()

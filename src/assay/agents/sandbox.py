@@ -121,13 +121,15 @@ def protect(*paths: str | os.PathLike[str] | None) -> None:
     Workers started before are retired (their view was laid out without these paths hidden)."""
     global _generation
     known = [p for p in os.environ.get(PROTECT_ENV, "").split(os.pathsep) if p]
+    covered = protected_paths()
     added = False
     for path in paths:
         if path is None:
             continue
-        text = str(Path(path).expanduser().resolve())
-        if text not in known:
-            known.append(text)
+        resolved = Path(path).expanduser().resolve()
+        if not any(_within(resolved, p) for p in covered):  # already hidden: keep the workers
+            known.append(str(resolved))
+            covered.append(resolved)
             added = True
     if added:
         os.environ[PROTECT_ENV] = os.pathsep.join(known)
@@ -357,6 +359,11 @@ class Worker:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    @property
+    def unasked(self) -> bool:
+        """Whether the worker has sent something between turns (it is out of step)."""
+        return bool(self._buf)
 
     def _died(self) -> AgentDied:
         try:
@@ -612,7 +619,7 @@ class SandboxedAgent:
         assert worker is not None
         self._seq += 1
         try:
-            if worker._buf:
+            if worker.unasked:
                 raise AgentGarbage("the agent's process sent what it was not asked for")
             frame = {"op": "turn", "seq": self._seq, "run": self._run, "base": self._shown,
                      "new": messages[self._shown:]}
