@@ -174,9 +174,9 @@ def test_an_honest_agent_scores_as_it_does_in_process(sqlite_store: Store) -> No
 
 
 def _trials(store: Store, spec: str, *, trials: int = 2, workers: int = 2, limits: Limits | None = None,
-            **options: Any) -> list[dict[str, Any]]:
+            executor: str | None = None, **options: Any) -> list[dict[str, Any]]:
     factory = load_agent(spec, **options)
-    batch = run_suite("forge", factory=factory, trials=trials, workers=workers, store=store,
+    batch = run_suite("forge", factory=factory, trials=trials, workers=workers, store=store, executor=executor,
                       limits=limits or Limits(turn_limit=6, time_limit=10.0))
     results = results_json(store, batch.batch_id, actor=OPERATOR)
     return [{**t, **store.run(t["run_id"])} for c in results["cases"] for t in c["trials"]]
@@ -204,6 +204,10 @@ def test_what_a_worker_does_is_recorded_as_the_statuses_define_it(sqlite_store: 
     assert "not a protocol message" in garbage[0]["reason"] or "not asked for" in garbage[0]["reason"]
 
     hangs = _trials(sqlite_store, spec("hangs"), trials=1, workers=5, limits=Limits(turn_limit=6, time_limit=0.3))
+    assert {t["status"] for t in hangs} == {"timeout"}
+    # the threads executor drives the same proxies on each thread's own loop, under the same budget
+    hangs = _trials(sqlite_store, spec("hangs"), trials=1, workers=5, limits=Limits(turn_limit=6, time_limit=0.3),
+                    executor="threads")
     assert {t["status"] for t in hangs} == {"timeout"}
 
     for name, summary in (("prints", "printed"), ("polite", "async")):
