@@ -193,6 +193,10 @@ def test_what_a_worker_does_is_recorded_as_the_statuses_define_it(sqlite_store: 
     trace = agent_traceback(raised[0])  # what `assay debrief` shows
     assert trace and "behaviours.py" in trace and "ValueError: the agent gave up" in trace, raised[0]["transcript"]
 
+    bad_init = _trials(sqlite_store, spec("BadInit"), trials=1)
+    assert {(t["status"], t["reason"]) for t in bad_init} == {
+        ("crashed", "agent could not be created: RuntimeError: no instance for you")}
+
     exits = _trials(sqlite_store, spec("exits"), trials=1)
     assert {(t["status"], t["reason"]) for t in exits} == {("crashed", "the agent's process exited with code 3")}
 
