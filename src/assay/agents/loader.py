@@ -164,6 +164,8 @@ def _python(spec: str, rest: str, *, in_process: bool, agent_env: tuple[str, ...
         sandbox.probe(pool)
     except sandbox.SandboxFailed as exc:
         raise BadInput(_load_refusal(target, name, str(exc)), WHERE) from None
+    except (sandbox.AgentDied, sandbox.AgentGarbage) as exc:  # bwrap (or the interpreter) would not start
+        raise BadInput(f"could not start the agent's {'sandbox' if bwrap else 'process'}: {exc}", WHERE) from None
     portable = f"python:{file}:{name}" if target.endswith(".py") else spec
     return AgentFactory(spec, lambda: sandbox.SandboxedAgent(pool), {"kind": "python", "code_sha256": code_hash},
                         is_async=True, options=options, portable_spec=portable,
