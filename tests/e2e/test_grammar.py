@@ -6,6 +6,8 @@ the working directory."""
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import sys
 from collections.abc import Iterator
@@ -186,4 +188,5 @@ def test_python_module_specs_find_modules_in_the_working_directory(tmp_path: Pat
     # as the console script starts: its own directory first, never the working directory
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path), ".")])
     factory = load_agent("python:grammar_cwd_agent:agent")
-    assert factory()([], [])["content"] == "hi"
+    answer = factory()([], [])  # played by a sandboxed worker: an awaitable
+    assert asyncio.run(answer)["content"] == "hi"

@@ -57,8 +57,9 @@ def test_child_event_loops_play_exactly_what_one_loop_plays(forge: SuiteBundle, 
 
 
 def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_store: Store) -> None:
+    # in process: the agent reports the pid of the process that plays it (a sandboxed one is pid 1)
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:async_agent", trials=2, store=sqlite_store,
-                      executor=AsyncExecutor(4, processes=2))
+                      executor=AsyncExecutor(4, processes=2), agent_options={"in_process": True})
     rows = sqlite_store.runs_for_batch(batch.batch_id)
     pids = {r["claim_summary"].split(" ", 1)[0] for r in rows}
     assert [r["status"] for r in rows] == ["completed"] * len(rows)
@@ -70,7 +71,8 @@ def test_a_child_that_dies_loses_no_planned_run(forge: SuiteBundle) -> None:
     by_hash = {s.content_hash: s for s in forge.scenarios}
     seen: list[tuple[RunRecord, int]] = []
     ProcessAsyncExecutor(2, 2).execute([Task(by_hash[p.scenario_hash], p) for p in planned],
-                                       load_agent(f"python:{PID_AGENT}:dies"), Limits(),
+                                       # in process: `dies` must take the child down, not a sandboxed worker
+                                       load_agent(f"python:{PID_AGENT}:dies", in_process=True), Limits(),
                                        lambda record, steps: seen.append((record, steps)))
     assert sorted(r.run_id for r, _ in seen) == sorted(p.run_id for p in planned)  # each exactly once
     assert {r.status for r, _ in seen} == {"error"}
@@ -139,7 +141,7 @@ def sink(record, steps):
         raise KeyboardInterrupt
 try:
     # 1000 runs in flight per child and as many more queued for it: far more than a pipe holds
-    ProcessAsyncExecutor(2000, 2).execute(tasks, load_agent("python:{agent}:slow"), Limits(), sink)
+    ProcessAsyncExecutor(2000, 2).execute(tasks, load_agent("python:{agent}:slow", in_process=True), Limits(), sink)
 except KeyboardInterrupt:
     print("stopped after", len(seen))
 ''')

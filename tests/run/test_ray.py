@@ -58,9 +58,10 @@ def test_ray_gives_run_for_run_the_hashes_and_scores_threads_give(
 def test_sync_and_async_agents_play_in_ray_worker_processes(
         forge: SuiteBundle, sqlite_store: Store, ray_address: str) -> None:
     for name, is_async in (("agent", False), ("async_agent", True)):
-        assert load_agent(f"python:{PID_AGENT}:{name}").is_async is is_async
+        # in process: the agent reports the pid and thread that play it (a sandboxed one is pid 1)
+        assert load_agent(f"python:{PID_AGENT}:{name}", in_process=True).is_async is is_async
         batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:{name}", trials=2, store=sqlite_store,
-                          executor=RayExecutor(4, address=ray_address))
+                          executor=RayExecutor(4, address=ray_address), agent_options={"in_process": True})
         rows = sqlite_store.runs_for_batch(batch.batch_id)
         assert [r["status"] for r in rows] == ["completed"] * 2 * len(forge.scenarios)
         where = [r["claim_summary"].split(" ", 1) for r in rows]
@@ -81,8 +82,9 @@ def test_a_sync_agent_that_hangs_in_a_worker_is_timed_out_there(
 
 def test_a_group_whose_worker_dies_is_recorded_run_for_run_as_errors(
         forge: SuiteBundle, sqlite_store: Store, ray_address: str) -> None:
+    # in process: `dies` must take the Ray worker down, not a sandboxed agent process
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:dies", trials=2, store=sqlite_store,
-                      executor=RayExecutor(2, address=ray_address))
+                      executor=RayExecutor(2, address=ray_address), agent_options={"in_process": True})
     trials = [t for c in results_json(sqlite_store, batch.batch_id, actor=OPERATOR)["cases"] for t in c["trials"]]
     assert len(trials) == 2 * len(forge.scenarios)  # the plan is the denominator: nothing lost
     assert {t["status"] for t in trials} == {"error"}

@@ -17,6 +17,9 @@ from assay.ui import (
     AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt, check_output, close_stores,
     emit_json, err, open_store_at, out, print_json, says,
 )
+from assay.cli.agent_opts import (  # noqa: E402
+    AgentEnvOpt, AgentMemoryOpt, InProcessFlag, agent_options, protect_local, warn_unsandboxed,
+)
 
 def _flags_without_placeholders() -> None:
     """Typer's help shows a `<bool>` value placeholder after every flag (`--json <bool>`), though a
@@ -136,10 +139,15 @@ def run(
     fail_under: Optional[float] = typer.Option(
         None, "--fail-under", min=0.0, max=1.0, metavar="RATE",
         help="Exit 1 when the pass rate is below RATE (0..1), for CI pipelines; otherwise a batch that ran exits 0."),
+    agent_env: Optional[list[str]] = AgentEnvOpt,
+    agent_memory: Optional[str] = AgentMemoryOpt,
+    in_process: bool = InProcessFlag,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Run an agent on every case × trial, score each run by oracle checks, store everything.
+
+    A python: agent is played in a bubblewrap sandbox (see --agent-env, --agent-memory, --in-process).
 
     The batch is stored before its first run and each run as it ends: if the process is stopped (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left."""
     from assay.agents.loader import load_agent
@@ -151,7 +159,9 @@ def run(
     from assay.ui import BatchProgress, print_summary
 
     bundle = resolve_suite(suite)
-    factory = load_agent(agent, base_url=base_url)
+    protect_local(bundle.source, db)
+    factory = load_agent(agent, base_url=base_url, in_process=in_process, **agent_options(agent_env, agent_memory))
+    warn_unsandboxed(factory)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     check_output(output)
     store = open_store_at(db)

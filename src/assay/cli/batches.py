@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import typer
 
+from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, warn_unsandboxed
 from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
 
 
@@ -24,6 +25,8 @@ def resume(
     agent: Optional[str] = typer.Option(
         None, "--agent", help="The agent to play with (default: the one stored with the batch); its "
         "configuration signature must be the stored one."),
+    agent_env: Optional[list[str]] = AgentEnvOpt,
+    agent_memory: Optional[str] = AgentMemoryOpt,
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
@@ -33,14 +36,18 @@ def resume(
 ) -> None:
     """Finish a batch or submission that a killed, stopped or failed process left.
 
-    Plays every slot that never ran or was held by a process that is gone; runs already recorded are never played or recorded again. Several resumes of one batch at once split the work."""
+    Plays every slot that never ran or was held by a process that is gone; runs already recorded are never played or recorded again. Several resumes of one batch at once split the work.
+
+    A python: agent is played as the batch was (sandboxed, or in process if it was run with --in-process), with the --agent-env and --agent-memory it was stored with unless given again."""
     from assay.run.executors import make_executor
     from assay.service import batches
     from assay.ui import BatchProgress
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
-    factory, limits = batches.stored_agent(store, batch["id"], agent)
+    protect_local(None, db)
+    factory, limits = batches.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
+    warn_unsandboxed(factory)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     scenarios = batches.stored_scenarios(store, batch["id"])
     noun = "submission" if batch["kind"] == "submission" else "batch"

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.errors import BadInput
+from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, refuse_unsandboxed
 from assay.ui import (
     AlwaysJson, BatchProgress, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt,
     check_output, emit_json, label_column, open_store_at, out, print_json, progress_bar, says,
@@ -229,10 +230,14 @@ def submit(
         None, "--facilitator-base-url", help="OpenAI-compatible endpoint of --facilitator (default: OPENAI_BASE_URL)."),
     rubric: Optional[Path] = typer.Option(
         None, "--rubric", help="Bring your own trait rubric (YAML) for a trait suite: its runs are never ranked."),
+    agent_env: Optional[list[str]] = AgentEnvOpt,
+    agent_memory: Optional[str] = AgentMemoryOpt,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """Submit an agent: the server runs every scenario × reps of the release, each with its own seed.
+
+    A python: agent is played in a bubblewrap sandbox (see --agent-env, --agent-memory); without bwrap it is refused.
 
     A suite with a trait rubric (academy) is then scored by its judge (the release's, or --judge); the submission is complete once every run is judged.
 
@@ -242,7 +247,9 @@ def submit(
     from assay.service import submissions
 
     check_output(output)
-    factory = load_agent(agent, base_url=base_url)
+    refuse_unsandboxed(agent, "assay submit")
+    protect_local(None, db)
+    factory = load_agent(agent, base_url=base_url, **agent_options(agent_env, agent_memory))
     make_executor(executor, workers, factory, ray_address=ray_address)  # refuse bad options before opening the store
     _check_judge(judge, judge_base_url)
     own_facilitator = _facilitator(facilitator, facilitator_base_url)

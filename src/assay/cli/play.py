@@ -28,6 +28,7 @@ import typer
 if TYPE_CHECKING:  # asyncio is imported when a play starts, not for `assay --help`
     import asyncio
 
+from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, warn_unsandboxed
 from assay.errors import BadInput
 
 KEY_ENV = "ASSAY_AGENT_KEY"
@@ -197,6 +198,8 @@ def play_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary table."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs played (run, submission, scenario, status, "
                                  "steps) as one JSON document to stdout and nothing else there."),
+    agent_env: Optional[list[str]] = AgentEnvOpt,
+    agent_memory: Optional[str] = AgentMemoryOpt,
 ) -> None:
     """Play every pending run of your account's remote submissions with a local agent, over HTTP.
 
@@ -211,7 +214,8 @@ def play_command(
         raise BadInput("is not set: export an agent key (`assay key create --account NAME --kind agent`)", KEY_ENV)
     if not server.startswith(("http://", "https://")):
         raise BadInput("must be an http:// or https:// URL", f"--server {server}")
-    factory = load_agent(agent, base_url=base_url)
+    factory = load_agent(agent, base_url=base_url, **agent_options(agent_env, agent_memory))
+    warn_unsandboxed(factory)  # a python: agent is sandboxed here too, as `assay run` plays it
     with RemoteServer(server, key) as remote, _Progress(err, quiet=quiet) as progress:
         played = play(remote, factory, max_runs=max_runs, on_lease=progress.leased, on_done=progress.done)
     if as_json:

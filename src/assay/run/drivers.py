@@ -14,7 +14,11 @@
 
 What the agent does wrong is the agent's fault, recorded in the run's status: raising is `crashed`,
 overstaying is `timeout`, an endpoint that cannot be reached after its client's retries is `error`
-(the harness could not ask the agent, the agent did not fail).
+(the harness could not ask the agent, the agent did not fail). A sandboxed agent (`agents/sandbox.py`)
+is the same: what it raised in its process comes back as `crashed` with its traceback, a process
+that dies mid-turn is `crashed`, one that answers what is not the protocol `empty`, one that cannot
+be started `error`. Such an agent has `aopen` (take a worker, before its time starts) and `close`
+(give it back when the run ends), which the loop calls.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any, TypeVar
 
+from assay.agents import sandbox
 from assay.agents.protocol import Unreachable
 from assay.records import RunRecord, storable
 from assay.run.engine import Done, Episode, Turn
@@ -57,6 +62,16 @@ def _traceback(exc: BaseException) -> str:
 def _crash(episode: Episode, exc: BaseException) -> Done:
     if isinstance(exc, Unreachable):  # the harness could not ask: no traceback of the agent's
         return episode.fail("error", f"agent endpoint unreachable: {exc}")
+    if isinstance(exc, sandbox.AgentRaised):  # raised in its own process: its words, its traceback
+        what = "agent could not be created: " if exc.creating else "agent raised "
+        return episode.fail("crashed", f"{what}{exc.type_name}: {exc.text}",
+                            traceback=storable(exc.traceback[-TRACEBACK_CHARS:]))
+    if isinstance(exc, sandbox.AgentDied):
+        return episode.fail("crashed", str(exc))
+    if isinstance(exc, sandbox.AgentGarbage):
+        return episode.fail("empty", str(exc))
+    if isinstance(exc, sandbox.SandboxFailed):
+        return episode.fail("error", f"harness fault: {exc}")
     # a remote agent's own traceback stays on its machine (AgentFailed is the harness's word for it)
     trace = None if isinstance(exc, AgentFailed) else _traceback(exc)
     return episode.fail("crashed", f"agent raised {type(exc).__name__}: {exc}", traceback=trace)
@@ -93,6 +108,25 @@ async def _play(episode: Episode, make_agent: Callable[[], Agent],
     agent = out if isinstance(out, Done) else _create(episode, make_agent)
     if isinstance(agent, Done):
         return agent.record
+    try:
+        return await _turns(episode, agent, out, wait, clock, offload)
+    finally:
+        close = getattr(agent, "close", None)
+        if close is not None:
+            close()
+
+
+async def _turns(episode: Episode, agent: Agent, out: Turn | Done, wait: Callable[[Any, float], Awaitable[Any]],
+                 clock: Callable[[], float], offload: Offload[Turn | Done] | None) -> RunRecord:
+    opening = getattr(agent, "aopen", None)
+    if opening is not None and isinstance(out, Turn):  # a worker for the run, before its time starts
+        try:
+            await wait(opening(), sandbox.START_SECONDS)
+        except TimeoutError:
+            return episode.fail("error", f"harness fault: the agent's process did not start within "
+                                f"{sandbox.START_SECONDS:g} s").record
+        except Exception as exc:  # noqa: BLE001
+            return _crash(episode, exc).record
     while isinstance(out, Turn):
         began = clock()
         try:

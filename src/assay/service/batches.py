@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from assay.agents.loader import AgentFactory
-from assay.errors import Conflict, NotFound
+from assay.errors import Conflict, Invalid, NotFound
 from assay.service.actors import Actor, prefix_owner, require_owner, require_staff
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
@@ -51,8 +51,13 @@ def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
             "turn_limit": limits.turn_limit, "time_limit": limits.time_limit}
 
 
-def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[AgentFactory, Limits]:
-    """The batch's agent and limits, loaded again; `spec` (a resume's `--agent`) must match it."""
+def stored_agent(store: Store, batch_id: str, spec: str | None = None,
+                 overrides: dict[str, Any] | None = None) -> tuple[AgentFactory, Limits]:
+    """The batch's agent and limits, loaded again; `spec` (a resume's `--agent`) must match it.
+    `overrides`: loader options given again (a resume's `--agent-env`, `--agent-memory`).
+
+    A submission's `python:` agent is played only in its sandbox: refused where bwrap is missing,
+    and refused outright if it was stored as played in process (`--in-process`, never submitted)."""
     from assay.agents.loader import load_agent
 
     batch = store.batch(batch_id)
@@ -65,7 +70,9 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[
     if row["load_spec"] == REMOTE_AGENT:
         raise Conflict("this submission is played by a remote agent over the agent API (`assay play`), not by "
                        "this process; it cannot be resumed here", "batch", value=batch_id)
-    options = dict(row["options"] or {})
+    options = {**dict(row["options"] or {}), **(overrides or {})}
+    if batch["kind"] == "submission" and str(spec or row["load_spec"]).startswith("python:"):
+        _require_sandbox(options, batch_id)
     if spec is None:
         # loaded by its portable spec, named as it was planned (the signature covers the name)
         factory = dataclasses.replace(load_agent(row["load_spec"], **options), spec=batch["agent_spec"])
@@ -77,6 +84,16 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None) -> tuple[
             f"configuration signature {batch['config_signature'][:12]}; this one is "
             f"{factory.config_signature[:12]})", "agent")
     return factory, Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
+
+
+def _require_sandbox(options: dict[str, Any], batch_id: str) -> None:
+    from assay.agents import sandbox
+
+    if options.get("in_process"):
+        raise Conflict("this submission's agent was played in process (--in-process), which a submission never "
+                       "is; it cannot be played here", "batch", value=batch_id)
+    if sandbox.find_bwrap() is None:
+        raise Invalid(sandbox.missing_line("a submission"), "agent")
 
 
 def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
@@ -148,8 +165,10 @@ def execute_pending(
     appended as it ends. Returns the agent steps taken. An interrupt (KeyboardInterrupt, or the
     SIGTERM the CLI turns into one) stops claiming, keeps the runs that ended, and leaves every
     other slot pending: the claims of this process end with it."""
+    from assay.agents import sandbox
     from assay.service.runs import execute_tasks
 
+    sandbox.protect_store(store.url)  # a sandboxed agent never sees the store it is recorded in
     plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
                                       row["trial"], row["seed"])
             for row in store.planned_runs(batch_id)}

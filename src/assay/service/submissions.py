@@ -155,6 +155,19 @@ class _Composed:
     scenarios: dict[str, LoadedScenario]
 
 
+def _require_sandboxed(factory: AgentFactory) -> None:
+    """A submitted `python:` agent is played only in its bubblewrap sandbox: never in process
+    (`--in-process` is for debugging), never in a plain subprocess (bwrap missing)."""
+    isolation = getattr(factory, "isolation", "builtin")
+    if isolation == "in_process":
+        raise Invalid("an agent played in process (--in-process) can never be submitted; submit it sandboxed",
+                      "agent")
+    if isolation == "subprocess":
+        from assay.agents import sandbox
+
+        raise Invalid(sandbox.missing_line("a submission"), "agent")
+
+
 def _compose(
     store: Store,
     key: str,
@@ -178,6 +191,7 @@ def _compose(
     its runs never ranked (`self_hosted_facilitator`). Only such a submission may be published
     `unlisted`: reachable by its submission id, never listed on the public board."""
     require_speaks_for(actor, account, "submit")
+    _require_sandboxed(factory)
     if facilitator is not None or rubric is not None:
         byok = True
     if unlisted:

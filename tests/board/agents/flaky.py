@@ -1,7 +1,8 @@
 """Agents for submission tests: a good agent that misbehaves on exactly one run of a batch.
 
 Load them as `python:tests/board/agents/flaky.py:NAME`. Each is a class, so the harness makes one
-instance per run; a class-level counter picks the first run of the process to misbehave, and
+instance per run; a class-level counter picks the first run of the process to misbehave (a
+sandboxed agent's process: submit with one worker, so one process plays the whole batch), and
 every other run is played by the scripted `diligent` reference agent (which passes every forge
 case). Which scenario gets the bad run depends on scheduling; that exactly one does, does not.
 """

@@ -3,7 +3,8 @@
 A sync agent cannot be interrupted, so a watchdog in the calling thread ends a run whose agent
 overstays its budget (the episode is failed as a timeout, and whatever the agent answers later is
 ignored by the engine); its thread is replaced so the batch keeps its width, and returns to the
-pool, or ends, once the agent lets go. Records reach the sink in the calling thread.
+pool, or ends, once the agent lets go. Records reach the sink in the calling thread. The agent's
+worker processes, when it has them (a sandboxed `python:` agent), are stopped when the batch ends.
 """
 
 from __future__ import annotations
@@ -111,3 +112,6 @@ class ThreadExecutor:
         finally:
             for _ in range(threads):
                 todo.put(None)
+            close = getattr(agent_factory, "close", None)  # a sandboxed agent's workers
+            if close is not None:
+                close()
