@@ -41,6 +41,10 @@ def _lock_key(run_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+class _Taken(Exception):
+    """The run was claimed at that attempt by someone else first: the lease is rolled back."""
+
+
 def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
     inner = run_claims.alias("latest")
     return sa.select(sa.func.max(inner.c.attempt)).where(inner.c.run_id == run_id).scalar_subquery()
@@ -89,20 +93,34 @@ class RemoteRepo:
 
     # -- leases ---------------------------------------------------------------------------------
 
-    def new_holder(self) -> str:
-        """A holder for one remote lease: no process, no heartbeat, gone once it is ended."""
-        holder_id = uuid.uuid4().hex
-        now = utcnow()
-        with self._writer.begin() as conn:
+    def take_lease(self, run_id: str, attempt: int) -> str | None:
+        """Lease the run to a remote agent: its holder (no process, no heartbeat, gone once it is
+        ended) and its claim at `attempt`, in ONE transaction, so a lease exists whole or not at
+        all — a fault between the two leaves the run claimable, never held by a lease nobody was
+        told of. Returns the holder id, or None when another agent claimed the run at that attempt first."""
+        from assay.store.claims import ClaimRepo
+
+        statement = ClaimRepo(self.store).claim_statement()
+
+        def body(conn: sa.Connection) -> str | None:
+            holder_id, now = uuid.uuid4().hex, utcnow()
             conn.execute(sa.insert(claim_holders).values(
                 id=holder_id, host=REMOTE_HOST, pid=0, started_at=now, heartbeat_at=now))
-        return holder_id
+            won = conn.execute(statement, [{"run_id": run_id, "attempt": attempt, "holder": holder_id,
+                                            "claimed_at": now}]).first()
+            if won is None:
+                raise _Taken()
+            return holder_id
+
+        try:
+            return self.store.transaction(body)
+        except _Taken:
+            return None  # rolled back: no holder left behind either
 
     def end_holder(self, holder_id: str) -> None:
-        with self._writer.begin() as conn:
-            conn.execute(sa.update(claim_holders)
-                         .where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
-                         .values(ended_at=utcnow()))
+        self.store.transaction(lambda conn: conn.execute(
+            sa.update(claim_holders).where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
+            .values(ended_at=utcnow())))
 
     @staticmethod
     def _lease(conn: sa.Connection, run_id: str) -> dict[str, Any] | None:
