@@ -239,6 +239,16 @@ class Store:
     _write = write_connection
     _read = read_connection
 
+    def _reading(self, body: Callable[[sa.Connection], T]) -> T:
+        """`body(conn)` as a read transaction, run again from its start on a transient fault."""
+        return self.transaction(body, write=False)
+
+    def _first(self, query: sa.Executable) -> sa.Row[Any] | None:
+        return self._reading(lambda conn: conn.execute(query).first())
+
+    def _all(self, query: sa.Executable) -> list[sa.Row[Any]]:
+        return self._reading(lambda conn: list(conn.execute(query).all()))
+
     def _lock(self, conn: sa.Connection, namespace: str, name: str) -> None:
         """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
         if conn.dialect.name == "postgresql":
@@ -354,19 +364,13 @@ class Store:
         return version
 
     def scenario_by_hash(self, content_hash: str) -> dict[str, Any] | None:
-        with self._read() as conn:
-            row = conn.execute(
-                sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash)
-            ).first()
+        row = self._first(sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash))
         return dict(row._mapping) if row is not None else None
 
     def scenario_versions(self, case_id: str) -> list[dict[str, Any]]:
         """Every stored version of one case, oldest first."""
         sv = scenario_versions
-        with self._read() as conn:
-            rows = conn.execute(
-                sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version)
-            ).all()
+        rows = self._all(sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version))
         return [dict(r._mapping) for r in rows]
 
     def latest_scenarios(self) -> list[dict[str, Any]]:
@@ -382,8 +386,7 @@ class Store:
             .join(newest, sa.and_(sv.c.case_id == newest.c.case_id, sv.c.version == newest.c.version))
             .order_by(sv.c.case_id)
         )
-        with self._read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return [dict(r._mapping) for r in self._all(query)]
 
     # -- batches and the plan -----------------------------------------------------------------
 
@@ -418,8 +421,7 @@ class Store:
 
     def batch_agent(self, batch_id: str) -> dict[str, Any] | None:
         """How the batch's agent is loaded again (None for batches stored before 0004)."""
-        with self._read() as conn:
-            row = conn.execute(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id)).first()
+        row = self._first(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id))
         return dict(row._mapping) if row is not None else None
 
     def add_completion(self, batch_id: str) -> bool:
@@ -491,8 +493,7 @@ class Store:
                 )
 
     def batch(self, batch_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
-            row = conn.execute(sa.select(batches).where(batches.c.id == batch_id)).first()
+        row = self._first(sa.select(batches).where(batches.c.id == batch_id))
         return dict(row._mapping) if row is not None else None
 
     def latest_batch_id(self, kind: str | None = None) -> str | None:
@@ -502,8 +503,8 @@ class Store:
                  .order_by(batches.c.created_at.desc(), batches.c.id.desc()))
         if kind is not None:
             query = query.where(batches.c.kind == kind)
-        with self._read() as conn:
-            return conn.execute(query.limit(1)).scalar_one_or_none()
+        row = self._first(query.limit(1))
+        return None if row is None else str(row[0])
 
     def batch_listing(self, kind: str | None = None) -> list[dict[str, Any]]:
         """Every batch, newest first, with `n_planned`, `n_recorded` and `status` (`complete` once
@@ -520,20 +521,14 @@ class Store:
                  .order_by(b.c.created_at.desc(), b.c.id.desc()))
         if kind is not None:
             query = query.where(b.c.kind == kind)
-        with self._read() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+        rows = [dict(r._mapping) for r in self._all(query)]
         for r in rows:
             r["n_planned"], r["n_recorded"] = int(r["n_planned"]), int(r["n_recorded"])
             r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
         return rows
 
     def planned_runs(self, batch_id: str) -> list[dict[str, Any]]:
-        with self._read() as conn:
-            rows = conn.execute(
-                sa.select(planned_runs)
-                .where(planned_runs.c.batch_id == batch_id)
-                .order_by(planned_runs.c.slot)
-            ).all()
+        rows = self._all(sa.select(planned_runs).where(planned_runs.c.batch_id == batch_id).order_by(planned_runs.c.slot))
         return [dict(r._mapping) for r in rows]
 
     # -- runs ---------------------------------------------------------------------------------
@@ -638,7 +633,8 @@ class Store:
         callers that only tally outcomes.
         """
         co, rv = check_outcomes, run_verdicts
-        with self._read() as conn:
+
+        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], list[sa.Row[Any]], dict[str, sa.Row[Any]]]:
             slots = conn.execute(
                 self._slots(bodies=bodies)
                 .where(planned_runs.c.batch_id == batch_id)
@@ -653,6 +649,9 @@ class Store:
             verdicts = {r.run_id: r for r in conn.execute(
                 sa.select(rv).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
                 .where(planned_runs.c.batch_id == batch_id))}
+            return list(slots), list(checks), verdicts
+
+        slots, checks, verdicts = self._reading(body)
         by_run: dict[str, list[dict[str, Any]]] = {}
         for row in checks:
             by_run.setdefault(row.run_id, []).append(_check_dict(row))
@@ -661,13 +660,11 @@ class Store:
 
     def resolve_run_id(self, run_id: str) -> str | None:
         """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`)."""
-        with self._read() as conn:
-            return resolve_prefix(conn, planned_runs.c.run_id, run_id, "run")
+        return self._reading(lambda conn: resolve_prefix(conn, planned_runs.c.run_id, run_id, "run"))
 
     def resolve_batch_id(self, ident: str) -> str | None:
         """The full batch (or submission) id for `ident` or a unique prefix of it."""
-        with self._read() as conn:
-            return resolve_prefix(conn, batches.c.id, ident, "batch")
+        return self._reading(lambda conn: resolve_prefix(conn, batches.c.id, ident, "batch"))
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """One planned run with its run fields, checks and scenario row; None if unknown.
@@ -679,7 +676,8 @@ class Store:
         if full is None:
             return None
         co = check_outcomes
-        with self._read() as conn:
+
+        def body(conn: sa.Connection) -> tuple[Any, ...]:
             slot = conn.execute(
                 self._slots(bodies=True).where(planned_runs.c.run_id == full)
             ).one()
@@ -692,6 +690,9 @@ class Store:
                     scenario_versions.c.content_hash == slot.scenario_hash
                 )
             ).one()
+            return slot, checks, verdict, scenario
+
+        slot, checks, verdict, scenario = self._reading(body)
         return {
             **slot._mapping,
             "checks": [_check_dict(r) for r in checks],
