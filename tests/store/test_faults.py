@@ -332,7 +332,7 @@ def test_a_filesystem_that_fills_mid_batch_stops_it_in_one_line_and_resume_finis
         small_fs: Path, bootstrapped_file: Path) -> None:
     shutil.copy(bootstrapped_file, small_fs / "assay.db")
     url = f"sqlite:///{small_fs / 'assay.db'}"
-    for attempt in range(3):  # main hung in 3 tries of 5
+    for attempt in range(2):  # main hung in 3 tries of 5 (the writer unit tests above pin the cause)
         started = time.monotonic()
         result = assay("run", "forge", "--agent", "reference:diligent", "--trials", "150", "--quiet",
                        "--db", url, db_file=None, timeout=60)
@@ -348,7 +348,7 @@ def test_a_filesystem_that_fills_mid_batch_stops_it_in_one_line_and_resume_finis
         resumed = assay("resume", batch_id, "--quiet", "--json", "--db", url, db_file=None, timeout=60)
         assert resumed.code == 0, str(resumed)
         assert _recorded_once(url, batch_id) == 750
-        if attempt < 2:  # fill it again, from where it is now
+        if attempt < 1:  # fill it again, from where it is now
             used = sum(f.stat().st_size for f in small_fs.iterdir())
             _remount(small_fs, f"size={used // 1024 + 512}k")
 

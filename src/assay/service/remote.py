@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import re
 import threading
@@ -58,6 +59,7 @@ from assay.store.repo import Store
 from assay.store.schema import utcnow
 
 REMOTE = batches.REMOTE_AGENT
+log = logging.getLogger("assay.service")
 assert REMOTE == REMOTE_SPEC
 #: What a run id looks like (`uuid4().hex`); anything else names no run, and is never sent to the database.
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -164,7 +166,13 @@ def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
     lease = repo.lease(run["run_id"])
     if lease is not None:
         repo.end_holder(lease["holder"])
-    batches.complete(store, run["batch_id"])
+    try:
+        batches.complete(store, run["batch_id"])
+    except Exception as exc:  # noqa: BLE001 - the run is recorded: its answer stands
+        # finishing the submission is idempotent; the sweeper (`batches.complete_recorded`) does it
+        # again until it is done, so the agent is not told its recorded step failed
+        log.warning("submission %s: completion deferred to the sweeper: %s: %s", run["batch_id"],
+                    type(exc).__name__, exc)
 
 
 def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
