@@ -183,7 +183,9 @@ def _status(store: Store, submission_id: str) -> dict[str, Any]:
     return next(r for r in batches.list_submissions(store, actor=OPERATOR) if r["id"] == submission_id)
 
 
-@pytest.mark.parametrize("finisher", ["sweeper", "resume", "score"])
+@pytest.mark.parametrize(("db_url", "finisher"), [("postgresql", "sweeper"), ("sqlite", "resume"),
+                                                  ("sqlite", "score")],
+                         indirect=["db_url"])  # each finisher calls the same `batches.complete`
 def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_score(
         web_store: Store, db_url: str, finisher: str, monkeypatch: pytest.MonkeyPatch,
         cli: Callable[..., tuple[int, str, str]]) -> None:
