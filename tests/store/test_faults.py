@@ -192,6 +192,45 @@ def test_a_store_down_past_the_bound_stops_the_batch_naming_it_and_resume_finish
     assert store.unrecorded(created[0]) == 0 and store.add_completion(created[0])
 
 
+def test_an_exclusive_lock_held_on_a_sqlite_store_mid_batch_is_waited_out(
+        sqlite_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds the SQLite file's write lock for a while (a real lock, a real wait:
+    the busy timeout shortened to 50 ms, so the retries, not SQLite's own wait, carry it)."""
+    import assay.store.db as db
+
+    monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    store = open_store(sqlite_store.url)
+    locker = sqlite3.connect(sqlite_store.url.removeprefix("sqlite:///"), isolation_level=None,
+                             check_same_thread=False)
+    retried: list[BaseException] = []
+    store.retry = Retry(10, on_retry=retried.append)
+    created = threading.Event()
+    held = threading.Event()
+
+    def hold() -> None:
+        created.wait(10)
+        locker.execute("BEGIN EXCLUSIVE")
+        held.set()
+        time.sleep(0.8)
+        locker.execute("COMMIT")
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+
+    def on_created(_ident: str, _n: int) -> None:
+        created.set()
+        held.wait(10)
+
+    try:
+        result = run_suite(FORGE, agent_spec="reference:diligent", trials=2, store=store, on_created=on_created)
+    finally:
+        holder.join(10)
+        locker.close()
+        store.close()
+    assert retried and all(is_transient(exc) for exc in retried)
+    assert _recorded_once(sqlite_store.url, result.batch_id) == 10
+
+
 def _resume(store: Any, batch_id: str) -> None:
     from assay.run.executors import make_executor
 

@@ -74,7 +74,7 @@ class RemoteRepo:
                          .outerjoin(runs, runs.c.run_id == pr.c.run_id))
             .where(pr.c.run_id == run_id)
         )
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             row = conn.execute(query).first()
         return dict(row._mapping) if row is not None else None
 
@@ -88,7 +88,7 @@ class RemoteRepo:
             .where(s.c.account == account, bc.c.batch_id.is_(None))
             .order_by(s.c.created_at, s.c.id)
         )
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return [str(i) for i in conn.execute(query).scalars()]
 
     # -- leases ---------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ class RemoteRepo:
         return {"holder": row.holder, "leased_at": row.claimed_at}
 
     def lease(self, run_id: str) -> dict[str, Any] | None:
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return self._lease(conn, run_id)
 
     def open_leases(self, account: str | None = None) -> list[dict[str, Any]]:
@@ -160,7 +160,7 @@ class RemoteRepo:
         )
         if account is not None:
             query = query.where(submissions.c.account == account)
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
         for r in rows:
             r["spent"] = float(r["spent"] or 0.0)
@@ -170,7 +170,7 @@ class RemoteRepo:
 
     def lines(self, run_id: str) -> list[str]:
         """The facilitator lines kept for the run, in the order they were spoken."""
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             rows = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id)
                                 .order_by(remote_lines.c.seq)).scalars().all()
         return [str(r) for r in rows]
@@ -179,12 +179,11 @@ class RemoteRepo:
         """Keep `content` as the run's line `seq` unless one is kept already; return the kept line
         (the first one stored is the line, whoever stored it: a racing insert meets the key)."""
         try:
-            with self._writer.begin() as conn:
-                conn.execute(sa.insert(remote_lines).values(run_id=run_id, seq=seq, facilitator=facilitator,
-                                                            content=content, created_at=utcnow()))
+            self.store.transaction(lambda conn: conn.execute(sa.insert(remote_lines).values(
+                run_id=run_id, seq=seq, facilitator=facilitator, content=content, created_at=utcnow())))
             return content
         except sa.exc.IntegrityError:
-            with self._engine.connect() as conn:
+            with self.store.read_connection() as conn:
                 kept = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id,
                                                                             remote_lines.c.seq == seq)).scalar()
             if kept is None:
@@ -194,7 +193,7 @@ class RemoteRepo:
     # -- steps ----------------------------------------------------------------------------------
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return self._steps(conn, run_id)
 
     @staticmethod
@@ -209,8 +208,9 @@ class RemoteRepo:
         sees the run's steps, its lease and whether it is recorded, read inside the transaction
         under the run's lock, and returns the row to append (without `run_id`, `created_at`), or
         None to append nothing, or raises to refuse. Returns the run's steps after, as stored (read
-        back, so the step is applied exactly as every later replay will apply it)."""
-        with self._writer.begin() as conn:
+        back, so the step is applied exactly as every later replay will apply it). On a transient
+        fault the whole transaction runs again, `decide` with it, from what is stored then."""
+        def body(conn: sa.Connection) -> list[dict[str, Any]]:
             if conn.dialect.name == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(run_id))))
             steps = self._steps(conn, run_id)
@@ -220,3 +220,5 @@ class RemoteRepo:
                 return steps
             conn.execute(sa.insert(remote_steps).values(**row, run_id=run_id, created_at=utcnow()))
             return self._steps(conn, run_id)
+
+        return self.store.transaction(body)
