@@ -43,8 +43,10 @@ def resume(
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
     noun = "submission" if batch["kind"] == "submission" else "batch"
-    if not batches.all_recorded(store, batch["id"]):
+    left = not batches.all_recorded(store, batch["id"])
+    if left or agent is not None:  # an agent named again is checked, whether or not it has runs to play
         factory, limits = batches.stored_agent(store, batch["id"], agent)
+    if left:
         chosen = make_executor(executor, workers, factory, ray_address=ray_address)
         scenarios = batches.stored_scenarios(store, batch["id"])
         with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
