@@ -52,9 +52,7 @@ class StoreUnavailable(Exception):
 
     def about(self, batch_id: str, noun: str) -> StoreUnavailable:
         """The same fault, told as having stopped `batch_id` (a batch or a submission)."""
-        found = StoreUnavailable(self.cause, waited=self.waited, batch_id=batch_id, noun=noun)
-        found.__cause__ = self.__cause__ or self
-        return found
+        return StoreUnavailable(self.cause, waited=self.waited, batch_id=batch_id, noun=noun)
 
     def line(self) -> str:
         """The one line a person reads."""
