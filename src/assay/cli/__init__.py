@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.ui import (
     AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt, check_output, close_stores,
@@ -53,9 +54,22 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _debug(value: bool) -> bool:
+    if value:
+        import os
+
+        from assay.cli.errors import ENV_DEBUG
+
+        os.environ[ENV_DEBUG] = "1"
+    return value
+
+
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and exit."),
+          debug: bool = typer.Option(False, "--debug", callback=_debug,
+                                     help="Print the traceback of a store fault after its one line "
+                                          "(also ASSAY_DEBUG=1).")) -> None:
     """Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth."""
 
 
@@ -144,6 +158,7 @@ def run(
     in_process: bool = InProcessFlag,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
+    store_retry: Optional[float] = StoreRetryOpt,
 ) -> None:
     """Run an agent on every case × trial, score each run by oracle checks, store everything.
 
@@ -350,7 +365,12 @@ def _main() -> None:
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         code = 130
-    except Exception as exc:  # click usage errors
+    except Exception as exc:  # a store fault, or click usage errors
+        from assay.cli.errors import store_fault
+
+        fault_code = store_fault(exc)  # one line naming the batch to resume; the traceback with --debug
+        if fault_code is not None:
+            sys.exit(fault_code)
         from typer._click import exceptions as click  # typer 0.2x vendors click; no `click` package is installed
 
         if isinstance(exc, click.UsageError) and not exc.format_message().strip():

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import typer
 
 from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, warn_unsandboxed
+from assay.cli.errors import StoreRetryOpt
 from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
 
 
@@ -33,6 +34,7 @@ def resume(
     quiet: bool = QuietFlag,
     as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
+    store_retry: Optional[float] = StoreRetryOpt,
 ) -> None:
     """Finish a batch or submission that a killed, stopped or failed process left.
 
@@ -45,16 +47,20 @@ def resume(
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
-    protect_local(None, db)
-    factory, limits = batches.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
-    warn_unsandboxed(factory)
-    chosen = make_executor(executor, workers, factory, ray_address=ray_address)
-    scenarios = batches.stored_scenarios(store, batch["id"])
     noun = "submission" if batch["kind"] == "submission" else "batch"
-    with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
-                       announce=False) as progress:
-        progress.created(batch["id"], batches.pending(store, batch["id"]))
-        batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
+    left = not batches.all_recorded(store, batch["id"])
+    if left or agent is not None:  # an agent named again is checked, whether or not it has runs to play
+        protect_local(None, db)
+        factory, limits = batches.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
+        warn_unsandboxed(factory)
+    if left:
+        chosen = make_executor(executor, workers, factory, ray_address=ray_address)
+        scenarios = batches.stored_scenarios(store, batch["id"])
+        with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
+                           announce=False) as progress:
+            progress.created(batch["id"], batches.pending(store, batch["id"]))
+            batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
+    # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
     finished = batches.complete(store, batch["id"])
     if batch["kind"] == "submission":
         from assay.cli.board import judge_submission

@@ -20,6 +20,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, refuse_unsandboxed
 from assay.ui import (
@@ -234,6 +235,7 @@ def submit(
     agent_memory: Optional[str] = AgentMemoryOpt,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
+    store_retry: Optional[float] = StoreRetryOpt,
 ) -> None:
     """Submit an agent: the server runs every scenario × reps of the release, each with its own seed.
 
@@ -333,6 +335,18 @@ def score(
     The judge is pinned at a submission's first scoring (the release's by default) and every run is scored with it: a different --judge later is refused. Every pass is stored as it ends, so stopping loses nothing; the submission is complete, and published if it asked to be, once every run is judged."""
     _check_judge(judge, judge_base_url)
     store = open_store_at(db)
+    from assay.service import batches, scoring, submissions
+
+    found = submissions.find(store, submission)
+    if found is not None and batches.all_recorded(store, found):
+        batches.complete(store, found)  # a finalisation cut short is finished here too
+        if not scoring.needs_judging(store, found):  # checks alone: nothing to judge, and now complete
+            if json_out:
+                print_json({"submission_id": found, "judge": None, "complete": True})
+            else:
+                out.print(f"submission {found}: complete (its suite is scored by its checks alone; nothing to "
+                          "judge)", markup=False, highlight=False)
+            return
     summary = _scored(store, submission, judge, judge_base_url, quiet)
     if json_out:
         print_json(summary)

@@ -8,8 +8,12 @@ its value alone.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Collection, Sequence
 from typing import Any
+
+import typer
 
 from assay.errors import BadInput, DomainError
 
@@ -73,3 +77,49 @@ def command_flags(app: Any, argv: Sequence[str]) -> set[str] | None:
         return {o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
     except Exception:  # noqa: BLE001 - a refusal must still print; it then names every flag it can
         return None
+
+
+# -- store faults: one line, the traceback only when asked for -------------------------------------
+
+#: Set to 1 (or `assay --debug …`) to print the traceback of a store fault after its line.
+ENV_DEBUG = "ASSAY_DEBUG"
+#: The exit code of a command the store failed under (sysexits' EX_TEMPFAIL: try again later).
+STORE_FAULT_EXIT = 75
+
+
+def debugging() -> bool:
+    return os.environ.get(ENV_DEBUG, "").strip() not in ("", "0")
+
+
+def store_fault(exc: BaseException) -> int | None:
+    """If `exc` is the store failing, print its one line (and, debugging, the traceback) to
+    stderr and return the exit code; None for anything else."""
+    from assay.store.faults import StoreUnavailable, describe, is_fault
+
+    if not is_fault(exc):
+        return None
+    from assay.ui import err
+
+    line = exc.line() if isinstance(exc, StoreUnavailable) else f"the store failed: {describe(exc)}"
+    if debugging():
+        import traceback
+
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    else:
+        line += f" (run with --debug or {ENV_DEBUG}=1 for the traceback)"
+    err.print(f"assay: error: {line}", markup=False, highlight=False, soft_wrap=True)
+    return STORE_FAULT_EXIT
+
+
+def _set_store_retry(value: float | None) -> float | None:
+    from assay.store.faults import ENV_RETRY
+
+    if value is not None:
+        os.environ[ENV_RETRY] = repr(float(value))  # read by every store this process (and its workers) opens
+    return value
+
+
+StoreRetryOpt = typer.Option(
+    None, "--store-retry", min=0.0, metavar="SECONDS", callback=_set_store_retry,
+    help="How long a store that is restarting, unreachable or locked is waited for before the command "
+         "stops and says how to resume (default: $ASSAY_STORE_RETRY, else 30).")

@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from assay.service.actors import OPERATOR
+from assay.cli.errors import StoreRetryOpt
 from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 
 key_app = typer.Typer(no_args_is_help=True, help="API keys (submitters) and agent keys (agents).")
@@ -105,6 +106,7 @@ def serve(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
     workers: int = typer.Option(1, "--workers", min=1, max=64, help="Server processes (uvicorn workers)."),
     db: Optional[str] = DbOpt,
+    store_retry: Optional[float] = StoreRetryOpt,
 ) -> None:
     """Serve the JSON API and the board pages over HTTP (FastAPI on uvicorn); OpenAPI at /openapi.json.
 

@@ -33,6 +33,7 @@ from assay.run.executors import Executor, Task
 from assay.scenario.load import LoadedScenario
 from assay.worlds.kits import get_kit
 from assay.store.claims import ClaimRepo, Holder
+from assay.store.faults import StoreUnavailable, describe, is_fault
 from assay.store.repo import Store
 from assay.store.board_repo import BoardRepo
 
@@ -165,6 +166,30 @@ def execute_pending(
     appended as it ends. Returns the agent steps taken. An interrupt (KeyboardInterrupt, or the
     SIGTERM the CLI turns into one) stops claiming, keeps the runs that ended, and leaves every
     other slot pending: the claims of this process end with it."""
+    noun = _noun(store, batch_id)
+    try:
+        return _execute_pending(store, batch_id, factory, executor, limits, scenarios, on_done)
+    except Exception as exc:
+        if is_fault(exc):
+            raise _stopped(exc, batch_id, noun) from exc
+        raise
+
+
+def _noun(store: Store, batch_id: str) -> str:
+    batch = store.batch(batch_id)
+    return "submission" if batch is not None and batch["kind"] == "submission" else "batch"
+
+
+def _stopped(exc: Exception, batch_id: str, noun: str) -> StoreUnavailable:
+    """A store fault told as having stopped `batch_id` (what to resume)."""
+    fault = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(describe(exc))
+    return fault.about(batch_id, noun)
+
+
+def _execute_pending(
+    store: Store, batch_id: str, factory: AgentFactory, executor: Executor, limits: Limits,
+    scenarios: dict[str, LoadedScenario], on_done: Callable[[RunRecord, bool], None] | None = None,
+) -> int:
     from assay.agents import sandbox
     from assay.service.runs import execute_tasks
 
@@ -190,15 +215,51 @@ def execute_pending(
 
 def complete(store: Store, batch_id: str) -> bool:
     """Finish the batch if every planned slot is recorded: a run batch gets its completion row, a
-    submission is swept and finalised (`submissions.complete`). True when the batch is complete."""
+    submission is swept and finalised (`submissions.complete`). True when the batch is complete.
+
+    Idempotent, and retried as a whole on a transient store fault (each step only adds what is
+    missing), so a finalisation cut short is finished by the next call: the sweeper's
+    (`complete_recorded`), `assay resume`'s or `assay score`'s."""
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch or submission", "batch", value=batch_id)
-    if batch["kind"] == "submission":
-        from assay.service import submissions
+    noun = "submission" if batch["kind"] == "submission" else "batch"
 
-        submissions.complete(store, batch_id)
-    return store.add_completion(batch_id)
+    def finish() -> bool:
+        if batch["kind"] == "submission":
+            from assay.service import submissions
+
+            submissions.complete(store, batch_id)
+        return store.add_completion(batch_id)
+
+    try:
+        return store.retry.call(finish)
+    except Exception as exc:
+        if is_fault(exc):
+            raise _stopped(exc, batch_id, noun) from exc
+        raise
+
+
+def complete_recorded(store: Store, on_error: Callable[[str, Exception], None] | None = None) -> list[str]:
+    """Complete every batch whose runs are all recorded but which was never completed (its last
+    run's process stopped, or its finalisation failed, before it could): the sweeper's duty, so a
+    submission whose runs are all recorded always completes. Returns the ids completed now; one
+    that fails is told to `on_error` and left for the next call."""
+    done = []
+    for batch_id in store.completable():
+        try:
+            if complete(store, batch_id):
+                done.append(batch_id)
+        except Exception as exc:  # noqa: BLE001 - one batch must not stop the others
+            if on_error is None:
+                raise
+            on_error(batch_id, exc)
+    return done
+
+
+def all_recorded(store: Store, batch_id: str) -> bool:
+    """Whether every planned slot of the batch has its run recorded (nothing left to play)."""
+    return store.unrecorded(batch_id) == 0
 
 
 def find(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import re
 import threading
@@ -58,6 +59,7 @@ from assay.store.repo import Store
 from assay.store.schema import utcnow
 
 REMOTE = batches.REMOTE_AGENT
+log = logging.getLogger("assay.service")
 assert REMOTE == REMOTE_SPEC
 #: What a run id looks like (`uuid4().hex`); anything else names no run, and is never sent to the database.
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -164,7 +166,13 @@ def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
     lease = repo.lease(run["run_id"])
     if lease is not None:
         repo.end_holder(lease["holder"])
-    batches.complete(store, run["batch_id"])
+    try:
+        batches.complete(store, run["batch_id"])
+    except Exception as exc:  # noqa: BLE001 - the run is recorded: its answer stands
+        # finishing the submission is idempotent; the sweeper (`batches.complete_recorded`) does it
+        # again until it is done, so the agent is not told its recorded step failed
+        log.warning("submission %s: completion deferred to the sweeper: %s: %s", run["batch_id"],
+                    type(exc).__name__, exc)
 
 
 def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
@@ -187,34 +195,37 @@ def _agent_account(actor: Actor) -> str:
 
 def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
     """Lease the next pending run of the account's remote submissions to the caller, or None when
-    none is pending. Runs its account left idle past their time end first (`expire_idle`)."""
+    none is pending. Runs its account left idle past their time end first (`expire_idle`).
+
+    The answer is made before the run is leased, and the lease (holder and claim) is one
+    transaction, the last thing done: a fault anywhere before it leaves the run pending for the
+    next request, never leased to an agent that was not told."""
     account = _agent_account(actor)
     expire_idle(store, account=account)
     repo, claims = RemoteRepo(store), ClaimRepo(store)
-    holder: str | None = None
-    try:
-        for submission_id in repo.open_submissions(account):
-            while claims.n_pending(submission_id):
-                holder = holder or repo.new_holder()
-                won, _ = claims.claim(submission_id, holder, 1)
-                if not won:
-                    break  # what looked pending was taken by another agent meanwhile
-                run = repo.run(won[0])
-                assert run is not None
-                stepper = _replay(store, run, [])
-                if stepper.done:  # its world could not open: recorded as the harness's `error`
-                    _finish(store, run, stepper)
-                    holder = None  # ended with its run
-                    continue
-                holder = None  # the lease is the agent's now
-                return _lease_view(store, run, stepper)
-    finally:
-        if holder is not None:
-            repo.end_holder(holder)
+    for submission_id in repo.open_submissions(account):
+        cursor = -1
+        while cursor is not None:
+            free, after = claims.free(submission_id, 1, cursor)
+            cursor = None if after == -1 else after
+            if not free:
+                continue
+            run_id, attempt = free[0]
+            run = repo.run(run_id)
+            assert run is not None
+            stepper = _replay(store, run, [])
+            view = None if stepper.done else _lease_view(store, run, stepper)
+            if repo.take_lease(run_id, attempt) is None:
+                continue  # another agent leased it meanwhile: look further
+            if view is None:  # its world could not open: recorded as the harness's `error`
+                _finish(store, run, stepper)
+                continue
+            return view
     return None
 
 
 def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str, Any]:
+    """The lease's answer, made before the run is leased: `pending` counts the runs left after it."""
     assert stepper.turn is not None
     limits = _limits(run)
     pending = sum(ClaimRepo(store).n_pending(s) for s in RemoteRepo(store).open_submissions(run["account"]))
@@ -226,7 +237,7 @@ def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str
         "tools": stepper.turn.tools,
         "limits": {"turn_limit": limits.turn_limit, "time_limit": limits.time_limit},
         "step": 1,
-        "pending": pending,
+        "pending": max(0, pending - 1),
     }
 
 

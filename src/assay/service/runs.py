@@ -24,6 +24,8 @@ from assay.store.db import Store, open_store
 #: A batch of finished runs goes to the store when it holds this many, or is this old.
 FLUSH_RUNS = 64
 FLUSH_SECONDS = 0.5
+#: How often a hand-over to a full queue looks whether the writer stopped, in seconds.
+HAND_OVER_POLL = 0.1
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,10 @@ class RunWriter:
     to the store from a thread of its own, in bounded batches (by count and by age). The executor
     hands a record over and goes on at once, so a store write never stalls the runs in flight; the hand-over queue is bounded, so a batch of any
     size holds at most a few hundred finished runs in memory, and a store that falls behind slows
-    the executor down rather than filling memory. A store fault is raised in the executor's thread
-    at the next hand-over (or at `close`), never swallowed."""
+    the executor down rather than filling memory. A store fault ends the writer at once (transient
+    ones were already retried by the store, `store/faults.py`) and is raised in the executor's
+    thread at the next hand-over (or at `close`), never swallowed: nothing ever waits on a writer
+    that has stopped."""
 
     def __init__(self, store: Store, scenarios: Iterable[LoadedScenario],
                  on_done: Callable[[RunRecord, bool], None] | None = None) -> None:
@@ -101,18 +105,34 @@ class RunWriter:
         self._thread.start()
 
     def __call__(self, record: RunRecord, steps: int) -> None:
-        if self._fault is not None:
-            raise self._fault
+        self._raise_fault()
         self.steps += steps
-        self._queue.put(record)
+        self._hand_over(record)
 
     def close(self) -> None:
-        """Write what is left, and wait for it."""
+        """Write what is left, and wait for it (not for a writer that has stopped)."""
         if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+            try:
+                self._hand_over(None)
+            finally:
+                self._thread.join()
+        self._raise_fault()
+
+    def _raise_fault(self) -> None:
         if self._fault is not None:
             raise self._fault
+
+    def _hand_over(self, item: RunRecord | None) -> None:
+        """Queue `item`; while the queue is full, keep checking that the writer still drains it
+        (a writer that stopped on a fault will never make room: its fault is raised instead)."""
+        while True:
+            try:
+                self._queue.put(item, timeout=HAND_OVER_POLL)
+                return
+            except queue.Full:
+                self._raise_fault()
+                if not self._thread.is_alive():  # pragma: no cover - it only stops on None or a fault
+                    raise RuntimeError("the run writer stopped") from None
 
     def _drain(self) -> None:
         buffer: list[Scored] = []
@@ -137,9 +157,7 @@ class RunWriter:
                 if record is None:
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the executor's thread
-            self._fault = exc
-            while self._queue.get() is not None:  # let the executor finish handing over
-                pass
+            self._fault = exc  # and stop: `_hand_over` sees it, and waits on nothing
 
 
 def execute_tasks(

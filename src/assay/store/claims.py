@@ -34,6 +34,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from assay.store.faults import is_fault
 from assay.store.repo import Store
 from assay.store.schema import claim_holders, planned_runs, run_claims, runs, utcnow
 
@@ -68,9 +69,8 @@ class Holder:
         self.id = uuid.uuid4().hex
         self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
         now = utcnow()
-        with self._writer.begin() as conn:
-            conn.execute(sa.insert(claim_holders).values(
-                id=self.id, host=socket.gethostname(), pid=os.getpid(), started_at=now, heartbeat_at=now))
+        store.transaction(lambda conn: conn.execute(sa.insert(claim_holders).values(
+            id=self.id, host=socket.gethostname(), pid=os.getpid(), started_at=now, heartbeat_at=now)))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="assay-heartbeat", daemon=True)
         self._thread.start()
@@ -90,8 +90,15 @@ class Holder:
             return
         self._stop.set()
         self._thread.join()
-        with self._writer.begin() as conn:
-            conn.execute(sa.update(claim_holders).where(claim_holders.c.id == self.id).values(ended_at=utcnow()))
+        try:
+            self.store.transaction(lambda conn: conn.execute(
+                sa.update(claim_holders).where(claim_holders.c.id == self.id).values(ended_at=utcnow())))
+        except Exception as exc:
+            if not is_fault(exc):
+                raise
+            # the store is down: this holder is seen gone anyway once its process ends (same
+            # machine) or its heartbeat is older than LEASE_SECONDS, and a fault already in
+            # flight must not be replaced by this one
 
     def __enter__(self) -> Holder:
         return self
@@ -145,35 +152,48 @@ class ClaimRepo:
         won: list[str] = []
         cursor = after_slot
         while len(won) < n:
-            with self._engine.connect() as conn:
-                rows = self._candidates(conn, batch_id, cursor, max(4 * (n - len(won)), 16))
-                if not rows:
-                    return won, -1
-                gone = self._gone(conn, {r.holder for r in rows if r.holder is not None})
-            free = [r for r in rows if r.holder is None or r.holder in gone][: n - len(won)]
-            cursor = free[-1].slot if len(free) == n - len(won) else rows[-1].slot
+            free, cursor = self.free(batch_id, n - len(won), cursor)
             if free:
-                won += self._insert(holder_id, [(r.run_id, (r.attempt or 0) + 1) for r in free])
+                won += self._insert(holder_id, free)
+            if cursor == -1:
+                return won, -1
         return won, cursor
 
-    def _insert(self, holder_id: str, attempts: Sequence[tuple[str, int]]) -> list[str]:
-        dialect = self._engine.dialect.name
-        if dialect == "postgresql":
+    def free(self, batch_id: str, n: int, after_slot: int = -1) -> tuple[list[tuple[str, int]], int]:
+        """Up to `n` pending slots after `after_slot`, as (run id, the attempt a claim of it takes),
+        and the last slot looked at (-1 past the end), claiming none of them."""
+        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], set[str]]:
+            rows = self._candidates(conn, batch_id, after_slot, max(4 * n, 16))
+            return rows, self._gone(conn, {r.holder for r in rows if r.holder is not None})
+
+        rows, gone = self.store.transaction(body, write=False)
+        if not rows:
+            return [], -1
+        free = [r for r in rows if r.holder is None or r.holder in gone][:n]
+        cursor = free[-1].slot if len(free) == n else rows[-1].slot
+        return [(r.run_id, (r.attempt or 0) + 1) for r in free], cursor
+
+    def claim_statement(self) -> Any:
+        """INSERT … ON CONFLICT DO NOTHING RETURNING run_id: a claim row each, none for a slot
+        another process claimed at that attempt first."""
+        if self._engine.dialect.name == "postgresql":
             from sqlalchemy.dialects.postgresql import insert as dialect_insert
         else:
             from sqlalchemy.dialects.sqlite import insert as dialect_insert
         insert = dialect_insert(run_claims)
+        return insert.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
+
+    def _insert(self, holder_id: str, attempts: Sequence[tuple[str, int]]) -> list[str]:
         now = utcnow()
-        query = insert.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
-        with self._writer.begin() as conn:
-            got = conn.execute(query, [{"run_id": r, "attempt": a, "holder": holder_id, "claimed_at": now}
-                                       for r, a in attempts]).scalars().all()
+        query = self.claim_statement()
+        rows = [{"run_id": r, "attempt": a, "holder": holder_id, "claimed_at": now} for r, a in attempts]
+        got = self.store.transaction(lambda conn: conn.execute(query, rows).scalars().all())
         return [str(g) for g in got]
 
     def n_pending(self, batch_id: str) -> int:
         """Unrecorded slots nobody alive holds (what a resume would play now)."""
-        n, cursor = 0, -1
-        with self._engine.connect() as conn:
+        def body(conn: sa.Connection) -> int:
+            n, cursor = 0, -1
             while True:
                 rows = self._candidates(conn, batch_id, cursor, 1000)
                 if not rows:
@@ -181,3 +201,5 @@ class ClaimRepo:
                 gone = self._gone(conn, {r.holder for r in rows if r.holder is not None})
                 n += sum(1 for r in rows if r.holder is None or r.holder in gone)
                 cursor = rows[-1].slot
+
+        return self.store.transaction(body, write=False)

@@ -20,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.errors import BadInput, Invalid
+from assay.store.faults import Retry, seconds_from_env
 from assay.store.jsonvalue import dumps
 from assay.store.repo import Store
 
@@ -95,8 +96,13 @@ def create_store_engine(url: str) -> sa.Engine:
     """
     parsed = _normalise(sa.make_url(url))
     kwargs: dict[str, Any] = {"json_serializer": dumps, "json_deserializer": json.loads}
-    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
-        kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    if parsed.get_backend_name() == "postgresql":
+        # a pooled connection is checked before use, so one a database restart or
+        # `pg_terminate_backend` killed is replaced instead of failing the statement sent over it
+        # (a SQLite connection is a file handle: nothing kills it)
+        kwargs["pool_pre_ping"] = True
+        if "connect_timeout" not in parsed.query:
+            kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
     engine = sa.create_engine(parsed, **kwargs)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
@@ -243,6 +249,7 @@ def _refuse_unusable(url: str, shown: str) -> None:
 def open_store(url: str | None = None) -> Store:
     """Open (creating and migrating if needed) the store at `url`, default `default_url()`."""
     url = default_url() if url is None else url
+    retry = Retry(seconds_from_env())  # a bad ASSAY_STORE_RETRY is refused before anything opens
     shown = mask_url(url)
     secret = _password(url)
     _refuse_unusable(url, shown)
@@ -262,5 +269,5 @@ def open_store(url: str | None = None) -> Store:
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine, shown)
+    return Store(engine, shown, retry)
 

@@ -41,6 +41,10 @@ def _lock_key(run_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+class _Taken(Exception):
+    """The run was claimed at that attempt by someone else first: the lease is rolled back."""
+
+
 def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
     inner = run_claims.alias("latest")
     return sa.select(sa.func.max(inner.c.attempt)).where(inner.c.run_id == run_id).scalar_subquery()
@@ -70,7 +74,7 @@ class RemoteRepo:
                          .outerjoin(runs, runs.c.run_id == pr.c.run_id))
             .where(pr.c.run_id == run_id)
         )
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             row = conn.execute(query).first()
         return dict(row._mapping) if row is not None else None
 
@@ -84,25 +88,39 @@ class RemoteRepo:
             .where(s.c.account == account, bc.c.batch_id.is_(None))
             .order_by(s.c.created_at, s.c.id)
         )
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return [str(i) for i in conn.execute(query).scalars()]
 
     # -- leases ---------------------------------------------------------------------------------
 
-    def new_holder(self) -> str:
-        """A holder for one remote lease: no process, no heartbeat, gone once it is ended."""
-        holder_id = uuid.uuid4().hex
-        now = utcnow()
-        with self._writer.begin() as conn:
+    def take_lease(self, run_id: str, attempt: int) -> str | None:
+        """Lease the run to a remote agent: its holder (no process, no heartbeat, gone once it is
+        ended) and its claim at `attempt`, in ONE transaction, so a lease exists whole or not at
+        all — a fault between the two leaves the run claimable, never held by a lease nobody was
+        told of. Returns the holder id, or None when another agent claimed the run at that attempt first."""
+        from assay.store.claims import ClaimRepo
+
+        statement = ClaimRepo(self.store).claim_statement()
+
+        def body(conn: sa.Connection) -> str | None:
+            holder_id, now = uuid.uuid4().hex, utcnow()
             conn.execute(sa.insert(claim_holders).values(
                 id=holder_id, host=REMOTE_HOST, pid=0, started_at=now, heartbeat_at=now))
-        return holder_id
+            won = conn.execute(statement, [{"run_id": run_id, "attempt": attempt, "holder": holder_id,
+                                            "claimed_at": now}]).first()
+            if won is None:
+                raise _Taken()
+            return holder_id
+
+        try:
+            return self.store.transaction(body)
+        except _Taken:
+            return None  # rolled back: no holder left behind either
 
     def end_holder(self, holder_id: str) -> None:
-        with self._writer.begin() as conn:
-            conn.execute(sa.update(claim_holders)
-                         .where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
-                         .values(ended_at=utcnow()))
+        self.store.transaction(lambda conn: conn.execute(
+            sa.update(claim_holders).where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
+            .values(ended_at=utcnow())))
 
     @staticmethod
     def _lease(conn: sa.Connection, run_id: str) -> dict[str, Any] | None:
@@ -118,7 +136,7 @@ class RemoteRepo:
         return {"holder": row.holder, "leased_at": row.claimed_at}
 
     def lease(self, run_id: str) -> dict[str, Any] | None:
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return self._lease(conn, run_id)
 
     def open_leases(self, account: str | None = None) -> list[dict[str, Any]]:
@@ -142,7 +160,7 @@ class RemoteRepo:
         )
         if account is not None:
             query = query.where(submissions.c.account == account)
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
         for r in rows:
             r["spent"] = float(r["spent"] or 0.0)
@@ -152,7 +170,7 @@ class RemoteRepo:
 
     def lines(self, run_id: str) -> list[str]:
         """The facilitator lines kept for the run, in the order they were spoken."""
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             rows = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id)
                                 .order_by(remote_lines.c.seq)).scalars().all()
         return [str(r) for r in rows]
@@ -161,12 +179,11 @@ class RemoteRepo:
         """Keep `content` as the run's line `seq` unless one is kept already; return the kept line
         (the first one stored is the line, whoever stored it: a racing insert meets the key)."""
         try:
-            with self._writer.begin() as conn:
-                conn.execute(sa.insert(remote_lines).values(run_id=run_id, seq=seq, facilitator=facilitator,
-                                                            content=content, created_at=utcnow()))
+            self.store.transaction(lambda conn: conn.execute(sa.insert(remote_lines).values(
+                run_id=run_id, seq=seq, facilitator=facilitator, content=content, created_at=utcnow())))
             return content
         except sa.exc.IntegrityError:
-            with self._engine.connect() as conn:
+            with self.store.read_connection() as conn:
                 kept = conn.execute(sa.select(remote_lines.c.content).where(remote_lines.c.run_id == run_id,
                                                                             remote_lines.c.seq == seq)).scalar()
             if kept is None:
@@ -176,7 +193,7 @@ class RemoteRepo:
     # -- steps ----------------------------------------------------------------------------------
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             return self._steps(conn, run_id)
 
     @staticmethod
@@ -191,8 +208,9 @@ class RemoteRepo:
         sees the run's steps, its lease and whether it is recorded, read inside the transaction
         under the run's lock, and returns the row to append (without `run_id`, `created_at`), or
         None to append nothing, or raises to refuse. Returns the run's steps after, as stored (read
-        back, so the step is applied exactly as every later replay will apply it)."""
-        with self._writer.begin() as conn:
+        back, so the step is applied exactly as every later replay will apply it). On a transient
+        fault the whole transaction runs again, `decide` with it, from what is stored then."""
+        def body(conn: sa.Connection) -> list[dict[str, Any]]:
             if conn.dialect.name == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(run_id))))
             steps = self._steps(conn, run_id)
@@ -202,3 +220,5 @@ class RemoteRepo:
                 return steps
             conn.execute(sa.insert(remote_steps).values(**row, run_id=run_id, created_at=utcnow()))
             return self._steps(conn, run_id)
+
+        return self.store.transaction(body)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
+from assay.store.faults import Retry, seconds_from_env
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.stats.commitment import new_salt
 from assay.store.board_schema import release_scenarios, submissions
@@ -37,6 +38,8 @@ from assay.store.schema import (
     scenario_versions,
     utcnow,
 )
+
+T = TypeVar("T")
 
 #: Shortest run-id prefix `Store.run` accepts: long enough to be unambiguous in practice.
 MIN_PREFIX = 6
@@ -144,13 +147,14 @@ class Repository:
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:
-        """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free)."""
-        with self._writer.begin() as conn:
+        """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free),
+        begun as `Store.write_connection` begins it (a transient fault on the way is retried)."""
+        with self.store.write_connection() as conn:
             yield conn
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        with self._engine.connect() as conn:
+        with self.store.read_connection() as conn:
             yield conn
 
     @classmethod
@@ -170,10 +174,12 @@ class Store:
     #: Execution option that makes SQLite begin with BEGIN IMMEDIATE (see `db.create_store_engine`).
     WRITE_OPTION = "assay_write"
 
-    def __init__(self, engine: sa.Engine, display_url: str | None = None) -> None:
+    def __init__(self, engine: sa.Engine, display_url: str | None = None, retry: Retry | None = None) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{self.WRITE_OPTION: True})
         self.url = display_url or engine.url.render_as_string(hide_password=True)
+        #: how transient faults are waited out (`store/faults.py`); tests inject clock and sleep
+        self.retry = retry if retry is not None else Retry(seconds_from_env())
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -189,6 +195,10 @@ class Store:
     def close(self) -> None:
         self._engine.dispose()
 
+    def with_retry(self, retry: Retry) -> Store:
+        """The same store (its engine, its pool) with faults waited out as `retry` says."""
+        return Store(self._engine, self.url, retry)
+
     def __enter__(self) -> Store:
         return self
 
@@ -203,10 +213,57 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
 
+    # -- transactions: the one place a transient fault is retried (`store/faults.py`) ----------
+
+    def transaction(self, body: Callable[[sa.Connection], T], *, write: bool = True) -> T:
+        """`body(conn)` in one transaction, committed when it returns. A transient fault (a
+        restart, a killed connection, a locked SQLite) rolls it back and runs `body` again from
+        the start on a fresh connection, within `self.retry`'s bound: `body` must be a whole
+        transaction that decides everything from what it reads (no effect outside the database)."""
+        engine = self._writer if write else self._engine
+
+        def attempt() -> T:
+            with engine.begin() as conn:
+                return body(conn)
+
+        return self.retry.call(attempt)
+
+    def _begun(self, write: bool) -> tuple[sa.Connection, sa.Transaction]:
+        conn = (self._writer if write else self._engine).connect()  # pinged first (pool_pre_ping)
+        try:
+            return conn, conn.begin()  # SQLite: BEGIN IMMEDIATE for a write, which may find it locked
+        except BaseException:
+            conn.close()
+            raise
+
     @contextmanager
-    def _write(self) -> Iterator[sa.Connection]:
-        with self._writer.begin() as conn:
+    def write_connection(self) -> Iterator[sa.Connection]:
+        """A write transaction as a block: getting the connection and beginning are retried like
+        `transaction`; a fault inside the block is not (a block cannot be run again): use
+        `transaction` where a whole transaction should survive a restart."""
+        conn, txn = self.retry.call(lambda: self._begun(True))
+        with conn, txn:
             yield conn
+
+    @contextmanager
+    def read_connection(self) -> Iterator[sa.Connection]:
+        """A connection to read with; getting it is retried like `transaction`."""
+        conn = self.retry.call(self._engine.connect)
+        with conn:
+            yield conn
+
+    _write = write_connection
+    _read = read_connection
+
+    def _reading(self, body: Callable[[sa.Connection], T]) -> T:
+        """`body(conn)` as a read transaction, run again from its start on a transient fault."""
+        return self.transaction(body, write=False)
+
+    def _first(self, query: sa.Executable) -> sa.Row[Any] | None:
+        return self._reading(lambda conn: conn.execute(query).first())
+
+    def _all(self, query: sa.Executable) -> list[sa.Row[Any]]:
+        return self._reading(lambda conn: list(conn.execute(query).all()))
 
     def _lock(self, conn: sa.Connection, namespace: str, name: str) -> None:
         """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
@@ -250,8 +307,7 @@ class Store:
             if frozen_on is not None and not _DATE.match(frozen_on):
                 raise Invalid(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", "frozen_on", value=item["case_id"])
         try:
-            with self._write() as conn:
-                return [self._add_scenario_version(conn, **item) for item in items]
+            return self.transaction(lambda conn: [self._add_scenario_version(conn, **item) for item in items])
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
             if _json_fault(exc):
                 for item in items:
@@ -324,19 +380,13 @@ class Store:
         return version
 
     def scenario_by_hash(self, content_hash: str) -> dict[str, Any] | None:
-        with self._engine.connect() as conn:
-            row = conn.execute(
-                sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash)
-            ).first()
+        row = self._first(sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash))
         return dict(row._mapping) if row is not None else None
 
     def scenario_versions(self, case_id: str) -> list[dict[str, Any]]:
         """Every stored version of one case, oldest first."""
         sv = scenario_versions
-        with self._engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version)
-            ).all()
+        rows = self._all(sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version))
         return [dict(r._mapping) for r in rows]
 
     def latest_scenarios(self) -> list[dict[str, Any]]:
@@ -352,8 +402,7 @@ class Store:
             .join(newest, sa.and_(sv.c.case_id == newest.c.case_id, sv.c.version == newest.c.version))
             .order_by(sv.c.case_id)
         )
-        with self._engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return [dict(r._mapping) for r in self._all(query)]
 
     # -- batches and the plan -----------------------------------------------------------------
 
@@ -367,8 +416,7 @@ class Store:
         the same case id.
         """
         try:
-            with self._write() as conn:
-                self.insert_plan(conn, batch, planned, agent)
+            self.transaction(lambda conn: self.insert_plan(conn, batch, planned, agent))
         except sa.exc.IntegrityError as exc:
             raise _refused(exc, f"batch {batch['id']}") from None
 
@@ -392,21 +440,16 @@ class Store:
 
     def batch_agent(self, batch_id: str) -> dict[str, Any] | None:
         """How the batch's agent is loaded again (None for batches stored before 0004)."""
-        with self._engine.connect() as conn:
-            row = conn.execute(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id)).first()
+        row = self._first(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id))
         return dict(row._mapping) if row is not None else None
 
     def add_completion(self, batch_id: str) -> bool:
         """Mark the batch complete if every planned slot has its run; True when it is (now or before)."""
-        with self._write() as conn:
+        def body(conn: sa.Connection) -> bool:
             if conn.execute(sa.select(batch_completions.c.batch_id)
                             .where(batch_completions.c.batch_id == batch_id)).first() is not None:
                 return True
-            missing = conn.execute(
-                sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
-                .where(planned_runs.c.batch_id == batch_id, runs.c.run_id.is_(None))
-            ).scalar_one()
-            if missing:
+            if self._unrecorded(conn, batch_id):
                 return False
             try:
                 with conn.begin_nested():
@@ -415,13 +458,39 @@ class Store:
                 pass  # another process completed it between our check and our insert (PostgreSQL): complete
             return True
 
+        return self.transaction(body)
+
+    @staticmethod
+    def _unrecorded(conn: sa.Connection, batch_id: str) -> int:
+        return int(conn.execute(
+            sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
+            .where(planned_runs.c.batch_id == batch_id, runs.c.run_id.is_(None))
+        ).scalar_one())
+
+    def unrecorded(self, batch_id: str) -> int:
+        """How many of the batch's planned slots have no run recorded yet."""
+        return self.transaction(lambda conn: self._unrecorded(conn, batch_id), write=False)
+
+    def completable(self) -> list[str]:
+        """Batches whose every planned slot is recorded but that were never completed (the process
+        that recorded the last run stopped before completing it), oldest first."""
+        pr, b, bc = planned_runs, batches, batch_completions
+        missing = (sa.select(pr.c.run_id).select_from(pr.outerjoin(runs, runs.c.run_id == pr.c.run_id))
+                   .where(pr.c.batch_id == b.c.id, runs.c.run_id.is_(None)))
+        query = (sa.select(b.c.id).outerjoin(bc, bc.c.batch_id == b.c.id)
+                 .where(bc.c.batch_id.is_(None), ~sa.exists(missing))
+                 .order_by(b.c.created_at, b.c.id))
+        return self.transaction(lambda conn: [str(i) for i in conn.execute(query).scalars()], write=False)
+
     def recorded(self, run_ids: Sequence[str]) -> set[str]:
         """Which of `run_ids` already have their run stored."""
-        found: set[str] = set()
-        with self._engine.connect() as conn:
+        def body(conn: sa.Connection) -> set[str]:
+            found: set[str] = set()
             for chunk in _chunks(list(run_ids)):
                 found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
-        return found
+            return found
+
+        return self.transaction(body, write=False)
 
     def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
         sv = scenario_versions
@@ -443,8 +512,7 @@ class Store:
                 )
 
     def batch(self, batch_id: str) -> dict[str, Any] | None:
-        with self._engine.connect() as conn:
-            row = conn.execute(sa.select(batches).where(batches.c.id == batch_id)).first()
+        row = self._first(sa.select(batches).where(batches.c.id == batch_id))
         return dict(row._mapping) if row is not None else None
 
     def latest_batch_id(self, kind: str | None = None) -> str | None:
@@ -454,8 +522,8 @@ class Store:
                  .order_by(batches.c.created_at.desc(), batches.c.id.desc()))
         if kind is not None:
             query = query.where(batches.c.kind == kind)
-        with self._engine.connect() as conn:
-            return conn.execute(query.limit(1)).scalar_one_or_none()
+        row = self._first(query.limit(1))
+        return None if row is None else str(row[0])
 
     def batch_listing(self, kind: str | None = None) -> list[dict[str, Any]]:
         """Every batch, newest first, with `n_planned`, `n_recorded` and `status` (`complete` once
@@ -472,20 +540,14 @@ class Store:
                  .order_by(b.c.created_at.desc(), b.c.id.desc()))
         if kind is not None:
             query = query.where(b.c.kind == kind)
-        with self._engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+        rows = [dict(r._mapping) for r in self._all(query)]
         for r in rows:
             r["n_planned"], r["n_recorded"] = int(r["n_planned"]), int(r["n_recorded"])
             r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
         return rows
 
     def planned_runs(self, batch_id: str) -> list[dict[str, Any]]:
-        with self._engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(planned_runs)
-                .where(planned_runs.c.batch_id == batch_id)
-                .order_by(planned_runs.c.slot)
-            ).all()
+        rows = self._all(sa.select(planned_runs).where(planned_runs.c.batch_id == batch_id).order_by(planned_runs.c.slot))
         return [dict(r._mapping) for r in rows]
 
     # -- runs ---------------------------------------------------------------------------------
@@ -530,12 +592,14 @@ class Store:
             })
         records = [record for record, _, _ in items]
         try:
-            with self._write() as conn:
+            def body(conn: sa.Connection) -> None:
                 self._check_against_plan(conn, records)
                 conn.execute(sa.insert(runs), run_rows)
                 if check_rows:
                     conn.execute(sa.insert(check_outcomes), check_rows)
                 conn.execute(sa.insert(run_verdicts), verdict_rows)
+
+            self.transaction(body)
         except sa.exc.IntegrityError as exc:
             raise _refused(exc, f"storing {len(items)} run(s)") from None
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
@@ -588,7 +652,8 @@ class Store:
         callers that only tally outcomes.
         """
         co, rv = check_outcomes, run_verdicts
-        with self._engine.connect() as conn:
+
+        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], list[sa.Row[Any]], dict[str, sa.Row[Any]]]:
             slots = conn.execute(
                 self._slots(bodies=bodies)
                 .where(planned_runs.c.batch_id == batch_id)
@@ -603,6 +668,9 @@ class Store:
             verdicts = {r.run_id: r for r in conn.execute(
                 sa.select(rv).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
                 .where(planned_runs.c.batch_id == batch_id))}
+            return list(slots), list(checks), verdicts
+
+        slots, checks, verdicts = self._reading(body)
         by_run: dict[str, list[dict[str, Any]]] = {}
         for row in checks:
             by_run.setdefault(row.run_id, []).append(_check_dict(row))
@@ -612,14 +680,14 @@ class Store:
     def resolve_run_id(self, run_id: str, owner: str | None = None) -> str | None:
         """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`); with `owner`,
         a prefix expands only to runs of that account's submissions."""
-        with self._engine.connect() as conn:
-            return resolve_prefix(conn, planned_runs.c.run_id, run_id, "run", owned_by(owner, planned_runs.c.batch_id))
+        return self._reading(lambda conn: resolve_prefix(conn, planned_runs.c.run_id, run_id, "run",
+                                                         owned_by(owner, planned_runs.c.batch_id)))
 
     def resolve_batch_id(self, ident: str, owner: str | None = None) -> str | None:
         """The full batch (or submission) id for `ident` or a unique prefix of it; with `owner`, a
         prefix expands only to that account's submissions."""
-        with self._engine.connect() as conn:
-            return resolve_prefix(conn, batches.c.id, ident, "batch", owned_by(owner, batches.c.id))
+        return self._reading(lambda conn: resolve_prefix(conn, batches.c.id, ident, "batch",
+                                                         owned_by(owner, batches.c.id)))
 
     def run(self, run_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """One planned run with its run fields, checks and scenario row; None if unknown.
@@ -631,7 +699,8 @@ class Store:
         if full is None:
             return None
         co = check_outcomes
-        with self._engine.connect() as conn:
+
+        def body(conn: sa.Connection) -> tuple[Any, ...]:
             slot = conn.execute(
                 self._slots(bodies=True).where(planned_runs.c.run_id == full)
             ).one()
@@ -644,6 +713,9 @@ class Store:
                     scenario_versions.c.content_hash == slot.scenario_hash
                 )
             ).one()
+            return slot, checks, verdict, scenario
+
+        slot, checks, verdict, scenario = self._reading(body)
         return {
             **slot._mapping,
             "checks": [_check_dict(r) for r in checks],

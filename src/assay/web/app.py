@@ -13,6 +13,8 @@ app), reading the settings `Settings.to_env` wrote into the environment.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,7 +23,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from assay.errors import BadInput, DomainError, Unauthenticated, http_status
 from assay.store.db import Store
@@ -31,6 +33,8 @@ from assay.web.guards import BodyLimit, Guard, JsonDepth, RateLimit, TokenBucket
 ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
 ENV_RATE = "ASSAY_RATE_LIMIT"
 ENV_BURST = "ASSAY_RATE_BURST"
+
+log = logging.getLogger("assay.web")
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ def _open(settings: Settings) -> Store:
     from assay.store.db import open_store
 
     store = open_store(settings.db_url)
+    store.retry = dataclasses.replace(store.retry, seconds=min(store.retry.seconds, REQUEST_RETRY_SECONDS))
     try:
         bootstrap(store)
     except BaseException:
@@ -130,6 +135,48 @@ async def _identify(scope: Any, presented: str) -> str | None:
     return await run_in_threadpool(keys.identify, store, app.state.settings.secret, presented)
 
 
+#: What a store outage answers: come back in this many seconds.
+RETRY_AFTER_SECONDS = 5
+#: A request waits out a store fault this long at most (a restart), then answers 503: the client
+#: retries, not the server on its behalf (the background workers keep the configured bound).
+REQUEST_RETRY_SECONDS = 3.0
+
+
+def _outage_types() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    import psycopg
+    import sqlalchemy as sa
+
+    from assay.store.faults import StoreUnavailable
+
+    return (StoreUnavailable, sa.exc.OperationalError, sa.exc.InterfaceError, sqlite3.OperationalError,
+            psycopg.OperationalError, psycopg.InterfaceError)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    """A store outage, on any route: 503 with `Retry-After`; JSON `{"detail": "store unavailable"}`
+    for the API, the error page for a page. The cause goes to the log, never to the client."""
+    from fastapi.responses import HTMLResponse
+
+    from assay.store.faults import describe
+
+    log.warning("%s %s: store unavailable: %s", request.method, request.url.path, describe(exc))
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    route = request.scope.get("route")
+    page = not request.url.path.startswith("/api/") and getattr(route, "response_class", None) is HTMLResponse
+    if page:
+        from assay.web.pages import render
+
+        response = render("error.html", 503, title="Service unavailable", heading="The store could not be reached",
+                          message="The board's database could not be reached. This says nothing about any entry; "
+                                  f"try again in {RETRY_AFTER_SECONDS} seconds.", kind="failed")
+        response.headers.update(headers)
+        return response
+    return JSONResponse({"detail": "store unavailable", "retry_after": RETRY_AFTER_SECONDS}, status_code=503,
+                        headers=headers)
+
+
 def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     from assay.web import agent_api, api, pages, submissions_api
 
@@ -156,6 +203,8 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
         app.state.store = store
     app.add_exception_handler(BadInput, _refused)
     app.add_exception_handler(RequestValidationError, _malformed)
+    for outage in _outage_types():
+        app.add_exception_handler(outage, _unavailable)
     app.include_router(api.router)
     from assay.web import export_api  # the public export of a suite version (issue 23)
 

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import sqlalchemy.exc
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -112,15 +111,20 @@ def _not_found(message: str) -> HTMLResponse:
 
 
 def _failed(what: str, exc: BaseException) -> HTMLResponse:
-    unreachable = isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError))
+    from assay.store.faults import is_fault
+
+    unreachable = is_fault(exc)  # unreachable, killed, locked, or still so after the retries
     log.exception("%s could not be loaded", what)
     status = 503 if unreachable else 500
     reason = ("the board's database could not be reached" if unreachable
               else "an unexpected error occurred on the server")
-    return render("error.html", status, title=f"{what[:1].upper()}{what[1:]} could not be loaded",
+    page = render("error.html", status, title=f"{what[:1].upper()}{what[1:]} could not be loaded",
                   heading=f"The {what} could not be loaded",
                   message=f"The {what} failed to load: {reason}. This says nothing about any entry; "
                           "try again later.", kind="failed")
+    if unreachable:
+        page.headers["Retry-After"] = "5"  # as every store outage answers (`app._unavailable`)
+    return page
 
 
 def _attempt(what: str, load: Callable[[], T]) -> T | HTMLResponse:

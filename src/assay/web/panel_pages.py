@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import sqlalchemy.exc
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -95,13 +94,18 @@ async def form_fields(request: Request) -> dict[str, str]:
 
 def failed_page(what: str, exc: BaseException) -> HTMLResponse:
     """The distinct page for something that could not be loaded: no trace, the cause in words."""
-    unreachable = isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError))
+    from assay.store.faults import is_fault
+
+    unreachable = is_fault(exc)  # unreachable, killed, locked, or still so after the retries
     log.exception("%s could not be loaded", what)
-    return render("panel_message.html", 503 if unreachable else 500, title=f"The {what} failed to load",
+    page = render("panel_message.html", 503 if unreachable else 500, title=f"The {what} failed to load",
                   heading=f"The {what} failed to load", kind="failed",
                   message=("the database could not be reached" if unreachable
                            else "an unexpected error occurred on the server")
                   + ". This says nothing about any model; try again later.")
+    if unreachable:
+        page.headers["Retry-After"] = "5"  # as every store outage answers (`app._unavailable`)
+    return page
 
 
 @router.get("/benchmark", response_class=HTMLResponse)

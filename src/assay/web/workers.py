@@ -8,7 +8,10 @@ with its process), and `Workers.resume_pending` — run when the app starts — 
 Several worker processes may do so at once: the claims split the work.
 
 The sweeper ends remote runs left idle past their time limit (`remote.expire_idle`) every few
-seconds, so a remote submission whose agent went away still completes, and scores the submissions
+seconds, so a remote submission whose agent went away still completes; completes every batch whose
+runs are all recorded but which was never completed (`batches.complete_recorded`: the request that
+recorded its last run failed before finishing it, or the server stopped), so a submission whose
+runs are all recorded always completes, however its finalisation was cut short; and scores the submissions
 of trait suites whose runs are all recorded (`scoring.score_recorded`): scoring lags the runs, and
 a submission is complete once judged.
 
@@ -40,7 +43,11 @@ _GUARD = threading.Lock()
 
 class Workers:
     def __init__(self, store: Store, *, threads: int = THREADS, sweep_seconds: float | None = SWEEP_SECONDS) -> None:
-        self.store = store
+        from assay.store.faults import Retry, seconds_from_env
+
+        # background work waits out a restart for the configured bound (`--store-retry`), though a
+        # request gives up sooner (`app.REQUEST_RETRY_SECONDS`) and lets its client retry
+        self.store = store.with_retry(Retry(seconds_from_env(), store.retry.clock, store.retry.sleep))
         self._todo: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._queued: set[str] = set()
         self._lock = threading.Lock()
@@ -113,14 +120,31 @@ class Workers:
                     self._idle.notify_all()
 
     def _sweep(self, seconds: float) -> None:
-        from assay.service import remote, scoring
-
         while not self._stop.wait(seconds):
-            try:
-                remote.expire_idle(self.store)
-                scoring.score_recorded(self.store, on_error=_judge_failed)  # remote submissions, too
-            except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
-                log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
+            self.sweep()
+
+    def sweep(self) -> None:
+        """One sweep: idle remote runs ended, batches whose runs are all recorded completed (a
+        finalisation that failed or was cut short is done again until it is done), recorded
+        submissions judged. A failure is logged and the next sweep tries again."""
+        from assay.service import batches, remote, scoring
+
+        try:
+            remote.expire_idle(self.store)
+        except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
+            log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
+        try:
+            batches.complete_recorded(self.store, on_error=_completion_failed)
+        except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
+            log.warning("sweep for recorded batches failed: %s: %s", type(exc).__name__, exc)
+        try:
+            scoring.score_recorded(self.store, on_error=_judge_failed)  # remote submissions, too
+        except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
+            log.warning("sweep for submissions to judge failed: %s: %s", type(exc).__name__, exc)
+
+
+def _completion_failed(batch_id: str, exc: Exception) -> None:
+    log.warning("batch %s: completion deferred to the next sweep: %s: %s", batch_id, type(exc).__name__, exc)
 
 
 def _judge_failed(submission_id: str, exc: Exception) -> None:
