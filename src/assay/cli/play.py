@@ -9,8 +9,12 @@ loads it (`assay.agents.loader`), fresh for each run, and sees what it would see
 conversation (its own answers and what followed each) and the tools.
 
 A step is numbered, so sending it again is safe: when the server cannot be reached (a restart) or
-asks to slow down (429), the same step is sent again until it is answered. What the agent raises
-is reported as its failure (the run is `crashed`, as in-process).
+asks to slow down (429), the same step is sent again until it is answered (for up to
+`RETRY_SECONDS`). A server that never answered is given up at once instead: a connection is
+given `CONNECT_TIMEOUT` seconds, and a refused or unresolvable one two quick retries, then one
+line names the URL and the cause. What the agent raises is reported as its failure (the run is
+`crashed`, as in-process). Ctrl-C releases the run being played (`release`): the server ends the
+lease without recording anything, so the run is pending again at once, where it was.
 """
 
 from __future__ import annotations
@@ -28,13 +32,32 @@ import typer
 if TYPE_CHECKING:  # asyncio is imported when a play starts, not for `assay --help`
     import asyncio
 
+from assay.endpoints import CONNECT_TIMEOUT, connect_failure, refused, unreachable
 from assay.errors import BadInput
 
 KEY_ENV = "ASSAY_AGENT_KEY"
-#: How long a request is retried while the server cannot be reached (a restart, a network blip).
+#: How long a request is retried while a server that answered before cannot be reached (a restart).
 RETRY_SECONDS = 120.0
 #: Seconds one request may take before it is tried again.
 REQUEST_TIMEOUT = 60.0
+#: Quick retries of a refused (or unresolvable) connection to a server that never answered.
+CONNECT_RETRIES = 2
+#: Seconds the release of a run may take when play stops (Ctrl-C): it is tried once.
+RELEASE_TIMEOUT = 5.0
+
+
+class Unreachable(BadInput):
+    """The server could not be reached: one line naming its URL and the cause."""
+
+
+class Stopped(KeyboardInterrupt):
+    """Play was interrupted (Ctrl-C, SIGTERM); `released` is the run handed back to the server (None
+    when none was being played), `release_error` why it could not be, `played` the runs that ended."""
+
+    def __init__(self, cause: BaseException, played: list[Played], released: str | None,
+                 release_error: str | None) -> None:
+        super().__init__()
+        self.cause, self.played, self.released, self.release_error = cause, played, released, release_error
 
 
 @dataclass(frozen=True)
@@ -52,14 +75,16 @@ class RemoteServer:
     """The agent routes of one server, over HTTP with an agent key; retries what is safe to retry."""
 
     def __init__(self, url: str, key: str, *, retry_seconds: float = RETRY_SECONDS,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 connect_timeout: float = CONNECT_TIMEOUT, sleep: Callable[[float], None] = time.sleep) -> None:
         import httpx2
 
         self.url = url.rstrip("/")
         self._http = httpx2.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"},
-                                   timeout=REQUEST_TIMEOUT)
+                                   timeout=httpx2.Timeout(REQUEST_TIMEOUT, connect=connect_timeout))
         self._retry_seconds = retry_seconds
         self._sleep = sleep
+        #: whether the server has answered once: until it has, a failure to connect is not a restart
+        self._answered = False
 
     def close(self) -> None:
         self._http.close()
@@ -79,20 +104,37 @@ class RemoteServer:
         assert answer is not None
         return answer
 
+    def release(self, run_id: str) -> dict[str, Any]:
+        """Hand a leased run back (once, within `RELEASE_TIMEOUT`): it is pending again at once."""
+        import httpx2
+
+        try:
+            response = self._http.post(f"/api/agent/runs/{run_id}/release", timeout=RELEASE_TIMEOUT)
+        except httpx2.TransportError as exc:
+            raise Unreachable(unreachable("server", self.url, exc)) from None
+        if response.status_code >= 400:
+            raise BadInput(f"the server refused to release the run ({response.status_code}): {_detail(response)}",
+                           f"--server {self.url}")
+        return response.json()
+
     def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any] | None:
         import httpx2
 
         give_up = time.monotonic() + self._retry_seconds
         pause = 0.25
+        tries = 0
         while True:
             try:
                 response = self._http.post(path, json=body)
             except httpx2.TransportError as exc:
-                if time.monotonic() >= give_up:
-                    raise BadInput(f"cannot reach the server: {type(exc).__name__}: {exc}", f"--server {self.url}") from None
+                tries += 1
+                never_answered = not self._answered and connect_failure(exc) is not None
+                if (time.monotonic() >= give_up or (never_answered and (not refused(exc) or tries > CONNECT_RETRIES))):
+                    raise Unreachable(unreachable("server", self.url, exc)) from None
                 self._sleep(pause)
                 pause = min(pause * 2, 5.0)
                 continue
+            self._answered = True
             if response.status_code == 204:
                 return None
             if response.status_code == 429 or response.status_code >= 500:
@@ -145,17 +187,29 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
 
     loop = asyncio.new_event_loop()
     played: list[Played] = []
+    lease: dict[str, Any] | None = None
     try:
         while max_runs is None or len(played) < max_runs:
+            lease = None
             lease = server.next_run()
             if lease is None:
                 break
             if on_lease is not None:
                 on_lease(lease)
             done = _play_run(server, factory, lease, loop)
+            lease = None
             played.append(done)
             if on_done is not None:
                 on_done(done)
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM): hand the run back, say which
+        released, problem = None, None
+        if lease is not None:
+            try:
+                server.release(lease["run_id"])
+                released = lease["run_id"]
+            except BadInput as failed:
+                problem = str(failed)
+        raise Stopped(exc, played, released, problem) from exc
     finally:
         try:
             closing = getattr(factory, "aclose", None)
@@ -200,7 +254,11 @@ def play_command(
 ) -> None:
     """Play every pending run of your account's remote submissions with a local agent, over HTTP.
 
-    The agent key is read from ASSAY_AGENT_KEY (`assay key create --account NAME --kind agent`). Runs are leased one at a time; each is recorded and scored by the server as it ends."""
+    The agent key is read from ASSAY_AGENT_KEY (`assay key create --account NAME --kind agent`). Runs are leased one at a time; each is recorded and scored by the server as it ends.
+
+    A connection to the server (and to an openai: agent's endpoint) gets 5 seconds; a server that cannot be reached at the start is given up at once (a refused connection after two quick retries) with one line naming it and why, exit 1. Once it has answered, a step is sent again for up to 2 minutes while it restarts.
+
+    Ctrl-C stops at once: the run being played is released (pending again, where it was, not charged as a timeout), one line names it, exit 130; `assay play` again goes on."""
     import os
 
     from assay.agents.loader import load_agent
@@ -212,8 +270,16 @@ def play_command(
     if not server.startswith(("http://", "https://")):
         raise BadInput("must be an http:// or https:// URL", f"--server {server}")
     factory = load_agent(agent, base_url=base_url)
-    with RemoteServer(server, key) as remote, _Progress(err, quiet=quiet) as progress:
-        played = play(remote, factory, max_runs=max_runs, on_lease=progress.leased, on_done=progress.done)
+    try:
+        with RemoteServer(server, key) as remote, _Progress(err, quiet=quiet) as progress:
+            played = play(remote, factory, max_runs=max_runs, on_lease=progress.leased, on_done=progress.done)
+    except Unreachable as exc:
+        err.print(f"assay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except Stopped as stop:
+        err.print(f"assay: stopped after {len(stop.played)} run(s): {_stopped_line(stop)}",
+                  markup=False, highlight=False, soft_wrap=True)
+        raise stop.cause from None
     if as_json:
         from dataclasses import asdict
 
@@ -227,6 +293,16 @@ def play_command(
         out.print("no run was pending for this agent key's account", markup=False, highlight=False)
         return
     _summary(out, played)
+
+
+def _stopped_line(stop: Stopped) -> str:
+    if stop.released is not None:
+        return (f"run {stop.released} released, pending again; `assay play` again goes on "
+                "(it resumes the run where it was)")
+    if stop.release_error is not None:
+        return (f"the run being played could not be released ({stop.release_error}); it ends as a timeout "
+                "once its time limit passes")
+    return "no run was being played; `assay play` again goes on"
 
 
 class _Progress:
