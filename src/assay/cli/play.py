@@ -246,7 +246,7 @@ def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: a
 def play_command(
     server: str = typer.Option(..., "--server", help="The Assay server, e.g. https://assay.example.org."),
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents). A connection gets 5 seconds (an answer up to the run's time limit); a refused one is retried twice, quickly, then the run is recorded as error naming the endpoint and the cause."),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary table."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs played (run, submission, scenario, status, "

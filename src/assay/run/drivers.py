@@ -56,7 +56,8 @@ def _traceback(exc: BaseException) -> str:
 
 def _crash(episode: Episode, exc: BaseException) -> Done:
     if isinstance(exc, Unreachable):  # the harness could not ask: no traceback of the agent's
-        return episode.fail("error", f"agent endpoint unreachable: {exc}")
+        text = str(exc)  # one line naming the endpoint and the cause, when the adapter says so
+        return episode.fail("error", text if text.startswith("agent endpoint ") else f"agent endpoint unreachable: {text}")
     # a remote agent's own traceback stays on its machine (AgentFailed is the harness's word for it)
     trace = None if isinstance(exc, AgentFailed) else _traceback(exc)
     return episode.fail("crashed", f"agent raised {type(exc).__name__}: {exc}", traceback=trace)
