@@ -7,6 +7,7 @@ and the real play loop and HTTP client; a refused connection is a port bound and
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from pathlib import Path
@@ -76,7 +77,7 @@ def test_help_of_play_states_the_bounds() -> None:
 
     from assay.cli import app
 
-    text = " ".join(CliRunner().invoke(app, ["play", "--help"]).output.split())
+    text = " ".join(re.sub("[│╭╮╰╯─]", " ", CliRunner().invoke(app, ["play", "--help"]).output).split())
     assert "5 seconds" in text and "Ctrl-C" in text and "released" in text
 
 
