@@ -142,3 +142,34 @@ def test_the_release_route_refuses_another_accounts_run(web_store: Store) -> Non
     assert client.post(f"/api/agent/runs/{lease['run_id']}/release", headers=bearer(keys.bob_agent)).status_code == 404
     answer = client.post(f"/api/agent/runs/{lease['run_id']}/release", headers=bearer(keys.alice_agent))
     assert answer.status_code == 200 and answer.json() == {"run_id": lease["run_id"], "released": True, "step": 1}
+
+
+def test_assay_play_interrupted_says_which_run_it_released_and_exits_130(
+        web_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import signal
+    import sys
+
+    import assay.agents.loader
+    from assay.cli import main
+
+    keys = accounts_and_keys(web_store)
+    releases.release_path(web_store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
+    submissions.compose(web_store, "mini", factory=remote.remote_factory(), account="alice", label="remote",
+                        actor=account_actor("alice"))
+    monkeypatch.setattr(assay.agents.loader, "load_agent", lambda spec, **_: StopAt(at=2))
+    monkeypatch.setenv("ASSAY_AGENT_KEY", keys.alice_agent)
+    before = signal.getsignal(signal.SIGTERM)
+    with serving(web_store) as base:
+        monkeypatch.setattr(sys, "argv", ["assay", "play", "--server", base, "--agent", "reference:diligent"])
+        try:
+            with pytest.raises(SystemExit) as caught:
+                main()
+        finally:
+            signal.signal(signal.SIGTERM, before)
+    assert caught.value.code == 130
+    err = capsys.readouterr().err
+    [line] = [x for x in err.splitlines() if x.strip()]
+    lease = remote.next_run(web_store, actor=agent_of("alice"))  # pending again at once
+    assert lease is not None and lease["step"] == 2
+    assert line == (f"assay: stopped after 0 run(s): run {lease['run_id']} released, pending again; `assay play` "
+                    "again goes on (it resumes the run where it was)")
