@@ -173,3 +173,22 @@ def test_assay_play_interrupted_says_which_run_it_released_and_exits_130(
     assert lease is not None and lease["step"] == 2
     assert line == (f"assay: stopped after 0 run(s): run {lease['run_id']} released, pending again; `assay play` "
                     "again goes on (it resumes the run where it was)")
+
+
+def test_an_agent_whose_endpoint_refuses_stops_play_and_hands_the_run_back_uncharged(
+        web_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    keys = accounts_and_keys(web_store)
+    releases.release_path(web_store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
+    submission_id = submissions.compose(web_store, "mini", factory=remote.remote_factory(), account="alice",
+                                        label="remote", actor=account_actor("alice"))
+    endpoint = f"http://127.0.0.1:{closed_port()}/v1"
+    with serving(web_store) as base, cli_play.RemoteServer(base, keys.alice_agent) as server:
+        with pytest.raises(cli_play.Unreachable) as caught:
+            cli_play.play(server, load_agent("openai:m", base_url=endpoint))
+    lease = remote.next_run(web_store, actor=agent_of("alice"))
+    assert lease is not None and lease["step"] == 1  # pending again, nothing charged
+    assert str(caught.value) == (f"agent endpoint {endpoint} unreachable: connection refused; run {lease['run_id']} "
+                                 "released, pending again; check the endpoint and `assay play` again")
+    view = submissions.results(web_store, submission_id, actor=OPERATOR)
+    assert {r["status"] for r in view["runs"]} == {"pending"}

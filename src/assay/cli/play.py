@@ -185,12 +185,13 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
     """Play leased runs with `factory`'s agents until none is pending (or `max_runs` were played)."""
     import asyncio
 
+    from assay.agents.protocol import Unreachable as AgentUnreachable
+
     loop = asyncio.new_event_loop()
     played: list[Played] = []
     lease: dict[str, Any] | None = None
     try:
         while max_runs is None or len(played) < max_runs:
-            lease = None
             lease = server.next_run()
             if lease is None:
                 break
@@ -201,6 +202,14 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
             played.append(done)
             if on_done is not None:
                 on_done(done)
+    except AgentUnreachable as exc:  # not the agent's failure: no run is charged with it
+        assert lease is not None
+        try:
+            server.release(lease["run_id"])
+            then = f"run {lease['run_id']} released, pending again"
+        except BadInput as failed:
+            then = f"run {lease['run_id']} could not be released ({failed})"
+        raise Unreachable(f"{exc}; {then}; check the endpoint and `assay play` again") from None
     except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM): hand the run back, say which
         released, problem = None, None
         if lease is not None:
@@ -221,6 +230,8 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
 
 
 def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: asyncio.AbstractEventLoop) -> Played:
+    from assay.agents.protocol import Unreachable as AgentUnreachable
+
     run_id, tools = lease["run_id"], lease["tools"]
     history: list[Any] = list(lease["messages"])
     index = int(lease.get("step", 1))
@@ -234,6 +245,8 @@ def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: a
                 raw = loop.run_until_complete(raw)
             message = as_json(raw)
             body: dict[str, Any] = {"step": index, "message": message}
+        except AgentUnreachable:
+            raise  # the agent's endpoint is down: play stops, the run is handed back
         except Exception as exc:  # noqa: BLE001 - the agent's failure, reported as the run's
             message, body = None, {"step": index, "error": f"{type(exc).__name__}: {exc}"[:2000]}
         answer = server.step(run_id, body)
@@ -246,7 +259,10 @@ def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: a
 def play_command(
     server: str = typer.Option(..., "--server", help="The Assay server, e.g. https://assay.example.org."),
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents). A connection gets 5 seconds (an answer up to the run's time limit); a refused one is retried twice, quickly, then the run is recorded as error naming the endpoint and the cause."),
+    base_url: Optional[str] = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint (openai: agents). A connection gets 5 seconds (an answer "
+        "up to the run's time limit); a refused one is retried twice, quickly, then play stops with one line naming "
+        "the endpoint and the cause (exit 1) and hands the run back, uncharged."),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary table."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs played (run, submission, scenario, status, "
