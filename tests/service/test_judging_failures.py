@@ -74,3 +74,19 @@ def test_a_model_judge_with_no_endpoint_at_all_is_refused(store: Store, monkeypa
         scoring.score(store, sid, judge="openai:judge-1", actor=OPERATOR)
     assert caught.value.field == "judge"
     assert JudgeRepo(store).endpoint(sid) is None
+
+
+def test_passes_that_keep_failing_say_why_and_when_no_retry_can_help(store: Store) -> None:
+    from assay.cli.failures import judging_lines
+    from tests.support.fake_judge_server import content
+
+    sid = _submission(store)
+    with FakeJudgeServer(lambda call: content("not json")) as server:
+        first = scoring.score(store, sid, judge="openai:judge-1", base_url=server.base_url, retry=FAST,
+                              actor=OPERATOR)
+        [reason] = first["failures"]
+        assert first["failures"][reason] == 20 and reason.startswith("judge passes failed (the reply is not JSON")
+        assert judging_lines(first) == [f"{reason}; 20 run(s) not judged; `assay score {sid}` to retry"]
+        second = scoring.score(store, sid, retry=FAST, actor=OPERATOR)  # the pass budget: 10 per run
+    [spent] = judging_lines(second)
+    assert spent == f"{reason}; 20 run(s) not judged{scoring.SPENT}" and "assay score" not in spent

@@ -41,8 +41,11 @@ def judging_lines(summary: dict[str, Any] | None) -> list[str]:
     """One line per reason judging could not finish, naming how to retry (none when it finished)."""
     if not summary:
         return []
-    return [f"{reason}; {n} run(s) not judged; `assay score {summary['submission_id']}` to retry"
-            for reason, n in summary.get("failures", {}).items()]
+    from assay.service.scoring import SPENT
+
+    return [f"{reason.removesuffix(SPENT)}; {n} run(s) not judged" + (
+        SPENT if reason.endswith(SPENT) else f"; `assay score {summary['submission_id']}` to retry")
+        for reason, n in summary.get("failures", {}).items()]
 
 
 def say_all(lines: list[str]) -> None:

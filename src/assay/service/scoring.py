@@ -218,10 +218,20 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     for run_id, judgement in judged.items():
         if not judgement.scored:
             reason = down if down is not None and run_id in asked else why_unscored(judgement)
+            if not _missing(pinned, [_pass_fields(p) for p in judgement.passes]):
+                reason += SPENT  # another `score` would make no pass: said, not offered as a retry
             failures[reason] = failures.get(reason, 0) + 1
     return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
             "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
             "runs_recorded": len(judged), "failures": failures}
+
+
+#: The end of a failure reason no later scoring can mend.
+SPENT = "; its judge passes are spent (it stays unscored)"
+
+
+def _pass_fields(judged: JudgePass) -> dict[str, Any]:
+    return {"pass_index": judged.index, "valid": judged.valid, "error_kind": judged.error_kind}
 
 
 _ATTEMPTS = re.compile(r" \(after \d+ attempts\)$")
