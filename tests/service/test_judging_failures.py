@@ -67,7 +67,9 @@ def test_an_unreachable_judge_says_why_keeps_its_endpoint_and_a_later_score_fini
     assert failed >= 1  # the refused passes are kept as evidence, and did not use up the pass budget
 
 
-def test_a_model_judge_with_no_endpoint_at_all_is_refused(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_judge_with_no_endpoint_at_all_is_refused(sqlite_store: Store,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store = sqlite_store  # nothing is stored: one backend is enough
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     sid = _submission(store)
     with pytest.raises(Invalid, match="a model judge needs an endpoint") as caught:
@@ -76,17 +78,19 @@ def test_a_model_judge_with_no_endpoint_at_all_is_refused(store: Store, monkeypa
     assert JudgeRepo(store).endpoint(sid) is None
 
 
-def test_passes_that_keep_failing_say_why_and_when_no_retry_can_help(store: Store) -> None:
+def test_passes_that_keep_failing_say_why_and_when_no_retry_can_help(sqlite_store: Store) -> None:
     from assay.cli.failures import judging_lines
     from tests.support.fake_judge_server import content
 
+    store = sqlite_store  # what is stored is the first test's business, on both backends
     sid = _submission(store)
     with FakeJudgeServer(lambda call: content("not json")) as server:
-        first = scoring.score(store, sid, judge="openai:judge-1", base_url=server.base_url, retry=FAST,
+        once = RetryPolicy(reply_retries=0)  # a malformed reply is not asked again: one request a pass
+        first = scoring.score(store, sid, judge="openai:judge-1", base_url=server.base_url, retry=once,
                               actor=OPERATOR)
         [reason] = first["failures"]
         assert first["failures"][reason] == 20 and reason.startswith("judge passes failed (the reply is not JSON")
         assert judging_lines(first) == [f"{reason}; 20 run(s) not judged; `assay score {sid}` to retry"]
-        second = scoring.score(store, sid, retry=FAST, actor=OPERATOR)  # the pass budget: 10 per run
+        second = scoring.score(store, sid, retry=once, actor=OPERATOR)  # the pass budget: 10 per run
     [spent] = judging_lines(second)
     assert spent == f"{reason}; 20 run(s) not judged{scoring.SPENT}" and "assay score" not in spent

@@ -144,6 +144,7 @@ def test_the_release_route_refuses_another_accounts_run(web_store: Store) -> Non
     assert answer.status_code == 200 and answer.json() == {"run_id": lease["run_id"], "released": True, "step": 1}
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the CLI's side; the store's is above
 def test_assay_play_interrupted_says_which_run_it_released_and_exits_130(
         web_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import signal
@@ -175,6 +176,7 @@ def test_assay_play_interrupted_says_which_run_it_released_and_exits_130(
                     "again goes on (it resumes the run where it was)")
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the CLI's side; the store's is above
 def test_an_agent_whose_endpoint_refuses_stops_play_and_hands_the_run_back_uncharged(
         web_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
