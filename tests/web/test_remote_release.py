@@ -61,6 +61,19 @@ def test_a_server_that_refuses_is_one_line_at_once() -> None:
     assert str(caught.value) == f"server {url} unreachable: connection refused"
 
 
+def test_a_server_that_answered_and_went_away_is_said_at_once_and_tried_again_for_a_bounded_time(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    with cli_play.RemoteServer(url, "gk_x", retry_seconds=0.3, sleep=lambda _s: time.sleep(0.05)) as server:
+        server._answered = True  # as after a first answer: a restart is waited for, within bounds
+        began = time.monotonic()
+        with pytest.raises(cli_play.Unreachable):
+            server.next_run()
+        assert 0.3 <= time.monotonic() - began < 2
+    said = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert said == [f"assay: server {url} unreachable: connection refused; trying again for up to 0.3 s"]
+
+
 def test_a_connect_that_times_out_is_given_up_after_the_connect_timeout() -> None:
     """The connect timeout is injected short; a listener that never accepts holds the connect."""
     with blackhole() as url, cli_play.RemoteServer(url, "gk_x", connect_timeout=0.3) as server:

@@ -131,6 +131,11 @@ class RemoteServer:
                 never_answered = not self._answered and connect_failure(exc) is not None
                 if (time.monotonic() >= give_up or (never_answered and (not refused(exc) or tries > CONNECT_RETRIES))):
                     raise Unreachable(unreachable("server", self.url, exc)) from None
+                if self._answered and tries == 1:  # said at once, not after two minutes of silence
+                    from assay.ui import err
+
+                    err.print(f"assay: {unreachable('server', self.url, exc)}; trying again for up to "
+                              f"{self._retry_seconds:g} s", markup=False, highlight=False, soft_wrap=True)
                 self._sleep(pause)
                 pause = min(pause * 2, 5.0)
                 continue
