@@ -219,8 +219,8 @@ def play(server: RemoteServer, factory: Any, *, max_runs: int | None = None,
         released, problem = None, None
         if lease is not None:
             try:
-                server.release(lease["run_id"])
-                released = lease["run_id"]
+                if server.release(lease["run_id"]).get("released"):
+                    released = lease["run_id"]  # (a run that had just ended is not said to be released)
             except BadInput as failed:
                 problem = str(failed)
         raise Stopped(exc, played, released, problem) from exc
