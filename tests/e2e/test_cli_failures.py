@@ -41,6 +41,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
         done = capsys.readouterr()
         return (code if isinstance(code, int) else (0 if code is None else 1)), done.out, done.err
 
+    call.db = db  # type: ignore[attr-defined] - the store URL, for reading back what was stored
     yield call
     signal.signal(signal.SIGTERM, before)
 
@@ -102,3 +103,28 @@ def test_help_states_the_connect_bounds(cli: Cli) -> None:
                           ("play", "--base-url")):
         text = " ".join(re.sub("[│╭╮╰╯─]", " ", CliRunner().invoke(app, [command, "--help"]).output).split())
         assert flag in text and "5 seconds" in text, command
+
+
+def test_a_release_pinning_a_model_judge_with_no_endpoint_is_refused_before_anything_is_stored(
+        cli: Cli, tmp_path: Path) -> None:
+    import shutil
+
+    import sqlalchemy as sa
+
+    import assay
+
+    suite = tmp_path / "judged"
+    shutil.copytree(Path(assay.__file__).resolve().parent / "suites" / "academy", suite)
+    text = (suite / "suite.yaml").read_text(encoding="utf-8")
+    (suite / "suite.yaml").write_text(text.replace("key: academy", "key: judged-academy")
+                                      .replace("judge: {model: rules}", "judge: {model: openai:judge-1}"),
+                                      encoding="utf-8")
+    assert cli("suite", "release", str(suite))[0] == 0
+    assert cli("account", "create", "alice", "--public-handle", "alice")[0] == 0
+    code, _, err = cli("submit", "judged-academy", "--agent", "reference:steadfast", "--account", "alice",
+                       "--label", "x")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "a model judge needs an endpoint" in err
+    engine = sa.create_engine(cli.db)  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM submissions")).scalar_one() == 0
+    engine.dispose()

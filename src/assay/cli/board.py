@@ -256,6 +256,9 @@ def submit(
 
         own_rubric = load_rubric(rubric)
     store = open_store_at(db)
+    from assay.service.scoring import check_judge
+
+    check_judge(store, key, version, judge, judge_base_url, own_rubric=own_rubric is not None, actor=OPERATOR)
     with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,

@@ -79,6 +79,19 @@ def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | Non
     return judge_from_spec(spec, base_url, api_key, passes, retry=retry)
 
 
+def check_judge(store: Store, key: str, version: str | None, judge: str | None, base_url: str | None, *,
+                own_rubric: bool = False, actor: Actor) -> None:
+    """Refuse, before a submission is stored and played, a judge that could never be asked: a
+    model judge (`judge`, else the one the release pins) with no endpoint, or no key for one that
+    needs it. Nothing to check for a release whose runs no judge scores."""
+    release = releases.find_release(store, key, version, actor=actor)
+    if releases.release_rubric(release) is None and not own_rubric:
+        return
+    spec = judge or (release_judge(release) or JudgeConfig(model="rules")).spec
+    if spec != "rules":
+        judge_from_spec(spec, base_url)
+
+
 def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
     return {"spec": judge.spec, "model": judge.spec, "prompt_version": judge.prompt_version,
             "prompt_hash": judge.prompt_hash, "passes": judge.passes, "min_valid": judge.min_valid,
