@@ -70,13 +70,18 @@ def connect_failure(exc: BaseException) -> str | None:
             return "connection lost"
     if any(n in ("ReadTimeout", "SocketTimeoutError", "WriteTimeout", "PoolTimeout") for n in names):
         return "no answer in time"
+    if any(n in ("RemoteProtocolError", "ServerDisconnectedError", "ReadError", "ClientPayloadError") for n in names):
+        return "connection lost"
     for e in chain:
         if isinstance(e, OSError) and e.strerror:
             return e.strerror.lower()
-    if any(n in ("ConnectError", "APIConnectionError", "APITimeoutError", "ClientConnectorError",
-                 "RemoteProtocolError", "ServerDisconnectedError") for n in names):
+    if any(n in ("ConnectError", "APIConnectionError", "APITimeoutError", "ClientConnectorError") for n in names):
         return "connection failed"
     return None
+
+
+#: What `connect_failure` says when a connection was made and then failed: not an unreachable endpoint.
+AFTER_CONNECT = ("no answer in time", "connection lost")
 
 
 def refused(exc: BaseException) -> bool:

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # both load in about a second: imported when a model judge first asks, not by every `assay run`
     import openai
 
-from assay.endpoints import CONNECT_TIMEOUT, connect_failure
+from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure
 from assay.endpoints import REDACTED as _REDACTED
 from assay.endpoints import unreachable as _unreachable
 from assay.endpoints import is_loopback as _is_loopback
@@ -479,7 +479,7 @@ class LLMJudge:
                 retry_after = _retry_after(exc.response)
             except openai.APIConnectionError as exc:  # timeouts included
                 cause = connect_failure(exc)
-                if cause is not None and cause != "no answer in time":  # no connection could be made
+                if cause is not None and cause not in AFTER_CONNECT:  # no connection could be made
                     problem = _unreachable("judge endpoint", self.base_url, exc)
                     if self.unreachable is not None or connect_retries >= self.retry.connect_retries:
                         self.unreachable = self.unreachable or self._clean(problem)

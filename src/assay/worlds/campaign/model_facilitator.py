@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from assay.endpoints import CONNECT_TIMEOUT, connect_failure, is_loopback, unreachable, without_credentials
+from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure, is_loopback, unreachable, without_credentials
 from assay.errors import Invalid
 from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
 
@@ -133,7 +133,7 @@ class ModelFacilitator:
             reply = self._client.chat.completions.create(model=self._name, messages=self.messages(cue, table),
                                                          temperature=self._temperature)
         except openai.APIConnectionError as exc:
-            if connect_failure(exc) is None:
+            if connect_failure(exc) in (None, *AFTER_CONNECT):
                 raise
             raise FacilitatorUnreachable(unreachable("facilitator endpoint", self._url, exc)) from None
         text = (reply.choices[0].message.content or "").strip() if reply.choices else ""
