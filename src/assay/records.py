@@ -312,6 +312,8 @@ class Debrief(_View):
     beats: list[dict[str, Any]] = Field(default_factory=list)
     #: a judged run's traits: {trait: {mean, variance, passes: [{pass, score, rationale}]}}
     traits: dict[str, dict[str, Any]] | None = None
+    #: why a judged suite's run has no judge score (None when it has one, or is not judged at all)
+    unjudged: str | None = None
 
 
 class ReplayReport(_View):

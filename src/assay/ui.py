@@ -223,6 +223,8 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
             console.print(f"  scene {b.get('scene')}/{b.get('scenes')}: {kind}"
                           + (" · pressure" if b.get("pressure") else "") + f" · by {b.get('facilitator')}",
                           markup=False)
+    if d.get("unjudged"):
+        console.print(f"no judge score: {d['unjudged']}", markup=False, highlight=False, soft_wrap=True)
     if d.get("traits"):
         judged = Table(title="Judge (per trait: mean of the valid passes, and the first pass's rationale)")
         for col in ("trait", "mean", "variance", "passes", "rationale"):

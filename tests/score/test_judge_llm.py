@@ -326,9 +326,15 @@ def test_an_unreachable_endpoint_fails_each_pass_as_a_connection_error() -> None
     with FakeJudgeServer() as server:
         url = server.base_url
     j = LLMJudge("judge-model", base_url=url, passes=5, retry=FAST)
-    [result] = j.score_runs_sync(runs(1))
-    assert all(p.error_kind == "connection" and p.attempts == FAST.http_retries + 1 for p in result.passes)
-    assert not result.scored
+    results = j.score_runs_sync(runs(3), concurrency=2)  # 15 passes, 2 in flight
+    line = f"judge endpoint {url} unreachable: connection refused"
+    assert j.unreachable == line
+    # a refused connection is retried twice, quickly; then no further pass is started (nor recorded)
+    made = [p for r in results for p in r.passes]
+    assert 1 <= len(made) <= 2 and results[2].passes == ()
+    assert all(p.error_kind == "connection" and p.attempts == FAST.connect_retries + 1
+               and p.error == f"{line} (after {p.attempts} attempts)" for p in made)
+    assert not any(r.scored for r in results)
 
 
 def test_backoff_is_exponential_capped_and_honours_retry_after() -> None:

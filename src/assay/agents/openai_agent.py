@@ -28,7 +28,9 @@ from typing import Any
 import httpx2
 import openai
 
+from assay.endpoints import CONNECT_TIMEOUT
 from assay.endpoints import REDACTED as _REDACTED
+from assay.endpoints import unreachable as _unreachable
 from assay.endpoints import is_loopback as _is_loopback
 from assay.endpoints import without_credentials as _without_credentials
 from assay.agents.protocol import Unreachable
@@ -72,6 +74,7 @@ class Endpoint:
         self._key = key
         self.timeout = timeout
         self.max_retries = max_retries
+        self.connect_timeout = CONNECT_TIMEOUT
         self.pool_size = DEFAULT_POOL
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[openai.AsyncOpenAI]] = (
             weakref.WeakKeyDictionary())
@@ -103,9 +106,12 @@ class Endpoint:
         if self._ssl is None:
             # Loading the system's CA bundle costs ~35 ms of CPU; each client would load its own.
             self._ssl = httpx2.create_ssl_context()
-        return [openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+        # a connection gets CONNECT_TIMEOUT seconds: an endpoint that is not there fails in seconds,
+        # while an answer may take the whole read timeout (a slow model is not a dead endpoint)
+        timeout = httpx2.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
+        return [openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=timeout,
                                    max_retries=self.max_retries,
-                                   http_client=_http_client(limits=limits, timeout=self.timeout, verify=self._ssl))
+                                   http_client=_http_client(limits=limits, timeout=timeout, verify=self._ssl))
                 for _ in range(n)]
 
     def tools_json(self, tools: list[dict[str, Any]]) -> bytes:
@@ -190,7 +196,9 @@ class OpenAIAgent:
                 "/chat/completions", cast_to=httpx2.Response, content=request, options=_AUTH)
             completion = json.loads(response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
-            raise Unreachable(_clean(f"{type(exc).__name__}: {exc}", self._secret)) from None
+            # the cause read off the whole chain: openai's aiohttp transport reports a refused
+            # connection as a timeout, which it is not
+            raise Unreachable(_clean(_unreachable("agent endpoint", self.base_url, exc), self._secret)) from None
         except Exception as exc:
             _scrub(exc, self._secret)
             if self._secret and self._secret in f"{exc}{exc!r}":

@@ -48,7 +48,13 @@ class Unreachable(Exception):
     """The agent's endpoint could not be reached after its client's retries.
 
     Not the agent's failure but the harness's: the run is recorded as `error` with this reason,
-    never as the agent's `crash`."""
+    never as the agent's `crash`. The message is the whole reason, one line naming the endpoint
+    and the cause: `agent endpoint URL unreachable: connection refused` (`endpoints.unreachable`)."""
+
+
+def unreachable_reason(reason: str | None) -> bool:
+    """Whether a run's recorded reason says its agent's endpoint could not be reached."""
+    return bool(reason) and reason.startswith("agent endpoint ") and " unreachable: " in reason  # type: ignore[union-attr]
 
 
 def _get(obj: Any, key: str) -> Any:

@@ -149,7 +149,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the results JSON to stdout and nothing else there "
                                  "(the table and messages go to stderr)."),
     output: Optional[Path] = OutputOpt,
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents). A connection gets 5 seconds (an answer up to the run's time limit); a refused one is retried twice, quickly, then the run is recorded as error naming the endpoint and the cause."),
     fail_under: Optional[float] = typer.Option(
         None, "--fail-under", min=0.0, max=1.0, metavar="RATE",
         help="Exit 1 when the pass rate is below RATE (0..1), for CI pipelines; otherwise a batch that ran exits 0."),
@@ -164,7 +164,9 @@ def run(
 
     A python: agent is played in a bubblewrap sandbox (see --agent-env, --agent-memory, --in-process).
 
-    The batch is stored before its first run and each run as it ends: if the process is stopped (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left."""
+    The batch is stored before its first run and each run as it ends: if the process is stopped (Ctrl-C exits 130, SIGTERM 143) or killed, `assay resume BATCH` plays what is left.
+
+    A batch in which no run could reach its agent (an openai: endpoint refused, timed out or did not resolve) exits 1 with one line saying so."""
     from assay.agents.loader import load_agent
     from assay.run.engine import Limits
     from assay.run.executors import make_executor
@@ -192,6 +194,12 @@ def run(
     if output is not None and not quiet:
         say.print(f"results JSON: {output}", markup=False, highlight=False, soft_wrap=True)
     say.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
+    from assay.cli.failures import FAILED, no_agent_reached, say_all
+
+    unreached = no_agent_reached(store, result.batch_id)
+    if unreached is not None:  # the batch measured nothing: never a quiet exit 0
+        say_all([unreached])
+        sys.exit(FAILED)
     if fail_under is not None and results["summary"]["pass_rate"] < fail_under:
         err.print(f"assay: pass rate {results['summary']['pass_rate']:.4f} is below --fail-under {fail_under:g}",
                   markup=False, highlight=False)

@@ -65,15 +65,23 @@ def resume(
     if batch["kind"] == "submission":
         from assay.cli.board import judge_submission
 
-        judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
+        summary = judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
+    else:
+        summary = None
     listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
     if as_json:
         print_json({"id": batch["id"], "kind": batch["kind"], "n_recorded": listing["n_recorded"],
                     "n_planned": listing["n_planned"], "complete": bool(finished)})
-        return
-    word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
-    out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
-              markup=False, highlight=False)
+    else:
+        word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
+        out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
+                  markup=False, highlight=False)
+    from assay.cli.failures import FAILED, judging_lines, say_all
+
+    failed = judging_lines(summary)
+    if failed:  # judging could not finish: say why, never a quiet 0
+        say_all(failed)
+        raise typer.Exit(FAILED)
 
 
 def batches_cmd(

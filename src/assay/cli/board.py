@@ -31,7 +31,9 @@ from assay.ui import (
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
 JudgeOpt = typer.Option(None, "--judge", help="rules | openai:MODEL (default: the judge the release pins).")
 JudgeBaseUrlOpt = typer.Option(None, "--judge-base-url", help="OpenAI-compatible endpoint of a model judge "
-                               "(default: OPENAI_BASE_URL).")
+                               "(default: the one the submission was judged at, else OPENAI_BASE_URL; a model judge "
+                               "with none is refused). A connection gets 5 seconds; one that is refused or times out "
+                               "is retried twice, quickly, then judging stops and says why (exit 1).")
 #: What `assay compare --metric` accepts (assay.service.compare.METRICS; named here so --help
 #: stays fast, and checked equal by the tests).
 COMPARE_METRICS = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
@@ -221,7 +223,7 @@ def submit(
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (openai: agents). A connection gets 5 seconds (an answer up to the run's time limit); a refused one is retried twice, quickly, then the run is recorded as error naming the endpoint and the cause."),
     judge: Optional[str] = JudgeOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     facilitator: Optional[str] = typer.Option(
@@ -243,7 +245,9 @@ def submit(
 
     A suite with a trait rubric (academy) is then scored by its judge (the release's, or --judge); the submission is complete once every run is judged.
 
-    The submission id is printed (on stderr) as soon as the plan is stored, before the first run; if the process is stopped or killed, `assay resume ID` finishes the submission."""
+    The submission id is printed (on stderr) as soon as the plan is stored, before the first run; if the process is stopped or killed, `assay resume ID` finishes the submission.
+
+    Exit 1, with one line per reason, when no run could reach its agent or judging could not finish (`assay score ID` retries it)."""
     from assay.agents.loader import load_agent
     from assay.run.executors import make_executor
     from assay.service import submissions
@@ -261,19 +265,29 @@ def submit(
 
         own_rubric = load_rubric(rubric)
     store = open_store_at(db)
+    from assay.service.scoring import check_judge
+
+    check_judge(store, key, version, judge, judge_base_url, own_rubric=own_rubric is not None, actor=OPERATOR)
     with BatchProgress("submission", f"{key} · {factory.spec}", quiet=quiet) as progress:
         submission_id = submissions.submit(
             store, key, factory=factory, account=account, label=label, version=version, play_model=play_model,
             publish=publish, unlisted=unlisted, byok=byok, baseline=baseline, workers=workers, executor=executor,
             ray_address=ray_address, on_created=progress.created, on_done=progress.done,
             facilitator=own_facilitator, rubric=own_rubric, actor=OPERATOR)
-    judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
+    from assay.cli.failures import FAILED, judging_lines, no_agent_reached, say_all
+
+    unreached = no_agent_reached(store, submission_id)
+    summary = None if unreached else judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
     view = submissions.results(store, submission_id, actor=OPERATOR)
     say = says(as_json)
     print_submission(view, say)
     emit_json(view, as_json=as_json, output=output)
     if output is not None:
         say.print(f"results JSON: {output}", markup=False)
+    failed = [unreached] if unreached else judging_lines(summary)
+    if failed:  # a submission that measured nothing, or whose judging could not finish: never a quiet 0
+        say_all(failed)
+        raise typer.Exit(FAILED)
 
 
 def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | None, quiet: bool) -> dict[str, Any]:
@@ -332,8 +346,11 @@ def score(
 ) -> None:
     """Score a submission's runs with its judge, or finish what an interrupted scoring left.
 
-    The judge is pinned at a submission's first scoring (the release's by default) and every run is scored with it: a different --judge later is refused. Every pass is stored as it ends, so stopping loses nothing; the submission is complete, and published if it asked to be, once every run is judged."""
-    _check_judge(judge, judge_base_url)
+    The judge is pinned at a submission's first scoring (the release's by default) and every run is scored with it: a different --judge later is refused. Every pass is stored as it ends, so stopping loses nothing; the submission is complete, and published if it asked to be, once every run is judged.
+
+    A model judge is asked at --judge-base-url, else at the endpoint the submission was judged at before. When judging cannot finish (the endpoint cannot be reached, passes keep failing) it exits 1 with one line per reason; `assay debrief RUN` says why a run has no judge score."""
+    from assay.cli.failures import FAILED, judging_lines, say_all
+
     store = open_store_at(db)
     from assay.service import batches, scoring, submissions
 
@@ -350,10 +367,14 @@ def score(
     summary = _scored(store, submission, judge, judge_base_url, quiet)
     if json_out:
         print_json(summary)
-        return
-    out.print(f"submission {summary['submission_id']}: {summary['runs_scored']} of {summary['runs_recorded']} "
-              f"recorded runs scored by {summary['judge']['model']} ({summary['passes_recorded']} passes stored "
-              "now)", markup=False, highlight=False)
+    else:
+        out.print(f"submission {summary['submission_id']}: {summary['runs_scored']} of {summary['runs_recorded']} "
+                  f"recorded runs scored by {summary['judge']['model']} ({summary['passes_recorded']} passes stored "
+                  "now)", markup=False, highlight=False)
+    failed = judging_lines(summary)
+    if failed:
+        say_all(failed)
+        raise typer.Exit(FAILED)
 
 
 def unpublish(submission: str = typer.Argument(..., help="Submission id (or a unique prefix)."),

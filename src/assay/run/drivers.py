@@ -61,7 +61,8 @@ def _traceback(exc: BaseException) -> str:
 
 def _crash(episode: Episode, exc: BaseException) -> Done:
     if isinstance(exc, Unreachable):  # the harness could not ask: no traceback of the agent's
-        return episode.fail("error", f"agent endpoint unreachable: {exc}")
+        text = str(exc)  # one line naming the endpoint and the cause, when the adapter says so
+        return episode.fail("error", text if text.startswith("agent endpoint ") else f"agent endpoint unreachable: {text}")
     if isinstance(exc, sandbox.AgentRaised):  # raised in its own process: its words, its traceback
         what = "agent could not be created: " if exc.creating else "agent raised "
         return episode.fail("crashed", f"{what}{exc.type_name}: {exc.text}",

@@ -213,7 +213,8 @@ def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
             run_id, attempt = free[0]
             run = repo.run(run_id)
             assert run is not None
-            stepper = _replay(store, run, [])
+            # a run an agent released (`release`) goes on where it was: its steps are replayed
+            stepper = _replay(store, run, repo.steps(run_id))
             view = None if stepper.done else _lease_view(store, run, stepper)
             if repo.take_lease(run_id, attempt) is None:
                 continue  # another agent leased it meanwhile: look further
@@ -236,7 +237,7 @@ def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str
         "messages": stepper.turn.messages,
         "tools": stepper.turn.tools,
         "limits": {"turn_limit": limits.turn_limit, "time_limit": limits.time_limit},
-        "step": 1,
+        "step": len(stepper.marks),  # 1, or the next answer of a run that was released
         "pending": max(0, pending - 1),
     }
 
@@ -304,7 +305,7 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
             raise Conflict("this run is not leased; ask for work with POST /api/agent/runs/next", "run", value=run_id)
         if index is not None and index != n + 1:
             raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
-        previous = steps[-1]["created_at"] if steps else lease["leased_at"]
+        previous = max(steps[-1]["created_at"], lease["leased_at"]) if steps else lease["leased_at"]
         answered["step"] = n + 1
         return {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
                 "elapsed": max(0.0, (arrival - previous).total_seconds())}
@@ -332,6 +333,23 @@ def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | No
             "status": status}
 
 
+# -- handing a run back -------------------------------------------------------------------------
+
+
+def release(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
+    """The agent hands its leased run back (it stopped: Ctrl-C): the lease ends and nothing is
+    recorded or charged, so the run is pending again at once. The next lease of it goes on where it
+    was (its steps so far are replayed; the time it lay released is nobody's). Returns `{run_id,
+    released, step}`: whether a lease was ended, and the number of the run's next answer. A run
+    not leased (already released, or over) is answered `released: false`."""
+    run = _run(store, run_id, actor)
+    repo = RemoteRepo(store)
+    lease = repo.lease(run_id) if run["recorded_status"] is None else None
+    if lease is not None:
+        repo.end_holder(lease["holder"])
+    return {"run_id": run_id, "released": lease is not None, "step": len(repo.steps(run_id)) + 1}
+
+
 # -- idle runs ----------------------------------------------------------------------------------
 
 
@@ -354,7 +372,7 @@ def expire_idle(store: Store, *, account: str | None = None, now: datetime | Non
             if steps and steps[-1]["kind"] != "message":
                 expired["yes"] = True  # already over: only its record is missing
                 return None
-            last = steps[-1]["created_at"] if steps else held["leased_at"]
+            last = max(steps[-1]["created_at"], held["leased_at"]) if steps else held["leased_at"]
             spent = sum(s["elapsed"] for s in steps)
             if now <= _deadline(held["leased_at"], last, lease["time_limit"], spent):
                 return None  # it answered in time after all
@@ -376,4 +394,5 @@ def expire_idle(store: Store, *, account: str | None = None, now: datetime | Non
 
 def _deadline(leased_at: datetime, last_step_at: datetime | None, time_limit: float, spent: float) -> datetime:
     """When a leased run's agent has overstayed: its last answer (or the lease) + the time it has left."""
-    return (last_step_at or leased_at) + timedelta(seconds=max(0.0, time_limit - spent))
+    since = leased_at if last_step_at is None else max(last_step_at, leased_at)  # a released run's new lease
+    return since + timedelta(seconds=max(0.0, time_limit - spent))

@@ -139,17 +139,20 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
         transcript=events, rolls=[dict(e.get("data") or {}) for e in events if e.get("source") == "dice"],
         beats=[{**(e.get("data") or {}), "line": e.get("content")} for e in events
                if e.get("source") == "facilitator" and e.get("role") == "user"],
-        traits=_judged_traits(store, run),
+        **_judged(store, run),
     )
 
 
-def _judged_traits(store: Store, run: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The judge's view of a run of a trait suite's submission (None for any other run)."""
+def _judged(store: Store, run: dict[str, Any]) -> dict[str, Any]:
+    """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
+    score when it has none (`unjudged`); nothing for any other run."""
     batch = store.batch(run["batch_id"]) or {}
     if batch.get("kind") != "submission" or not scoring.needs_judging(store, run["batch_id"]):
-        return None
+        return {}
     judged = scoring.judgements(store, run["batch_id"]).get(run["run_id"])
-    return judged.traits_view() if judged is not None else None
+    if judged is None:
+        return {}
+    return {"traits": judged.traits_view(), "unjudged": None if judged.scored else scoring.why_unscored(judged)}
 
 
 def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:

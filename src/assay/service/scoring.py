@@ -10,6 +10,12 @@ than the judge needs stays unscored — its submission stays `incomplete` (the v
 rubric release as scored only once judged) — and the submission is finalised, and published if it
 asked to be, when the last run is judged.
 
+Judging that could not finish says so: `score` returns `failures` {reason: runs}, one line per
+reason (an endpoint that could not be reached, passes that kept failing), and `why_unscored` says
+per run why it has no judge score (`assay debrief`). The endpoint a model judge was asked at is
+kept (`judge_endpoints`, without credentials) and asked again by a later `score` that names none;
+a model judge with no endpoint at all is refused, never sent to a default one.
+
 Every trait number is derived from the stored passes (`base.summarize`, `stats.traits`), never
 stored: a run's per-trait score is the mean of its valid passes; per scenario the mean over its
 scored, non-gated runs; the composite the mean over capability traits; safety traits on their own.
@@ -17,8 +23,11 @@ scored, non-gated runs; the composite the mean over capability traits; safety tr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
+
+from assay.endpoints import without_credentials
 
 from assay.errors import Conflict, Invalid, NotFound
 from assay.records import transcript_events
@@ -68,6 +77,19 @@ def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | Non
     if spec == "rules":
         return RulesJudge()
     return judge_from_spec(spec, base_url, api_key, passes, retry=retry)
+
+
+def check_judge(store: Store, key: str, version: str | None, judge: str | None, base_url: str | None, *,
+                own_rubric: bool = False, actor: Actor) -> None:
+    """Refuse, before a submission is stored and played, a judge that could never be asked: a
+    model judge (`judge`, else the one the release pins) with no endpoint, or no key for one that
+    needs it. Nothing to check for a release whose runs no judge scores."""
+    release = releases.find_release(store, key, version, actor=actor)
+    if releases.release_rubric(release) is None and not own_rubric:
+        return
+    spec = judge or (release_judge(release) or JudgeConfig(model="rules")).spec
+    if spec != "rules":
+        judge_from_spec(spec, base_url)
 
 
 def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
@@ -123,14 +145,17 @@ def _stored_pass(row: dict[str, Any]) -> JudgePass:
 
 def _missing(pinned: dict[str, Any], stored: list[dict[str, Any]]) -> list[int]:
     """The pass indices still to make for a run: the judge's own first, then (when some failed)
-    new ones until enough could be valid, within `MAX_PASS_FACTOR` × passes in all."""
+    new ones until enough could be valid, within `MAX_PASS_FACTOR` × passes in all; a pass that
+    failed because the endpoint could not be reached does not count against that (the judge never
+    answered it), so `assay score` can always try again once the endpoint is back."""
     have = {r["pass_index"] for r in stored}
     valid = sum(bool(r["valid"]) for r in stored)
     if valid >= pinned["min_valid"]:
         return []
     wanted = [i for i in range(pinned["passes"]) if i not in have]
     short = pinned["min_valid"] - valid - len(wanted)
-    ceiling = pinned["passes"] * MAX_PASS_FACTOR
+    lost = sum(r["error_kind"] == "connection" and not r["valid"] for r in stored)
+    ceiling = pinned["passes"] * MAX_PASS_FACTOR + lost
     nxt = max(have | set(wanted), default=-1) + 1
     while short > 0 and nxt < ceiling:
         wanted.append(nxt)
@@ -151,7 +176,11 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     than the pinned one is refused (`Conflict`); a release without a rubric has nothing to judge
     (`Invalid`); the endpoint and key of a model judge come from the arguments or `OPENAI_*`.
     `on_start(n)` hears how many passes are to be made, `on_pass(run_id, pass)` each as it ends;
-    `retry` paces a model judge's retries (its default backs off for up to half a minute)."""
+    `retry` paces a model judge's retries (its default backs off for up to half a minute).
+
+    A model judge's endpoint is `base_url`, else the one this submission was last judged at, else
+    `OPENAI_BASE_URL`; none at all is refused. The summary's `failures` {reason: runs} says why
+    recorded runs are still without a judge score (empty when every one has one)."""
     from assay.service.submissions import complete  # submissions calls back into scoring
 
     submission_id = _owned(store, ident, actor)
@@ -163,6 +192,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     repo = JudgeRepo(store)
     pinned = repo.config(submission_id)
     declared = release_judge(release) or JudgeConfig(model="rules")
+    base_url = base_url or repo.endpoint(submission_id)
     if pinned is not None:
         if judge is not None and judge != pinned["spec"]:
             raise Conflict(f"submission {submission_id[:12]} is scored with {pinned['spec']} (pinned at its first "
@@ -173,6 +203,8 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
         chosen = _make_judge(spec, declared.passes if spec == declared.spec else 5, base_url, api_key, retry)
         chosen.check(rubric)
         pinned = repo.pin(submission_id, _pin_row(chosen, rubric))
+    if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
+        repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
     jobs = []
     for run in repo.recorded_runs(submission_id):
@@ -193,9 +225,43 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
         chosen.score_runs_sync(jobs, concurrency, record)
     complete(store, submission_id)
     judged = judgements(store, submission_id)
+    down = getattr(chosen, "unreachable", None)
+    asked = {j.run_id for j in jobs}
+    failures: dict[str, int] = {}
+    for run_id, judgement in judged.items():
+        if not judgement.scored:
+            reason = down if down is not None and run_id in asked else why_unscored(judgement)
+            if not _missing(pinned, [_pass_fields(p) for p in judgement.passes]):
+                reason += SPENT  # another `score` would make no pass: said, not offered as a retry
+            failures[reason] = failures.get(reason, 0) + 1
     return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
             "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
-            "runs_recorded": len(judged)}
+            "runs_recorded": len(judged), "failures": failures}
+
+
+#: The end of a failure reason no later scoring can mend.
+SPENT = "; its judge passes are spent (it stays unscored)"
+
+
+def _pass_fields(judged: JudgePass) -> dict[str, Any]:
+    return {"pass_index": judged.index, "valid": judged.valid, "error_kind": judged.error_kind}
+
+
+_ATTEMPTS = re.compile(r" \(after \d+ attempts\)$")
+
+
+def why_unscored(judgement: RunJudgement) -> str:
+    """Why a run has no judge score, in one line (the last failed pass's error, without counts, so
+    runs that failed alike read alike); `not judged yet` when no pass was made."""
+    failed = [p for p in judgement.passes if not p.valid]
+    if not judgement.passes:
+        return "not judged yet"
+    if not failed:
+        return f"only {judgement.valid_passes} of the {judgement.min_valid} valid judge passes it needs"
+    last = failed[-1]
+    if last.error_kind == "connection":
+        return _ATTEMPTS.sub("", last.error or "the judge endpoint could not be reached")
+    return f"judge passes failed ({_ATTEMPTS.sub('', last.error or last.error_kind or 'no reason recorded')})"
 
 
 def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
@@ -212,7 +278,10 @@ def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
     done = []
     for submission_id in todo:
         try:
-            score(store, submission_id, actor=OPERATOR)
+            summary = score(store, submission_id, actor=OPERATOR)
+            down = [f"{reason} ({n} run(s))" for reason, n in summary["failures"].items() if " unreachable: " in reason]
+            if down:  # left for the next call, and said
+                raise RuntimeError("; ".join(down))
             done.append(submission_id)
         except Exception as exc:  # noqa: BLE001 - one submission's judge must not stop the others
             if on_error is not None:

@@ -9,7 +9,9 @@ import sqlalchemy as sa
 
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import board_run_facts
-from assay.store.judge_schema import batch_facilitators, judge_configs, judge_passes, submission_rubrics
+from assay.store.judge_schema import (
+    batch_facilitators, judge_configs, judge_endpoints, judge_passes, submission_rubrics,
+)
 from assay.store.schema import planned_runs, runs, utcnow
 
 PASS_COLUMNS = ("run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error", "error_kind", "attempts")
@@ -46,6 +48,25 @@ class JudgeRepo(BoardRepo):
             pinned = self.config(submission_id, conn)
         assert pinned is not None
         return pinned
+
+    def endpoint(self, submission_id: str) -> str | None:
+        """The endpoint the submission's model judge was last asked at (no credentials), or None."""
+        with self.read() as conn:
+            return conn.execute(sa.select(judge_endpoints.c.base_url)
+                                .where(judge_endpoints.c.submission_id == submission_id)
+                                .order_by(judge_endpoints.c.id.desc()).limit(1)).scalar_one_or_none()
+
+    def keep_endpoint(self, submission_id: str, base_url: str) -> None:
+        """Remember `base_url` (already without credentials) as the submission's judge endpoint,
+        unless it is the one remembered last."""
+        with self.write() as conn:
+            self.lock(conn, "judge-endpoint", submission_id)
+            last = conn.execute(sa.select(judge_endpoints.c.base_url)
+                                .where(judge_endpoints.c.submission_id == submission_id)
+                                .order_by(judge_endpoints.c.id.desc()).limit(1)).scalar_one_or_none()
+            if last != base_url:
+                conn.execute(sa.insert(judge_endpoints).values(submission_id=submission_id, base_url=base_url,
+                                                               created_at=utcnow()))
 
     def add_pass(self, submission_id: str, row: dict[str, Any]) -> bool:
         """Append one pass; False (nothing written) if that (run, pass index) is already recorded."""

@@ -83,6 +83,18 @@ judge_passes = sa.Table(
     sa.Index("ix_judge_passes_submission", "submission_id"),
 )
 
+judge_endpoints = sa.Table(
+    "judge_endpoints",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), nullable=False),
+    sa.Column("base_url", sa.String, nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_judge_endpoints_submission", "submission_id"),
+)
+"""The endpoint (base URL without credentials, never a key) a submission's model judge was asked
+at, a row each time it changes; the latest is the one `assay score` asks again (0017)."""
+
 JUDGE_TABLES: tuple[str, ...] = ("release_rubrics", "submission_rubrics", "batch_facilitators", "judge_configs",
                                   "judge_passes")
 """Tables 0005_judge_passes creates; all append-only."""

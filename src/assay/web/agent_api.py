@@ -4,6 +4,8 @@
                                               limits, step: 1, pending} · 204 when nothing is pending
     POST /api/agent/runs/{run_id}/step     {"step": N, "message": {assistant message}}
                                            → {run_id, step, messages, done, status}
+    POST /api/agent/runs/{run_id}/release  → {run_id, released, step}: the agent stopped; the run is
+                                              pending again at once, nothing recorded or charged
 
 A thin shell over `service.remote`; the engine decides everything (a malformed message is the
 run's `empty`, an unknown tool a tool error, a late answer a `timeout`). `step` numbers the
@@ -114,3 +116,15 @@ def step(run_id: str, body: StepRequest, store: Store = Depends(get_store),
         return remote.step(store, run_id, actor=actor, index=body.step, failure=body.error)
     message = body.message if "message" in body.model_fields_set else dict(body.model_extra or {})
     return remote.step(store, run_id, message, actor=actor, index=body.step)
+
+
+class ReleaseAnswer(_Open):
+    run_id: str
+    released: bool = Field(description="Whether a lease was ended (false: the run was not leased, or is over).")
+    step: int = Field(description="The number of the run's next answer; its next lease starts there.")
+
+
+@router.post("/{run_id}/release", response_model=ReleaseAnswer, responses=error_responses(404),
+             summary="Hand a leased run back: it is pending again at once, nothing recorded")
+def release(run_id: str, store: Store = Depends(get_store), actor: Actor = Depends(agent_actor)) -> Any:
+    return remote.release(store, run_id, actor=actor)

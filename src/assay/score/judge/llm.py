@@ -16,10 +16,15 @@ Wire contract (one chat-completions request per (run, pass)):
 Failures. A malformed reply (not JSON, not an object, a trait missing or unknown, a score that is not
 a number in [0, 1]; NaN and booleans included) is asked again up to `RetryPolicy.reply_retries`
 times and then recorded as a failed pass, never averaged. HTTP 429, 408, 409 and 5xx and
-connection failures are retried up to `RetryPolicy.http_retries` times with exponential backoff
-(`Retry-After` honoured, up to `backoff_max`); the client's own retries are off, so each retry is
-counted in the pass's `attempts` and the pass is still recorded once. Other HTTP errors (400, 401,
-404, …) fail the pass at once: retrying them cannot help.
+answers that do not come in time are retried up to `RetryPolicy.http_retries` times with
+exponential backoff (`Retry-After` honoured, up to `backoff_max`); the client's own retries are
+off, so each retry is counted in the pass's `attempts` and the pass is still recorded once. Other
+HTTP errors (400, 401, 404, …) fail the pass at once: retrying them cannot help. A connection gets
+`CONNECT_TIMEOUT` seconds; one that cannot be made (refused, a name that does not resolve, a
+connect that timed out) is retried `RetryPolicy.connect_retries` times, quickly, and then the
+endpoint is taken as down: the passes in flight end, no further pass is started, and
+`unreachable` says why in one line naming the endpoint (`judge endpoint URL unreachable:
+connection refused`). The scoring layer reports it and leaves the runs for `assay score`.
 
 Rendering (`JUDGE_PROMPT_VERSION` 1). The judge sees what the player saw and said and nothing the
 world only recorded: every event that was part of the conversation (it has a `role`): the harness's
@@ -56,7 +61,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # both load in about a second: imported when a model judge first asks, not by every `assay run`
     import openai
 
+from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure
 from assay.endpoints import REDACTED as _REDACTED
+from assay.endpoints import unreachable as _unreachable
 from assay.endpoints import is_loopback as _is_loopback
 from assay.endpoints import without_credentials as _without_credentials
 from assay.canonical import canonical_hash
@@ -92,7 +99,6 @@ __all__ = [
 #: Version of the judge prompt (template and rendering); bump with any change to either.
 JUDGE_PROMPT_VERSION = 1
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent as the key to loopback endpoints that need none (the client refuses to run without one).
 PLACEHOLDER_API_KEY = "unset"
 
@@ -267,6 +273,9 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     jitter: float = 0.25
+    #: retries of a connection that could not be made, `connect_backoff` × 2**k apart
+    connect_retries: int = 2
+    connect_backoff: float = 0.25
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         wait = min(self.backoff_max, self.backoff_base * 2 ** (retry - 1))
@@ -311,10 +320,11 @@ class LLMJudge:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  passes: int = MIN_PASSES, timeout: float = 120.0, retry: RetryPolicy | None = None,
-                 min_valid: int = MIN_PASSES) -> None:
-        """Resolve the endpoint (argument, then `OPENAI_BASE_URL`) and key (argument, then
-        `OPENAI_API_KEY`; a loopback endpoint may go without). Fewer than `MIN_PASSES` passes is
-        refused here, at configuration, never discovered after the runs."""
+                 min_valid: int = MIN_PASSES, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        """Resolve the endpoint (argument, then `OPENAI_BASE_URL`; there is no default: a judge is
+        never sent to an endpoint nobody named) and key (argument, then `OPENAI_API_KEY`; a
+        loopback endpoint may go without). Fewer than `MIN_PASSES` passes is refused here, at
+        configuration, never discovered after the runs."""
         if not model:
             raise Invalid("the judge's model name is empty", "judge", value="openai:")
         if isinstance(passes, bool) or not isinstance(passes, int) or passes < MIN_PASSES:
@@ -325,8 +335,15 @@ class LLMJudge:
         self.passes = passes
         self.min_valid = min_valid
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self.retry = retry or RetryPolicy()
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            raise Invalid("a model judge needs an endpoint: --judge-base-url URL or OPENAI_BASE_URL (none is "
+                          "assumed)", "judge", value=self.spec)
+        self.base_url = url.rstrip("/")
+        #: why the endpoint could not be reached in the last `score_runs`, one line (None: it could)
+        self.unreachable: str | None = None
         key = api_key or os.environ.get("OPENAI_API_KEY") or None
         if key is None:
             if not _is_loopback(self.base_url):
@@ -364,12 +381,13 @@ class LLMJudge:
         import openai
 
         limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
+        timeout = httpx2.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
         try:
             import aiohttp  # noqa: F401 - openai's aiohttp transport: less CPU per request
-            http: Any = openai.DefaultAioHttpClient(limits=limits, timeout=self.timeout)
+            http: Any = openai.DefaultAioHttpClient(limits=limits, timeout=timeout)
         except ImportError:  # pragma: no cover
-            http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
-        return openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+            http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
+        return openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=timeout,
                                   max_retries=0, http_client=http)
 
     async def score_runs(self, runs: Sequence[JudgeRun], concurrency: int = 16,
@@ -390,12 +408,15 @@ class LLMJudge:
                 raise ValueError(f"run {run.run_id}: a pass index is asked for twice")
             jobs += [(r, i) for i in indices]
         done: list[list[JudgePass]] = [[] for _ in runs]
+        self.unreachable = None
         if jobs:
             client = self.client(pool=min(concurrency, len(jobs)))
             queue = iter(jobs)
             try:
                 async def worker() -> None:
                     for r, i in queue:  # one shared iterator: each job is taken exactly once
+                        if self.unreachable is not None:
+                            return  # the endpoint is down: the passes left are not made (nor recorded)
                         run = runs[r]
                         judged = await self._pass(client, run, bodies[r], i)
                         done[r].append(judged)
@@ -432,7 +453,7 @@ class LLMJudge:
 
         traits = run.rubric.keys
         headers = {"X-Assay-Run": run.run_id, "X-Assay-Judge-Pass": str(index)}
-        attempts = http_retries = reply_retries = 0
+        attempts = http_retries = reply_retries = connect_retries = 0
         notes: list[str] = []
         raw: str | None = None
 
@@ -457,7 +478,17 @@ class LLMJudge:
                 kind: ErrorKind = "http"
                 retry_after = _retry_after(exc.response)
             except openai.APIConnectionError as exc:  # timeouts included
-                problem = f"{type(exc).__name__}: {exc}"
+                cause = connect_failure(exc)
+                if cause is not None and cause not in AFTER_CONNECT:  # no connection could be made
+                    problem = _unreachable("judge endpoint", self.base_url, exc)
+                    if self.unreachable is not None or connect_retries >= self.retry.connect_retries:
+                        self.unreachable = self.unreachable or self._clean(problem)
+                        return failed(f"{problem} (after {attempts} attempts)", "connection")
+                    connect_retries += 1
+                    notes.append(self._clean(problem))
+                    await asyncio.sleep(self.retry.connect_backoff * 2 ** (connect_retries - 1))
+                    continue
+                problem = f"{type(exc).__name__}: {cause or exc}"
                 kind = "connection"
             else:
                 raw = _content(response.content)

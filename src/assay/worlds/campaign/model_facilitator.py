@@ -11,6 +11,11 @@ lines back (`facilitator.replaying`): a replay never calls a model.
 `FacilitatorSpec` is what a batch carries (picklable: spec and endpoint, never a key); calling it
 builds the facilitator for one run, reading the key from `ASSAY_FACILITATOR_API_KEY` or
 `OPENAI_API_KEY` at that moment (a loopback endpoint may go without).
+
+A connection to the endpoint gets `CONNECT_TIMEOUT` seconds (the answer up to the read timeout);
+one that cannot be made is retried twice by the client, quickly, and then the line fails with
+`FacilitatorUnreachable`, one line naming the endpoint and the cause, which the run records as its
+harness `error`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from assay.endpoints import is_loopback, without_credentials
+from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure, is_loopback, unreachable, without_credentials
 from assay.errors import Invalid
 from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
 
@@ -62,6 +67,10 @@ class FacilitatorSpec:
         return ModelFacilitator(self.spec.partition(":")[2], base_url=self.base_url, temperature=self.temperature)
 
 
+class FacilitatorUnreachable(RuntimeError):
+    """The facilitator's endpoint could not be reached: `facilitator endpoint URL unreachable: cause`."""
+
+
 _clients: dict[tuple[int, str, str, float], Any] = {}
 _clients_lock = threading.Lock()
 
@@ -75,9 +84,11 @@ def _client_for(url: str, key: str, timeout: float) -> Any:
     with _clients_lock:
         found = _clients.get(ident)
         if found is None:
+            import httpx2
             import openai  # here, not at import: about a second that scripted campaigns never need
 
-            found = _clients[ident] = openai.OpenAI(base_url=url, api_key=key, timeout=timeout, max_retries=2)
+            bounded = httpx2.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
+            found = _clients[ident] = openai.OpenAI(base_url=url, api_key=key, timeout=bounded, max_retries=2)
         return found
 
 
@@ -100,6 +111,7 @@ class ModelFacilitator:
         self.model = f"openai:{model}"
         self._name = model
         self._temperature = temperature
+        self._url = url
         self._client = _client_for(url, key or PLACEHOLDER_API_KEY, timeout)
         self._scripted = ScriptedFacilitator()
 
@@ -115,8 +127,15 @@ class ModelFacilitator:
         return [{"role": "system", "content": system}, *talk, {"role": "user", "content": cue_text}]
 
     def speak(self, cue: Cue, table: Table) -> str:
-        reply = self._client.chat.completions.create(model=self._name, messages=self.messages(cue, table),
-                                                     temperature=self._temperature)
+        import openai
+
+        try:
+            reply = self._client.chat.completions.create(model=self._name, messages=self.messages(cue, table),
+                                                         temperature=self._temperature)
+        except openai.APIConnectionError as exc:
+            if connect_failure(exc) in (None, *AFTER_CONNECT):
+                raise
+            raise FacilitatorUnreachable(unreachable("facilitator endpoint", self._url, exc)) from None
         text = (reply.choices[0].message.content or "").strip() if reply.choices else ""
         if not text:
             raise RuntimeError(f"the facilitator model {self._name} answered with no words")

@@ -1,0 +1,53 @@
+"""What the CLI says when a batch or a scoring could not do its work (issue 23, item 4): one line
+per reason on stderr and exit 1, never a quiet exit 0.
+
+- `no_agent_reached(store, batch_id)`: every run of the batch that was played is recorded as
+  `error` because its agent's endpoint could not be reached (`agents.protocol.unreachable_reason`):
+  the batch measured nothing, and says so.
+- `judging_lines(summary)`: the reasons a scoring left runs without a judge score
+  (`service.scoring.score`'s `failures`), each with the command that retries it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.agents.protocol import unreachable_reason
+from assay.ui import err
+
+#: The exit code of a batch that reached no agent, and of a scoring that could not finish.
+FAILED = 1
+
+
+def no_agent_reached(store: Any, batch_id: str) -> str | None:
+    """One line when no recorded run of the batch could reach its agent, else None."""
+    from assay.store.schema import planned_runs, runs
+
+    query = (sa.select(runs.c.status, runs.c.reason)
+             .join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
+             .where(planned_runs.c.batch_id == batch_id))
+    with store.engine.connect() as conn:
+        rows = conn.execute(query).all()
+    if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
+        return None
+    reasons = sorted({str(r.reason) for r in rows})
+    return (f"no run could reach its agent ({'; '.join(reasons)}): {len(rows)} run(s) of {batch_id} are recorded "
+            "as error, which `assay resume` cannot replay; check the endpoint and run again")
+
+
+def judging_lines(summary: dict[str, Any] | None) -> list[str]:
+    """One line per reason judging could not finish, naming how to retry (none when it finished)."""
+    if not summary:
+        return []
+    from assay.service.scoring import SPENT
+
+    return [f"{reason.removesuffix(SPENT)}; {n} run(s) not judged" + (
+        SPENT if reason.endswith(SPENT) else f"; `assay score {summary['submission_id']}` to retry")
+        for reason, n in summary.get("failures", {}).items()]
+
+
+def say_all(lines: list[str]) -> None:
+    for line in lines:
+        err.print(f"assay: error: {line}", markup=False, highlight=False, soft_wrap=True)
