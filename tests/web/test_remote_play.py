@@ -285,8 +285,20 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     assert submit_remote(client, keys.alice_api, "remote").status_code == 201
     auth = bearer(keys.alice_agent)
     deep: Any = []
-    for _ in range(600):  # deeper than any message, and than a naive recursion survives
+    for _ in range(50):  # deeper than any message (MAX_DEPTH), yet under the body's nesting cap
         deep = [deep]
+    # nested past the body's cap (web.guards.MAX_JSON_DEPTH): refused before it is parsed, and
+    # the run it was sent to is untouched (still at its first step)
+    abyss: Any = []
+    for _ in range(600):
+        abyss = [abyss]
+    run_id = client.post("/api/agent/runs/next", headers=auth).json()["run_id"]
+    refused = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": abyss}, headers=auth)
+    assert refused.status_code == 422 and refused.json()["field"] == "body"
+    assert web_store.run(run_id)["status"] is None
+    answer = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": "hello"}, headers=auth)
+    assert (answer.json()["done"], answer.json()["status"]) == (True, "empty")
+    same_as_stored(web_store, run_id, in_process(web_store, run_id, answering("hello")))
     for junk in ("hello", None, [1, 2], {"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
                  {"role": "assistant", "content": deep}):
         run_id = client.post("/api/agent/runs/next", headers=auth).json()["run_id"]
