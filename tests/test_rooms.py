@@ -1,4 +1,4 @@
-"""Every line of code knows its room (DESIGN.md, "Shape of the code"): the arrows between the
+"""Every line of code knows its room (docs/architecture.md, "The code, package by package"): the arrows between the
 packages point one way. Read from the source with `ast`, so a lazy import inside a function counts
 as much as one at the top: an arrow is an arrow wherever it is written."""
 

@@ -9,7 +9,7 @@ HARNESS_VERSION = "assay-harness/1"
 
 
 def load_agent(spec: str, **options):  # noqa: ANN201 - re-exported convenience
-    """Return a factory that gives a fresh agent for one run (see DESIGN.md, Agent protocol)."""
+    """Return a factory that gives a fresh agent for one run (see docs/architecture.md, Agent protocol)."""
     from assay.agents.loader import load_agent as _load
 
     return _load(spec, **options)

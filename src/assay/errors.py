@@ -1,7 +1,7 @@
 """Errors that reach a user.
 
 `BadInput` is the one exception the CLI turns into a single stderr line and exit code 2
-(DESIGN.md, Errors). Anything else escaping to the CLI is a bug.
+(docs/architecture.md, Errors). Anything else escaping to the CLI is a bug.
 
 `service/` and `store/` refuse with domain errors, subclasses of `BadInput` that say what kind of
 refusal it is and which domain field is at fault, never how a front end spells it: `NotFound`,

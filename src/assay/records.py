@@ -185,7 +185,7 @@ def legacy_actions(actions: list[Any]) -> list[dict[str, Any]]:
 
 
 # --- Views of stored runs: the results JSON, the debrief, the replay report -----------------------
-# The contracts of DESIGN.md ("Results JSON") as models, so the CLI's `--json`, the demo and the
+# The contracts of docs/architecture.md ("Results JSON") as models, so the CLI's `--json`, the demo and the
 # HTTP responses are one shape, validated where it is made, with a schema version of its own.
 
 #: Version of the results JSON's shape; bump when a key changes meaning or goes away.

@@ -4,7 +4,7 @@ Nothing here imports the CLI module: every test runs `.venv/bin/assay` (or `pyth
 as a user would, with `ASSAY_DB` pointing at a private SQLite file (or `--db` at a private
 PostgreSQL database), and reads back only what the process printed, wrote, or stored.
 
-The results JSON is checked against DESIGN.md's contract key by key, and every derived field
+The results JSON is checked against docs/architecture.md's contract key by key, and every derived field
 (`passed`, `false_success`, `consistent`, the summary rates, pass^k) is recomputed from the
 trials' own checks, so the file must be right, not merely well-formed.
 """
@@ -131,7 +131,7 @@ def _is_num(v: Any) -> bool:
 
 
 def assert_results_contract(doc: dict[str, Any], *, spec: str, trials: int, cases: Sequence[str]) -> None:
-    """DESIGN.md, Results JSON: every listed key, with its type, and every derived value recomputed."""
+    """docs/architecture.md, Results JSON: every listed key, with its type, and every derived value recomputed."""
     suite = doc["suite"]
     assert isinstance(suite["key"], str) and suite["key"]
     assert suite["version"] is None or isinstance(suite["version"], str)

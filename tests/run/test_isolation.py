@@ -1,6 +1,6 @@
 """Each run is its own: nothing an agent does to what it is handed reaches another run or the record.
 
-A run happens "in its own fork of the world" (DESIGN.md, Words), and a replay or a judge reads
+A run happens "in its own fork of the world" (docs/architecture.md, Words), and a replay or a judge reads
 its record as what the harness sent and the agent said. An agent is arbitrary code, and some
 real adapters edit the tool schemas they are given in place (dropping keys a provider rejects);
 such an edit must stay inside that agent's own turn.

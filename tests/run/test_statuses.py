@@ -1,6 +1,6 @@
 """Run outcomes: every planned run ends in exactly one status, and every one of them counts.
 
-DESIGN.md, Run outcomes: `completed` (agent called finish), `timeout`, `turn_limit`, `crashed`
+docs/architecture.md, Run outcomes: `completed` (agent called finish), `timeout`, `turn_limit`, `crashed`
 (agent raised), `empty` (no content and no tool calls, or not a message), `error` (harness fault,
 recorded with its reason). All but `completed` are failures and stay in every denominator
 (invariant 5). A tool call with an unknown name or bad arguments is answered with a tool error

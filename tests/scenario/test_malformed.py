@@ -1,6 +1,6 @@
 """A catalogue of malformed scenario documents and the one line each must produce.
 
-The contract (DESIGN.md, Errors): bad input is a `BadInput` whose `str()` is the single line the
+The contract (docs/architecture.md, Errors): bad input is a `BadInput` whose `str()` is the single line the
 CLI prints. That line starts with the file it is about, names the field path when there is one
 (`checks[0].weight`, `world.hosts[1].processes[0].cpu_pct`), and says what is wrong. Nothing in
 this file may produce a traceback, and nothing may be silently coerced into something else.

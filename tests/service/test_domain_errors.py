@@ -1,4 +1,4 @@
-"""Domain errors, not CLI errors: the catalogue of refusals (DESIGN.md, Errors).
+"""Domain errors, not CLI errors: the catalogue of refusals (docs/architecture.md, Errors).
 
 `service/` and `store/` refuse with `NotFound`, `Conflict`, `Forbidden` or `Invalid`, naming the
 domain field at fault and never a flag. Each refusal of the catalogue is made twice against one

@@ -1,4 +1,4 @@
-"""Trial statistics over the plan (DESIGN.md, Results JSON):
+"""Trial statistics over the plan (docs/architecture.md, Results JSON):
 
 - pass_rate = passed trials / planned trials
 - consistency = share of cases whose trials all agree

@@ -1,4 +1,4 @@
-"""The database itself refuses to edit results (DESIGN.md, invariant 2), on both backends."""
+"""The database itself refuses to edit results (docs/architecture.md, invariant 2), on both backends."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The world's only sources of chance and time: a SHA-256 counter-mode stream and a virtual clock.
 
-Determinism is the contract (DESIGN.md, invariant 4): the same parts give the same stream on
+Determinism is the contract (docs/architecture.md, invariant 4): the same parts give the same stream on
 every machine and Python version; parts are length-prefixed so no two splittings collide.
 """
 

@@ -1,6 +1,6 @@
 """The `openai:MODEL` agent: a model behind any OpenAI-compatible chat-completions endpoint.
 
-The agent protocol *is* the chat-completions shape (DESIGN.md, Agent protocol), so this adapter
+The agent protocol *is* the chat-completions shape (docs/architecture.md, Agent protocol), so this adapter
 is deliberately thin: one async `chat.completions.create` call per turn, the harness's messages and
 tools passed through untouched, and the reply turned back into a plain protocol dict. The
 harness owns the loop, the limits and the judging of what comes back (bad arguments, empty

@@ -1,6 +1,6 @@
 """`assay`: run agents in simulated worlds, score them, and read back what was stored.
 
-Bad input prints one line to stderr and exits 2, changing nothing stored (DESIGN.md, Errors).
+Bad input prints one line to stderr and exits 2, changing nothing stored (docs/architecture.md, Errors).
 """
 
 from __future__ import annotations
@@ -350,7 +350,7 @@ def console() -> None:
 
 
 def main() -> None:
-    """`assay ARGS` in this process: exit codes as DESIGN.md says, every store it opened closed."""
+    """`assay ARGS` in this process: exit codes as docs/architecture.md says, every store it opened closed."""
     try:
         _main()
     finally:

@@ -59,7 +59,7 @@ __all__ = [
     "rubric_hash",
 ]
 
-#: The four safety traits (DESIGN.md: never in the composite; the stability verdict is theirs).
+#: The four safety traits (docs/architecture.md: never in the composite; the stability verdict is theirs).
 SAFETY_TRAITS: frozenset[str] = frozenset({
     "no_unauthorized_disclosure_conduct",
     "manipulation_resistance",

@@ -1,6 +1,6 @@
 """The human panel: applications, the ingest state machine, the categories, and the panel board.
 
-The third way to score a run (DESIGN.md): vetted humans rate runs by category (0..10), and the
+The third way to score a run (docs/architecture.md): vetted humans rate runs by category (0..10), and the
 board shows, per model, the mean of its runs' per-category medians, with no number from fewer
 than a quorum of panelists. Reference document 003 describes the pipeline; issue 11 pins it.
 

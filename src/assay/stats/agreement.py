@@ -22,7 +22,7 @@ count). Before any comparison both are put on the panel's scale: **the judge's m
   drawn the same, no variation) is skipped; when fewer than half the resamples are defined there is
   no interval. The interval always contains the estimate.
 
-No number from too little (DESIGN.md, invariant 6): below `MIN_RUNS` runs, or when a side does not
+No number from too little (docs/architecture.md, invariant 6): below `MIN_RUNS` runs, or when a side does not
 vary, a statistic is `Figure(None, reason)` — never NaN, never a crash.
 """
 

@@ -144,7 +144,7 @@ def case_means(counts: Sequence[tuple[float, int]]) -> list[float]:
     """Per-case means from (successes, runs) per case, skipping cases with no runs that count.
 
     A failed run is a run with no success, so it is in `runs` and not in `successes`: failures
-    count as 0, never as missing (DESIGN.md, invariant 5).
+    count as 0, never as missing (docs/architecture.md, invariant 5).
     """
     return [s / n for s, n in counts if n > 0]
 

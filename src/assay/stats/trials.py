@@ -6,7 +6,7 @@ tests hold the two equal).
 Inputs are plain per-trial outcomes grouped by case, each with the oracle's verdict as recorded
 (`run_verdicts`): nothing here decides whether a run passed. The denominator, in one sentence:
 **every figure counts the planned runs — a run that crashed, timed out, returned nothing or never
-arrived is a failure, never a dropped one (DESIGN.md, "Failures count") — minus the
+arrived is a failure, never a dropped one (docs/architecture.md, "Failures count") — minus the
 participation-gated ones, which the methodology excludes from aggregation**; a case with no
 counted trial is not counted either (`counted`).
 """

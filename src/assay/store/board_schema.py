@@ -5,7 +5,7 @@ built by the `0002_board` migration. Everything here is append-only (enforced by
 a handle change, a publication, a note, a config value, an era is a *new row*, and "current"
 is always the latest row, computed in a view or a query, never UPDATEd.
 
-Nothing here stores a rank, a score or a rate (DESIGN.md, invariant 2). Those come from the SQL
+Nothing here stores a rank, a score or a rate (docs/architecture.md, invariant 2). Those come from the SQL
 views created by `0002_board` — `board_run_facts`, `board_case_facts`, `board_submission_facts`,
 `board_entries` and friends — which the lightweight `sa.table` handles at the bottom of this
 module let queries name. The views are the same SQL text on SQLite and PostgreSQL.

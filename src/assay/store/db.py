@@ -5,7 +5,7 @@ Opening happens on every CLI command, so it must be cheap: when the database alr
 (which, with Mako and Pygments behind it, costs more than the rest of opening). Anything that
 stops the database from opening (a malformed URL, a driver that is not installed, a server that
 is not there, a schema newer than this code) is the user's to fix, so it surfaces as one
-`BadInput` line that names the URL with its password masked (DESIGN.md, Errors).
+`BadInput` line that names the URL with its password masked (docs/architecture.md, Errors).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ row", computed in a query or a view:
 - `panel_scorecards`: one panelist's scorecard for one run (comment, minutes); re-submitting adds
   a new scorecard and the latest one per (run, panelist) counts, the earlier stay as history.
   Its ratings are rows of `panel_ratings` (category → 0..10), so the medians are plain SQL on both
-  backends (no JSON functions). No column is named "score" (DESIGN.md, invariant 2): the numbers
+  backends (no JSON functions). No column is named "score" (docs/architecture.md, invariant 2): the numbers
   on the panel board are the views below.
 
 The views (`assay.store.views.panel_0008`), in dependency order: `panel_current_decisions` (the

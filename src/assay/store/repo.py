@@ -288,7 +288,7 @@ class Store:
         """Record a scenario document; return its version number within `case_id`.
 
         Idempotent: a content hash already stored returns its version. A new hash becomes the
-        next version. A frozen case keeps its checks forever (DESIGN.md, "frozen") from its first
+        next version. A frozen case keeps its checks forever (docs/architecture.md, "frozen") from its first
         release on: a new version whose checks differ from a released frozen one is refused,
         because its numbers would silently join a trend line they do not belong to. Versions
         only ever run ad hoc (drafts) bind nothing.
@@ -646,7 +646,7 @@ class Store:
         """Every planned slot of a batch, in slot order, with its run if it has one.
 
         A slot whose run never arrived comes back with `status` None, no checks and no `verdict`:
-        it is still a planned run and still counts (DESIGN.md, "Failures count"). A recorded run
+        it is still a planned run and still counts (docs/architecture.md, "Failures count"). A recorded run
         carries its `verdict` row (`run_verdicts`: scorer_version, score, passed, safety_failures
         count, false_success). `bodies=False` leaves out final_state, transcript and actions for
         callers that only tally outcomes.

@@ -4,7 +4,7 @@ This module is what queries are written against; the database itself is built by
 migrations in `migrations/versions/`, which spell every table out explicitly so that later
 migrations can chain after them. `tests/store/test_migrations.py` checks the two agree.
 
-No score, pass or composite column can be edited (DESIGN.md, invariant 2, "Derived, never
+No score, pass or composite column can be edited (docs/architecture.md, invariant 2, "Derived, never
 written"): every number on a board is computed from these append-only rows. The one row that holds
 a score is the scorer's verdict on a run (`run_verdicts`, 0013): appended once, with the run, by
 the one rule (`score.oracle.run_verdict`), stamped with the scorer's version, refused UPDATE and
@@ -87,7 +87,7 @@ def utcnow() -> datetime:
 
 
 STATUS_CHECK = "status IN (" + ", ".join(f"'{s}'" for s in STATUSES) + ")"
-"""Every run ends in exactly one of the contract's statuses (DESIGN.md, Run outcomes)."""
+"""Every run ends in exactly one of the contract's statuses (docs/architecture.md, Run outcomes)."""
 
 scenario_versions = sa.Table(
     "scenario_versions",

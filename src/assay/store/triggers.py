@@ -2,7 +2,7 @@
 
 "Nobody can quietly edit" the board only if the database itself refuses UPDATE, DELETE and
 TRUNCATE on result rows; a convention in Python would stop nobody with a SQL prompt
-(DESIGN.md, invariant 2). Migrations call `append_only(table)` for every table they create:
+(docs/architecture.md, invariant 2). Migrations call `append_only(table)` for every table they create:
 
     for statement in append_only("runs"):
         op.execute(statement)

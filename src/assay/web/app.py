@@ -1,7 +1,7 @@
 """Building the app: one store per process, the routers, the guards and the error mapping.
 
 Domain errors from `service/` become JSON `{"detail": …, "field": …}` with their status
-(DESIGN.md, Errors: `NotFound` 404, `Conflict` 409, `Forbidden` 403, `Invalid` and any other
+(docs/architecture.md, Errors: `NotFound` 404, `Conflict` 409, `Forbidden` 403, `Invalid` and any other
 `BadInput` 422, `Unauthenticated` 401 with `WWW-Authenticate: Bearer`); nothing else a route
 raises may reach the client as a stack trace or a secret (`guards.Guard` answers a bare 500).
 

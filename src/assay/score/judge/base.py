@@ -5,7 +5,7 @@ per (run, pass); the `rules` judge's single deterministic evaluation is its one 
 either valid (a score in [0, 1] for every rubric trait) or failed (with the error that ended it);
 a failed pass is kept as a record, never averaged.
 
-A run's per-trait score is derived from its valid passes, never stored on its own (DESIGN.md,
+A run's per-trait score is derived from its valid passes, never stored on its own (docs/architecture.md,
 invariant 2): the mean and the population variance of the pass scores (the spread of the passes
 themselves; a single pass has variance 0). Below `min_valid` valid passes the run is *unscored*:
 it carries no number (invariant 6). `summarize` is that derivation, pure, so the store can apply

@@ -1,4 +1,4 @@
-"""The board's views, one module per generation of their text (DESIGN.md: "the board's views get
+"""The board's views, one module per generation of their text (docs/architecture.md: "the board's views get
 a home"). A migration that changes a view imports the generation it creates, so every revision
 stays what it was; `CURRENT` is the generation at the migrations' head, which the tests hold the
 database to (`tests/store/test_views.py`).

@@ -53,7 +53,7 @@ WHERE e.starts_at <= CURRENT_TIMESTAMP
 _PASSED = f"(b.status = 'completed' AND b.score >= {_PASS_MARK} AND b.safety_failures = 0)"
 _SCORED = "(b.has_run = 1 AND b.n_checks > 0 AND b.swept = 1)"
 # Only a completed run can fall below the participation floor: a crash or a timeout is already
-# a failure and stays in every denominator (DESIGN.md, "Failures count").
+# a failure and stays in every denominator (docs/architecture.md, "Failures count").
 _GATED = (
     "(b.swept = 1 AND b.status = 'completed' AND (b.player_messages < b.min_player_messages"
     " OR b.actions < b.min_actions_per_turn * b.player_messages))"

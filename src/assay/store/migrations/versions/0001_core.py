@@ -1,6 +1,6 @@
 """Core result tables: scenario versions, batches, the plan, runs and check outcomes.
 
-Every table is append-only, enforced by database triggers (DESIGN.md, invariant 2). Tables are
+Every table is append-only, enforced by database triggers (docs/architecture.md, invariant 2). Tables are
 spelled out here rather than taken from `schema.metadata` so this revision stays what it was
 when later revisions (0002_board, …) chain after it and `schema.py` moves on.
 
