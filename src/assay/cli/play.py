@@ -8,13 +8,16 @@ until the server says none is pending (204). The agent is loaded here exactly as
 loads it (`assay.agents.loader`), fresh for each run, and sees what it would see in-process: the
 conversation (its own answers and what followed each) and the tools.
 
-A step is numbered, so sending it again is safe: when the server cannot be reached (a restart) or
-asks to slow down (429), the same step is sent again until it is answered (for up to
-`RETRY_SECONDS`). A server that never answered is given up at once instead: a connection is
-given `CONNECT_TIMEOUT` seconds, and a refused or unresolvable one two quick retries, then one
-line names the URL and the cause. What the agent raises is reported as its failure (the run is
-`crashed`, as in-process). Ctrl-C releases the run being played (`release`): the server ends the
-lease without recording anything, so the run is pending again at once, where it was.
+A step is numbered, so sending it again is safe: when the server cannot be reached (a restart),
+answers that its store is unavailable (503) or asks to slow down (429), the same step is sent again
+until it is answered (for up to `RETRY_SECONDS`; after the `Retry-After` it names, if any), and one
+line says so at once. A lease asked again is safe too: the server leases a run in one transaction,
+the last thing it does, so a lease it did not answer leased nothing. A server that never answered
+is given up at once instead: a connection is given `CONNECT_TIMEOUT` seconds, and a refused or
+unresolvable one two quick retries, then one line names the URL and the cause. What the agent
+raises is reported as its failure (the run is `crashed`, as in-process). Ctrl-C releases the run
+being played (`release`): the server ends the lease without recording anything, so the run is
+pending again at once, where it was.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ class RemoteServer:
         give_up = time.monotonic() + self._retry_seconds
         pause = 0.25
         tries = 0
+        said = False  # whether this request's 5xx was said (once)
         while True:
             try:
                 response = self._http.post(path, json=body)
@@ -144,10 +148,19 @@ class RemoteServer:
             if response.status_code == 204:
                 return None
             if response.status_code == 429 or response.status_code >= 500:
-                if time.monotonic() >= give_up:
+                left = give_up - time.monotonic()
+                if left <= 0:
                     raise BadInput(f"the server keeps answering {response.status_code}", f"--server {self.url}")
-                wait = _retry_after(response.headers.get("Retry-After")) if response.status_code == 429 else pause
-                self._sleep(wait)
+                told = response.headers.get("Retry-After")
+                status = response.status_code
+                wait = _retry_after(told) if status == 429 or (status == 503 and told is not None) else pause
+                if status >= 500 and not said:  # said at once: play is waiting, not hung
+                    from assay.ui import err
+
+                    err.print(f"assay: the server answered {status} ({_detail(response)}); trying again for up "
+                              f"to {self._retry_seconds:g} s", markup=False, highlight=False, soft_wrap=True)
+                    said = True
+                self._sleep(min(wait, left))
                 pause = min(pause * 2, 5.0)
                 continue
             if response.status_code >= 400:
@@ -280,7 +293,7 @@ def play_command(
 
     The agent key is read from ASSAY_AGENT_KEY (`assay key create --account NAME --kind agent`). Runs are leased one at a time; each is recorded and scored by the server as it ends.
 
-    A connection to the server (and to an openai: agent's endpoint) gets 5 seconds; a server that cannot be reached at the start is given up at once (a refused connection after two quick retries) with one line naming it and why, exit 1. Once it has answered, a step is sent again for up to 2 minutes while it restarts.
+    A connection to the server (and to an openai: agent's endpoint) gets 5 seconds; a server that cannot be reached at the start is given up at once (a refused connection after two quick retries) with one line naming it and why, exit 1. Once it has answered, a step is sent again for up to 2 minutes while it restarts or answers 503 (its store unavailable), after the Retry-After it names, with one line saying so.
 
     Ctrl-C stops at once: the run being played is released (pending again, where it was, not charged as a timeout), one line names it, exit 130; `assay play` again goes on."""
     import os
