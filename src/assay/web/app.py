@@ -84,12 +84,18 @@ def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any
     return value
 
 
+def _bounded(store: Store) -> Store:
+    """The store, its transactions waiting out a fault for `REQUEST_RETRY_SECONDS` at most: a
+    request answers 503 then, whatever bound the store was opened with."""
+    store.retry = dataclasses.replace(store.retry, seconds=min(store.retry.seconds, REQUEST_RETRY_SECONDS))
+    return store
+
+
 def _open(settings: Settings) -> Store:
     from assay.service.releases import bootstrap
     from assay.store.db import open_store
 
-    store = open_store(settings.db_url)
-    store.retry = dataclasses.replace(store.retry, seconds=min(store.retry.seconds, REQUEST_RETRY_SECONDS))
+    store = _bounded(open_store(settings.db_url))
     try:
         bootstrap(store)
     except BaseException:
@@ -200,7 +206,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     )
     app.state.settings = settings
     if store is not None:
-        app.state.store = store
+        app.state.store = _bounded(store)
     app.add_exception_handler(BadInput, _refused)
     app.add_exception_handler(RequestValidationError, _malformed)
     for outage in _outage_types():

@@ -111,10 +111,13 @@ def _not_found(message: str) -> HTMLResponse:
 
 
 def _failed(what: str, exc: BaseException) -> HTMLResponse:
-    from assay.store.faults import is_fault
+    from assay.store.faults import describe, is_fault
 
     unreachable = is_fault(exc)  # unreachable, killed, locked, or still so after the retries
-    log.exception("%s could not be loaded", what)
+    if unreachable:  # an outage is one line in the log (as on every route); a bug, its traceback
+        log.warning("%s could not be loaded: store unavailable: %s", what, describe(exc))
+    else:
+        log.exception("%s could not be loaded", what)
     status = 503 if unreachable else 500
     reason = ("the board's database could not be reached" if unreachable
               else "an unexpected error occurred on the server")

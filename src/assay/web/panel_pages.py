@@ -94,10 +94,13 @@ async def form_fields(request: Request) -> dict[str, str]:
 
 def failed_page(what: str, exc: BaseException) -> HTMLResponse:
     """The distinct page for something that could not be loaded: no trace, the cause in words."""
-    from assay.store.faults import is_fault
+    from assay.store.faults import describe, is_fault
 
     unreachable = is_fault(exc)  # unreachable, killed, locked, or still so after the retries
-    log.exception("%s could not be loaded", what)
+    if unreachable:  # an outage is one line in the log (as on every route); a bug, its traceback
+        log.warning("%s could not be loaded: store unavailable: %s", what, describe(exc))
+    else:
+        log.exception("%s could not be loaded", what)
     page = render("panel_message.html", 503 if unreachable else 500, title=f"The {what} failed to load",
                   heading=f"The {what} failed to load", kind="failed",
                   message=("the database could not be reached" if unreachable

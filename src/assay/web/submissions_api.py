@@ -41,10 +41,7 @@ class _Open(BaseModel):
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the background workers (resuming what a stopped server left), stop them at the end."""
     pool = app.state.workers = workers.Workers(app.state.store)
-    try:
-        pool.resume_pending()
-    except Exception as exc:  # noqa: BLE001 - a server that cannot resume still serves
-        workers.log.error("could not resume pending submissions: %s: %s", type(exc).__name__, exc)
+    pool.resume_in_background()
     try:
         yield
     finally:

@@ -88,6 +88,25 @@ class Workers:
                 self.play(row["id"])
         return found
 
+    def resume_in_background(self) -> None:
+        """`resume_pending` on a thread of its own, so a server whose store is down at start serves
+        (503s) at once instead of waiting out the store's retry bound first; `wait` counts it as
+        work until it has queued what it found."""
+        with self._lock:
+            self._busy += 1
+
+        def resume() -> None:
+            try:
+                self.resume_pending()
+            except Exception as exc:  # noqa: BLE001 - a server that cannot resume still serves
+                log.error("could not resume pending submissions: %s: %s", type(exc).__name__, exc)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+        threading.Thread(target=resume, name="assay-resume", daemon=True).start()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until nothing is queued or playing (tests); False if `timeout` passed first."""
         with self._idle:

@@ -285,7 +285,11 @@ def _unreachable_app() -> Any:
     from assay.web.app import Settings, create_app
 
     url = f"postgresql+psycopg://unreached_user:hunter2-password@127.0.0.1:{free_port()}/assay"
-    store = Store(sa.create_engine(url, pool_pre_ping=False), "postgresql+psycopg://nobody:***@127.0.0.1/assay")
+    from assay.store.faults import Retry
+
+    # a store that gives up at once: what is tested is the page an outage gets, not the wait before it
+    store = Store(sa.create_engine(url, pool_pre_ping=False), "postgresql+psycopg://nobody:***@127.0.0.1/assay",
+                  Retry(0.05))
     return TestClient(create_app(Settings(db_url=url, secret=SECRET, rate_limit=0), store=store))
 
 
