@@ -22,9 +22,17 @@ from .test_cli import ASSAY, REPO, assay, clean_env, ok
 SLOW = f"python:{Path(__file__).parent / 'agents' / 'slow.py'}:SlowDiligent"
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a terminal sends it: a runner started in the background by a non-interactive shell
+    (`cmd &`) ignores SIGINT, and an ignored signal stays ignored across exec, so `assay` would never
+    see the one this test sends (Python keeps SIGINT ignored when it starts ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args: str, db: str, pause: str = "0.05") -> subprocess.Popen[str]:
     return subprocess.Popen([str(ASSAY), *args, "--db", db], cwd=REPO, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=clean_env(None, ASSAY_TEST_PAUSE=pause))
+                            stderr=subprocess.PIPE, env=clean_env(None, ASSAY_TEST_PAUSE=pause),
+                            preexec_fn=_interruptible)
 
 
 def _listing(db: str, account: str) -> dict | None:
