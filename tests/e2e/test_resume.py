@@ -30,7 +30,9 @@ def _interruptible() -> None:
 
 
 def _start(*args: str, db: str, pause: str = "0.05") -> subprocess.Popen[str]:
-    return subprocess.Popen([str(ASSAY), *args, "--db", db], cwd=REPO, text=True, stdout=subprocess.PIPE,
+    # the slow agent is sandboxed: it sees ASSAY_TEST_PAUSE only when it is named (and a resume
+    # passes on the names its batch was stored with)
+    return subprocess.Popen([str(ASSAY), *args, "--agent-env", "ASSAY_TEST_PAUSE", "--db", db], cwd=REPO, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=clean_env(None, ASSAY_TEST_PAUSE=pause),
                             preexec_fn=_interruptible)
 
@@ -110,7 +112,8 @@ def test_a_killed_submission_is_finished_by_two_resumes_at_once(db_url: str) -> 
     assert done["n_recorded"] == done["n_planned"] == done["n_scored"] == 15
     assert len(_recorded_once(db_url, submission_id)) == 15
 
-    ok(assay("submit", "forge", "--agent", SLOW, "--account", "whole", "--label", "slow", "--db", db_url,
+    ok(assay("submit", "forge", "--agent", SLOW, "--agent-env", "ASSAY_TEST_PAUSE", "--account", "whole",
+             "--label", "slow", "--db", db_url,
              db_file=None, ASSAY_TEST_PAUSE="0"))
     whole = _listing(db_url, "whole")
     resumed_view = json.loads(ok(assay("results", submission_id, "--json", "--db", db_url, db_file=None)).out)
@@ -135,7 +138,7 @@ def test_a_resume_refuses_another_agent(tmp_path: Path) -> None:
     assert json.loads(ok(assay("batches", "--json", "--db", db, db_file=None)).out)[0] == batch  # nothing stored
     # the latest *finished* batch is what `results` shows by default: there is none yet
     assert "no finished batches" in assay("results", "--db", db, db_file=None).err
-    ok(assay("resume", batch["id"], "--agent", SLOW, "--db", db, db_file=None))
+    ok(assay("resume", batch["id"], "--agent", SLOW, "--db", db, db_file=None, ASSAY_TEST_PAUSE="0"))
     finished = json.loads(ok(assay("batches", "--json", "--db", db, db_file=None)).out)[0]
     assert finished["status"] == "complete" and finished["n_recorded"] == finished["n_planned"] == 20
 

@@ -49,7 +49,7 @@ def database(server: OwnPg) -> Iterator[str]:
 
 def _start(url: str, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen([str(ASSAY), "run", "forge", "--agent", SLOW, "--trials", str(TRIALS), "--workers", "2",
-                             "--quiet", "--db", url, *extra], cwd=REPO, text=True, stdout=subprocess.PIPE,
+                             "--agent-env", "ASSAY_TEST_PAUSE", "--quiet", "--db", url, *extra], cwd=REPO, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=clean_env(None, ASSAY_TEST_PAUSE="0.01"))
 
 
