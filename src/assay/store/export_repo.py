@@ -115,68 +115,11 @@ class ExportRepo(BoardRepo):
             yield dict(row._mapping)
 
     @staticmethod
-    def suite_scope(key: str) -> dict[str, sa.ColumnElement[bool]]:
-        """{table: the condition its rows meet to belong to suite `key`}: its releases (every
-        version and visibility), their pinned scenarios and rubrics, their submissions with
-        everything recorded for them and their accounts' handles, and the platform's config and
-        eras (in force for every suite). Tables absent here hold nothing of any suite."""
-        release_ids = sa.select(suite_releases.c.id).where(suite_releases.c.suite_key == key)
-        submission_ids = sa.select(submissions.c.id).where(submissions.c.release_id.in_(release_ids))
-        run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id.in_(submission_ids))
-        account_names = sa.select(submissions.c.account).where(submissions.c.id.in_(submission_ids))
-        hashes = sa.union(
-            sa.select(release_scenarios.c.scenario_hash).where(release_scenarios.c.release_id.in_(release_ids)),
-            sa.select(planned_runs.c.scenario_hash).where(planned_runs.c.batch_id.in_(submission_ids)),
-        )
-        everything = sa.true()
-        return {
-            "scenario_versions": scenario_versions.c.content_hash.in_(hashes),
-            "batches": batches.c.id.in_(submission_ids),
-            "planned_runs": planned_runs.c.batch_id.in_(submission_ids),
-            "runs": runs.c.run_id.in_(run_ids),
-            "check_outcomes": check_outcomes.c.run_id.in_(run_ids),
-            "run_verdicts": run_verdicts.c.run_id.in_(run_ids),
-            "batch_agents": batch_agents.c.batch_id.in_(submission_ids),
-            "run_claims": run_claims.c.run_id.in_(run_ids),
-            "batch_completions": batch_completions.c.batch_id.in_(submission_ids),
-            "suite_releases": suite_releases.c.id.in_(release_ids),
-            "release_scenarios": release_scenarios.c.release_id.in_(release_ids),
-            "accounts": accounts.c.name.in_(account_names),
-            "account_handles": account_handles.c.account.in_(account_names),
-            "submissions": submissions.c.id.in_(submission_ids),
-            "submission_runs": submission_runs.c.submission_id.in_(submission_ids),
-            "run_sweeps": run_sweeps.c.submission_id.in_(submission_ids),
-            "win_condition_outcomes": win_condition_outcomes.c.run_id.in_(run_ids),
-            "submission_finalisations": submission_finalisations.c.submission_id.in_(submission_ids),
-            "publication_events": publication_events.c.submission_id.in_(submission_ids),
-            "variance_notes": variance_notes.c.submission_id.in_(submission_ids),
-            platform_config.name: everything,
-            measurement_eras.name: everything,
-            "release_rubrics": release_rubrics.c.release_id.in_(release_ids),
-            "submission_rubrics": submission_rubrics.c.submission_id.in_(submission_ids),
-            "batch_facilitators": batch_facilitators.c.batch_id.in_(submission_ids),
-            "judge_configs": judge_configs.c.submission_id.in_(submission_ids),
-            "judge_passes": judge_passes.c.submission_id.in_(submission_ids),
-            "remote_steps": remote_steps.c.run_id.in_(run_ids),
-            "remote_lines": remote_lines.c.run_id.in_(run_ids),
-            "submission_digests": submission_digests.c.submission_id.in_(submission_ids),
-            "digest_stamps": digest_stamps.c.submission_id.in_(submission_ids),
-            "seed_salts": seed_salts.c.run_id.in_(run_ids),
-            "unlisted_submissions": unlisted_submissions.c.submission_id.in_(submission_ids),
-        }
-
-    @staticmethod
-    def public_scope(key: str | None, submission_ids: list[str]) -> dict[str, sa.ColumnElement[bool]]:
-        """{table: the condition its rows meet to be in a public export}: the public releases of
-        suite `key` (of every suite when None; every version, since a board names them all) with
-        their pinned scenarios and rubrics, the submissions `submission_ids` (the entries of their
-        public boards) with everything recorded for them, and the platform's config and eras.
-        Which columns of these rows the public sees is the caller's to say."""
-        release = suite_releases.c.visibility == "public"
-        if key is not None:
-            release = sa.and_(release, suite_releases.c.suite_key == key)
-        release_ids = sa.select(suite_releases.c.id).where(release)
-        ids = list(submission_ids)
+    def _scope(release_ids: Any, submission_ids: Any) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: condition} for the releases `release_ids` with their pinned scenarios and
+        rubrics, the submissions `submission_ids` with everything recorded for them, and the
+        platform's config and eras: what both kinds of scoped export hold."""
+        ids = submission_ids
         run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id.in_(ids))
         hashes = sa.union(
             sa.select(release_scenarios.c.scenario_hash).where(release_scenarios.c.release_id.in_(release_ids)),
@@ -212,6 +155,38 @@ class ExportRepo(BoardRepo):
             "remote_lines": remote_lines.c.run_id.in_(run_ids),
             "digest_stamps": digest_stamps.c.submission_id.in_(ids),
         }
+
+    @staticmethod
+    def suite_scope(key: str) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: the condition its rows meet to belong to suite `key`}: its releases (every
+        version and visibility), their pinned scenarios and rubrics, their submissions with
+        everything recorded for them and their accounts' handles, and the platform's config and
+        eras (in force for every suite). Tables absent here hold nothing of any suite."""
+        release_ids = sa.select(suite_releases.c.id).where(suite_releases.c.suite_key == key)
+        submission_ids = sa.select(submissions.c.id).where(submissions.c.release_id.in_(release_ids))
+        run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id.in_(submission_ids))
+        account_names = sa.select(submissions.c.account).where(submissions.c.id.in_(submission_ids))
+        return {
+            **ExportRepo._scope(release_ids, submission_ids),
+            "run_claims": run_claims.c.run_id.in_(run_ids),
+            "accounts": accounts.c.name.in_(account_names),
+            "account_handles": account_handles.c.account.in_(account_names),
+            "submission_digests": submission_digests.c.submission_id.in_(submission_ids),
+            "seed_salts": seed_salts.c.run_id.in_(run_ids),
+            "unlisted_submissions": unlisted_submissions.c.submission_id.in_(submission_ids),
+        }
+
+    @staticmethod
+    def public_scope(key: str | None, submission_ids: list[str]) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: the condition its rows meet to be in a public export}: the public releases of
+        suite `key` (of every suite when None; every version, since a board names them all) with
+        their pinned scenarios and rubrics, the submissions `submission_ids` (the entries of their
+        public boards) with everything recorded for them, and the platform's config and eras.
+        Which columns of these rows the public sees is the caller's to say."""
+        release = suite_releases.c.visibility == "public"
+        if key is not None:
+            release = sa.and_(release, suite_releases.c.suite_key == key)
+        return ExportRepo._scope(sa.select(suite_releases.c.id).where(release), list(submission_ids))
 
     @staticmethod
     def public_handles(conn: sa.Connection, submission_ids: list[str]) -> dict[str, str | None]:
