@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -260,3 +260,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))
 
     items.sort(key=in_browser_group)  # stable: every other order is kept
+
+
+@pytest.fixture
+def login_role(pg_server: PgServer) -> Iterator[Any]:
+    """`make(member_of, prefix="login")`: a fresh LOGIN role in `member_of` (trust auth on the test
+    server), as production serves; dropped after, with anything it came to own."""
+    from psycopg import sql
+
+    import psycopg
+
+    made: list[str] = []
+
+    def make(member_of: str, prefix: str = "login") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(sql.Identifier(name),
+                                                                            sql.Identifier(member_of)))
+        made.append(name)
+        return name
+
+    yield make
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        for name in made:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))

@@ -12,7 +12,6 @@ read-only `alembic_version`.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,33 +38,13 @@ def owned(pg_server: Any, templates: Any) -> Iterator[str]:
         yield name
 
 
-@pytest.fixture
-def login(pg_server: Any) -> Iterator[Any]:
-    """`login(member_of)`: a new LOGIN role in `member_of` (trust auth on the test server), dropped after."""
-    made: list[str] = []
-
-    def make(member_of: str, prefix: str = "assay_web") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(sql.Identifier(name),
-                                                                            sql.Identifier(member_of)))
-        made.append(name)
-        return name
-
-    yield make
-    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-        for name in made:
-            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
-
-
 def _url(pg_server: Any, user: str, database: str) -> str:
     return f"postgresql+psycopg://{user}@127.0.0.1:{pg_server.port}/{database}"
 
 
 def test_a_remote_submission_completes_when_the_service_runs_as_the_production_role(
-        pg_server: Any, owned: str, login: Any) -> None:
-    web = login(rls.SERVICE_ROLE)
+        pg_server: Any, owned: str, login_role: Any) -> None:
+    web = login_role(rls.SERVICE_ROLE)
     store = open_store(_url(pg_server, web, owned))
     try:
         bootstrap(store)  # what `assay serve` does at start-up: nothing to release, nothing refused
@@ -91,8 +70,8 @@ def test_a_remote_submission_completes_when_the_service_runs_as_the_production_r
         store.close()
 
 
-def test_assay_run_exits_0_as_the_production_role(pg_server: Any, owned: str, login: Any, tmp_path: Path) -> None:
-    web = login(rls.SERVICE_ROLE)
+def test_assay_run_exits_0_as_the_production_role(pg_server: Any, owned: str, login_role: Any, tmp_path: Path) -> None:
+    web = login_role(rls.SERVICE_ROLE)
     done = Cli(_url(pg_server, web, owned), tmp_path)("run", "forge", "--agent", "reference:diligent",
                                                        "--trials", "1", "--json")
     assert "Traceback" not in done.stderr
@@ -123,8 +102,8 @@ def test_the_service_role_has_exactly_the_grants_the_code_needs(pg_server: Any, 
 
 
 def test_the_service_role_edits_no_claim_holder_column_but_liveness_and_no_result_row(
-        pg_server: Any, owned: str, login: Any) -> None:
-    web = login(rls.SERVICE_ROLE)
+        pg_server: Any, owned: str, login_role: Any) -> None:
+    web = login_role(rls.SERVICE_ROLE)
     with psycopg.connect(pg_server.dsn(owned).replace("user=postgres", f"user={web}"), autocommit=True) as conn:
         conn.execute("INSERT INTO claim_holders (id, host, pid, started_at, heartbeat_at) "
                      "VALUES ('h1', 'here', 1, now(), now())")
@@ -139,11 +118,11 @@ def test_the_service_role_edits_no_claim_holder_column_but_liveness_and_no_resul
 
 
 def test_alembic_version_is_not_writable_by_the_public_role_even_after_grant_all(
-        pg_server: Any, owned: str, login: Any) -> None:
+        pg_server: Any, owned: str, login_role: Any) -> None:
     with psycopg.connect(pg_server.dsn(owned), autocommit=True) as conn:
         before = conn.execute("SELECT version_num FROM alembic_version").fetchall()
         conn.execute(sql.SQL("GRANT ALL ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(rls.PUBLIC_ROLE)))
-    public = login(rls.PUBLIC_ROLE, "leaked")
+    public = login_role(rls.PUBLIC_ROLE, "leaked")
     with psycopg.connect(pg_server.dsn(owned).replace("user=postgres", f"user={public}"), autocommit=True) as conn:
         assert conn.execute("SELECT COUNT(*) FROM alembic_version").fetchone() == (0,)
         assert conn.execute("UPDATE alembic_version SET version_num = 'x'").rowcount == 0

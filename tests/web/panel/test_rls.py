@@ -14,7 +14,6 @@ security, as PostgreSQL always lets them); the roles under test are ordinary log
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -72,25 +71,6 @@ def database(pg_server: Any) -> Iterator[Database]:
         db = Database(pg_server, name)
         _fill(db.url())
         yield db
-
-
-@pytest.fixture
-def login_role(pg_server: Any) -> Iterator[Any]:
-    """`make(member_of)`: a fresh LOGIN role in `member_of` (trust auth on the test server); dropped after."""
-    made: list[str] = []
-
-    def make(member_of: str) -> str:
-        name = f"login_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(sql.Identifier(name),
-                                                                            sql.Identifier(member_of)))
-        made.append(name)
-        return name
-
-    yield make
-    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
-        for name in made:
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 def _tables(db: Database) -> list[str]:
