@@ -85,10 +85,9 @@ def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any
 
 
 def _bounded(store: Store) -> Store:
-    """The store, its transactions waiting out a fault for `REQUEST_RETRY_SECONDS` at most: a
-    request answers 503 then, whatever bound the store was opened with."""
-    store.retry = dataclasses.replace(store.retry, seconds=min(store.retry.seconds, REQUEST_RETRY_SECONDS))
-    return store
+    """The same store (engine and pool), its transactions waiting out a fault for
+    `REQUEST_RETRY_SECONDS` at most: a request answers 503 then, whatever bound it was opened with."""
+    return store.with_retry(dataclasses.replace(store.retry, seconds=min(store.retry.seconds, REQUEST_RETRY_SECONDS)))
 
 
 def _open(settings: Settings) -> Store:
