@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-
 from assay.agents.protocol import unreachable_reason
 from assay.ui import err
 
@@ -23,16 +21,10 @@ FAILED = 1
 
 def no_agent_reached(store: Any, batch_id: str) -> str | None:
     """One line when no recorded run of the batch could reach its agent, else None."""
-    from assay.store.schema import planned_runs, runs
-
-    query = (sa.select(runs.c.status, runs.c.reason)
-             .join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
-             .where(planned_runs.c.batch_id == batch_id))
-    with store.engine.connect() as conn:
-        rows = conn.execute(query).all()
-    if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
+    rows = [r for r in store.runs_for_batch(batch_id, bodies=False) if r["status"] is not None]
+    if not rows or not all(r["status"] == "error" and unreachable_reason(r["reason"]) for r in rows):
         return None
-    reasons = sorted({str(r.reason) for r in rows})
+    reasons = sorted({str(r["reason"]) for r in rows})
     return (f"no run could reach its agent ({'; '.join(reasons)}): {len(rows)} run(s) of {batch_id} are recorded "
             "as error, which `assay resume` cannot replay; check the endpoint and run again")
 
