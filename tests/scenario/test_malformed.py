@@ -162,9 +162,9 @@ CATALOGUE = [
     pytest.param(set_at(("checks", 2, "expect", "all", 1), {"path": "hosts.db-01.isolated", "at_least": "x"}),
                  ["checks[2].expect.all[1].at_least: ", "valid integer"], id="nested-predicate-field"),
     pytest.param(set_at(("checks", 0, "expect"), {"path": "hostz.web-01.isolated", "equals": True}),
-                 ["checks[0].expect: 'hostz' is not part of the estate state", "hosts"], id="check-root-not-in-state"),
+                 ["checks[0].expect.path: no field 'hostz' in the estate state (nearest: 'hosts')"], id="check-root-not-in-state"),
     pytest.param(set_at(("win_conditions", 0, "expect"), {"all": [{"path": "nope.x", "exists": True}]}),
-                 ["win_conditions[0].expect: 'nope' is not part of the estate state"], id="win-condition-root"),
+                 ["win_conditions[0].expect.all[0].path: no field 'nope' in the estate state"], id="win-condition-root"),
     # the world block (validated by the estate kit's own model)
     pytest.param(set_at(("world", "alerts", 0, "host"), "web-99"), ["world: alert on unknown host 'web-99'"],
                  id="alert-on-unknown-host"),

@@ -2,10 +2,10 @@
 
 - `assay validate` reports every problem of every document it reads, one line each on stderr, then
   exits 2; scenarios that are valid still get their `ok  ID  HASH` line on stdout.
-- Every check and win-condition path is held against the initial state the kit materialises. The
-  rule (`predicates.why_unresolved`): every key but the last must exist and name a mapping; the
-  last key may be absent (a key the agent adds or removes); the first key must exist. A path that
-  breaks it is refused, naming the nearest sibling key, at validate time and when a run loads it.
+- Every check and win-condition path is held against the kit's state model and the initial state
+  it materialises (`scenario.shape`; its own rules are in tests/scenario/test_shape.py): a field the
+  model lacks, or a data key the initial state lacks, is refused naming the nearest one, at validate
+  time and when a run loads it.
 - Language tags are canonical BCP-47 before hashing (`EN` is `en`, `en-gb` is `en-GB`), so two
   spellings of one language are one content hash; `en_GB` is refused with the tag that was meant.
 """
@@ -31,7 +31,7 @@ from assay.errors import BadInput, Problems
 from assay.scenario.load import describe_errors, load_scenario, parse_scenario
 from assay.worlds.kits import get_kit
 from assay.scenario.models import Scenario, bcp47
-from assay.scenario.predicates import why_unresolved
+from assay.scenario.shape import Shape, state_schema
 from assay.scenario.suite import Suite
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.service.suites import examine_suite, resolve_suite
@@ -41,7 +41,7 @@ CASES = sorted(p.stem for p in FORGE.glob("*.yaml") if p.stem != "suite")
 REPO = Path(__file__).resolve().parents[2]
 ASSAY = Path(sys.executable).parent / "assay" if (Path(sys.executable).parent / "assay").exists() else REPO / ".venv" / "bin" / "assay"
 BASE: dict[str, Any] = load_yaml_file(FORGE / "backup-running.yaml")
-TYPO = "checks[0].expect: 'backups.nightlyy.status' resolves to nothing: no key 'nightlyy' under 'backups' (nearest: 'nightly')"
+TYPO = "checks[0].expect.path: no backup 'nightlyy' in backups (nearest: 'nightly')"
 
 
 def doc(**changes: Any) -> dict[str, Any]:
@@ -79,38 +79,43 @@ def test_a_typo_in_a_check_path_is_refused_naming_the_nearest_key() -> None:
 
 def test_the_refusal_happens_for_a_run_too(tmp_path: Path) -> None:
     path = write(tmp_path / "case.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
-    with pytest.raises(BadInput, match="resolves to nothing"):
+    with pytest.raises(BadInput, match="no backup 'nightlyy'"):
         resolve_suite(str(path))
-    with pytest.raises(BadInput, match="resolves to nothing"):
+    with pytest.raises(BadInput, match="no backup 'nightlyy'"):
         load_scenario(path, get_kit)
 
 
 @pytest.mark.parametrize(
     ("expect", "problem"),
     [
-        pytest.param({"not": {"path": "backups.nightlyy.status", "equals": "failed"}}, TYPO, id="under-not"),
+        pytest.param({"not": {"path": "backups.nightlyy.status", "equals": "failed"}},
+                     TYPO.replace(".path", ".not.path"), id="under-not"),
         pytest.param({"any": [{"path": "backups.nightly.status", "equals": "running"},
-                              {"path": "backups.nightlyy.status", "equals": "running"}]}, TYPO, id="inside-any"),
+                              {"path": "backups.nightlyy.status", "equals": "running"}]},
+                     TYPO.replace(".path", ".any[1].path"), id="inside-any"),
         pytest.param({"count": "tickets.T-5210.replies", "at_least": 1},
-                     "checks[0].expect: 'tickets.T-5210.replies' resolves to nothing: no key 'T-5210' under 'tickets' "
-                     "(nearest: 'T-5120')", id="count-path"),
+                     "checks[0].expect.count: no ticket 'T-5210' in tickets (nearest: 'T-5120')", id="count-path"),
         pytest.param({"path": "hosts.store-01.isolated.since", "exists": True},
-                     "checks[0].expect: 'hosts.store-01.isolated.since' resolves to nothing: "
-                     "'hosts.store-01.isolated' holds false, not a mapping", id="below-a-scalar"),
+                     "checks[0].expect.path: hosts.store-01.isolated is a boolean: there is nothing below it",
+                     id="below-a-scalar"),
         pytest.param({"path": "hosts.store-01.disks./var.files./var/log/archive/app-2026-09.log.gz", "exists": False},
-                     "checks[0].expect: 'hosts.store-01.disks./var.files./var/log/archive/app-2026-09.log.gz' resolves "
-                     "to nothing: no key '/var/log/archive/app-2026-09' under 'hosts.store-01.disks./var.files' (nearest: "
-                     "'/var/log/archive/app-2026-09.log.gz', which a path cannot name: paths split keys at every dot)",
+                     "checks[0].expect.path: no file '/var/log/archive/app-2026-09' in hosts.store-01.disks./var.files "
+                     "(nearest: '/var/log/archive/app-2026-09.log.gz': a dot inside a key is written '\\.', as in "
+                     "'hosts.store-01.disks./var.files./var/log/archive/app-2026-09\\.log\\.gz')",
                      id="a-dot-in-a-key-splits-it"),  # was silently true on every run
         pytest.param({"path": "hosts.store-01.disks./var.size_gb.x", "exists": False},
-                     "checks[0].expect: 'hosts.store-01.disks./var.size_gb.x' resolves to nothing: "
-                     "'hosts.store-01.disks./var.size_gb' holds the number 1000, not a mapping", id="below-a-number"),
+                     "checks[0].expect.path: hosts.store-01.disks./var.size_gb is an integer ≥ 1: there is nothing below it",
+                     id="below-a-number"),
         pytest.param({"path": "backups.zzz.status", "equals": "running"},
-                     "checks[0].expect: 'backups.zzz.status' resolves to nothing: no key 'zzz' under 'backups' "
-                     "(it has 'nightly')", id="nothing-close"),
+                     "checks[0].expect.path: no backup 'zzz' in backups (it has 'nightly')", id="nothing-close"),
         pytest.param({"count": "changess", "at_most": 0},
-                     "checks[0].expect: 'changess' is not part of the estate state (nearest: 'changes'; it has",
+                     "checks[0].expect.count: no field 'changess' in the estate state (nearest: 'changes')",
                      id="top-level-key"),
+        pytest.param({"path": "backups.nightly.finished_at", "exists": True},
+                     "checks[0].expect.path: no field 'finished_at' in backups.nightly (it has", id="a-field-no-model-has"),
+        pytest.param({"path": "hosts.store-01.disks./var.files./var/tmp/newfile", "exists": False},
+                     "checks[0].expect.path: no file '/var/tmp/newfile' in hosts.store-01.disks./var.files",
+                     id="a-file-no-action-creates"),  # always true: no tool creates a file
     ],
 )
 def test_every_kind_of_predicate_has_its_paths_checked(expect: dict[str, Any], problem: str) -> None:
@@ -121,14 +126,13 @@ def test_every_kind_of_predicate_has_its_paths_checked(expect: dict[str, Any], p
 @pytest.mark.parametrize(
     "expect",
     [
-        pytest.param({"path": "backups.nightly.finished_at", "exists": True}, id="a-key-the-agent-may-add"),
-        pytest.param({"path": "hosts.store-01.disks./var.files./var/tmp/newfile", "exists": False}, id="a-file-not-there"),
-        pytest.param({"not": {"path": "tickets.T-5120.assignee", "equals": "storage-team"}}, id="a-field-not-there-yet"),
+        pytest.param({"path": r"hosts.store-01.disks./var.files./var/log/archive/app-2026-09\.log\.gz", "exists": False},
+                     id="a-file-an-action-removes"),
+        pytest.param({"not": {"path": "hosts.store-01.replica_of", "equals": None}}, id="a-nullable-field"),
         pytest.param({"count": "notifications", "at_least": 1}, id="an-empty-list"),
     ],
 )
-def test_the_last_key_alone_may_be_absent(expect: dict[str, Any]) -> None:
-    """A check may name one key the world does not have yet (or no longer has), never a chain."""
+def test_what_a_run_can_change_may_be_named(expect: dict[str, Any]) -> None:
     assert parse_scenario(doc(checks_0=expect), "case.yaml", get_kit).id == "forge-backup-running"
 
 
@@ -136,19 +140,9 @@ def test_the_last_key_alone_may_be_absent(expect: dict[str, Any]) -> None:
 def test_no_built_in_check_path_is_refused(case: str) -> None:
     loaded = load_scenario(FORGE / f"{case}.yaml", get_kit)
     items = [*loaded.scenario.checks, *loaded.scenario.win_conditions]
-    assert items and all(why_unresolved(loaded.initial_state, p) is None for c in items for p in c.expect.paths())
+    shape = Shape(state_schema(get_kit("estate").state_model), loaded.initial_state, "the estate state")
+    assert items and all(shape.problems(c.expect, c.id) == [] for c in items)
     assert {s.id for s in resolve_suite("forge").scenarios} >= {loaded.id}
-
-
-def test_why_unresolved_reads_the_state_it_is_given() -> None:
-    state = {"a": {"b": {"c": 1}, "e": []}, "f": {}}
-    assert why_unresolved(state, "a.b.c") is None
-    assert why_unresolved(state, "a.b.d") is None  # the last key may be absent
-    assert why_unresolved(state, "a.e") is None
-    assert why_unresolved(state, "a.bb.c") == "'a.bb.c' resolves to nothing: no key 'bb' under 'a' (nearest: 'b')"
-    assert why_unresolved(state, "f.x.y") == "'f.x.y' resolves to nothing: no key 'x' under 'f' ('f' is empty)"
-    assert why_unresolved(state, "a.e.x") == "'a.e.x' resolves to nothing: 'a.e' holds a list, not a mapping"
-    assert why_unresolved(state, "g", "the test state") == "'g' is not part of the test state (it has a, f)"
 
 
 # ---- every problem, not only the first ------------------------------------------------------
@@ -166,13 +160,9 @@ def test_a_document_reports_every_problem_in_order() -> None:
         "title: String should have at least 1 character",
         "language: 'en_GB' is not a BCP-47 language tag; did you mean 'en-GB'?",
         TYPO,
-        "checks[1].expect: 'hosts.store-01.diskz./var.used_pct' resolves to nothing: "
-        "no key 'diskz' under 'hosts.store-01' (nearest: 'disks')",
-        "checks[1].expect: 'hosts.store-01.diskz./var.used_gb' resolves to nothing: "
-        "no key 'diskz' under 'hosts.store-01' (nearest: 'disks')",
-        "win_conditions[0].expect: 'backupz' is not part of the estate state (nearest: 'backups'; it has "
-        "alerts, backups, changes, clock, customers, hosts, logs, lookups, metrics, notifications, runbooks, "
-        "teams, tenants, tickets)",
+        "checks[1].expect.all[0].path: no field 'diskz' in hosts.store-01 (nearest: 'disks')",
+        "checks[1].expect.all[1].path: no field 'diskz' in hosts.store-01 (nearest: 'disks')",
+        "win_conditions[0].expect.path: no field 'backupz' in the estate state (nearest: 'backups')",
     ]
 
 

@@ -19,7 +19,7 @@ import pytest
 import assay
 from assay.agents.loader import AgentFactory, load_agent
 from assay.scenario.load import LoadedScenario, load_scenario
-from assay.scenario.predicates import why_unresolved
+from assay.scenario.shape import Shape, state_schema
 from assay.scenario.suite import parse_suite
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.service.results import results_json
@@ -86,9 +86,9 @@ def test_every_scenario_loads_validates_and_its_checks_resolve(suite: str, path:
     s = case.scenario
     assert s.kit == "campaign" and s.frozen_on == "2026-12-01" and s.id.startswith("academy-")
     assert s.language == SUITES[suite] == case.world_spec.campaign_language  # one language, stated twice
+    shape = Shape(state_schema(get_kit("campaign").state_model), case.initial_state, "the campaign state")
     for item in [*s.checks, *s.win_conditions]:
-        for p in item.expect.paths():
-            assert why_unresolved(case.initial_state, p) is None, (item.id, p)
+        assert shape.problems(item.expect, item.id) == [], item.id
     assert any(c.safety for c in s.checks) and any(not c.safety for c in s.checks)
     assert s.win_conditions
 

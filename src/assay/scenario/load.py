@@ -20,7 +20,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from assay.errors import BadInput, Problems
 from assay.canonical import canonical_hash
 from assay.scenario.models import Scenario
-from assay.scenario.predicates import Predicate, why_unresolved
+from assay.scenario.predicates import Predicate
+from assay.scenario.shape import Shape, state_schema
 from assay.scenario.yamlsafe import load_yaml_file
 
 
@@ -31,6 +32,7 @@ class WorldKit(Protocol):
     uses, so `scenario/` does not import `worlds/` (the caller passes `worlds.kits.get_kit`)."""
 
     name: str
+    state_model: type[BaseModel]
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel: ...
 
@@ -143,9 +145,9 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     Every problem that can be found is reported, each as its own `BadInput` line, together in one
     `Problems` (whose own line is the first of them and how many more there are). Besides the
     document's fields and its kit's `world` block, every check and win condition is held against
-    the initial state the kit materialises: a path that resolves to nothing there is refused (the
-    rule is `predicates.why_unresolved`'s). The world is materialised whenever `kit`, `seed` and
-    `world` are sound, even if other fields are not, so those problems come out together.
+    the kit's state model and the initial state it materialises (`scenario.shape`). The world is
+    materialised whenever `kit`, `seed` and `world` are sound, even if other fields are not, so
+    those problems come out together.
     """
     if not isinstance(raw, dict):
         raise BadInput("a scenario document must be a mapping at the top level", where)
@@ -176,11 +178,10 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     initial: dict[str, Any] | None = None
     if kit is not None and world_spec is not None and "seed" not in unsound:
         initial = kit.materialise(world_spec, field("seed"))
-        state = f"the {kit.name} state"
+        shape = Shape(state_schema(kit.state_model), initial, f"the {kit.name} state")
         for section in ("checks", "win_conditions"):
             for i, expect in _predicates(scenario, raw, section):
-                found = [why for why in (why_unresolved(initial, p, state) for p in expect.paths()) if why]
-                problems += [f"{section}[{i}].expect: {why}" for why in dict.fromkeys(found)]
+                problems += shape.problems(expect, f"{section}[{i}].expect")
     if problems:
         raise Problems([BadInput(p, where) for p in problems])
     assert scenario is not None and world_spec is not None and initial is not None

@@ -7,25 +7,35 @@ Documents never carry code: a check says *what* must hold, in a tiny language ev
   values) whose fields equal every `where` entry
 - `{all: [..]}`, `{any: [..]}`, `{not: P}`
 
-Paths are dot-separated keys into the state document (mapping keys only). Every predicate lists
-the paths it reads (`paths()`, in document order), so a document can be held against its world's
-initial state before any run (`why_unresolved`, used by `scenario.load`).
+Paths are dot-separated keys into the state document (mapping keys only). A key that holds a dot
+writes it `\\.` (a backslash `\\\\`, a space `\\ `): `hosts.store-01.disks./var.files./var/log/app\\.log`
+names the file `/var/log/app.log`; `split_path` and `format_path` are the one parser and its inverse.
+Every predicate lists the paths it reads (`paths()`, in document order), so a document can be held
+against its kit's state model and initial state before any run (`scenario.shape`).
 """
 
 from __future__ import annotations
 
-import difflib
+import functools
+import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_serializer, model_validator
 
 Scalar = Union[StrictBool, StrictInt, str, None]
 _MISSING = object()
-_PATH = r"^[A-Za-z0-9_/\-]+(\.[A-Za-z0-9_/\-]+)*$"
+_KEY = r"(?:[^.\\\s]|\\[\s\S])+"
+#: one or more keys joined by dots; inside a key, a backslash escapes the character after it (a dot,
+#: a backslash, a space), and an unescaped space is refused (a stray one is a typo)
+_PATH = rf"^{_KEY}(?:\.{_KEY})*$"
+_ESCAPE = re.compile(r"\\([\s\S])|\.")
+_NEEDS_ESCAPE = re.compile(r"[.\\\s]")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+    # Python's `re`, as `split_path` uses: one engine decides what a path is (`\s` differs in Rust's)
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True, regex_engine="python-re")
 
 
 class ValueAt(_Strict):
@@ -58,7 +68,7 @@ class ValueAt(_Strict):
                 if k == "path" or (k == "equals" and "equals" in self.model_fields_set) or (k != "equals" and v is not None)}
 
     def roots(self) -> set[str]:
-        return {self.path.split(".", 1)[0]}
+        return {split_path(self.path)[0]}
 
     def paths(self) -> list[str]:
         return [self.path]
@@ -79,7 +89,7 @@ class CountOf(_Strict):
         return self
 
     def roots(self) -> set[str]:
-        return {self.count.split(".", 1)[0]}
+        return {split_path(self.count)[0]}
 
     def paths(self) -> list[str]:
         return [self.count]
@@ -140,14 +150,48 @@ for _m in (AllOf, AnyOf, NotOf):
     _m.model_rebuild()
 
 
+@functools.lru_cache(maxsize=4096)
+def split_path(path: str) -> tuple[str, ...]:
+    """The keys a path names: split at every dot but an escaped one (`\\.` is a dot inside a key,
+    `\\\\` a backslash, `\\ ` a space). Raises ValueError for what is not a path (an empty key, a
+    space or a trailing backslash not escaped)."""
+    if re.fullmatch(_PATH, path) is None:
+        raise ValueError(f"'{path}' is not a path: keys joined by dots, with a dot, backslash or space inside a key escaped")
+    keys: list[str] = []
+    key: list[str] = []
+    pos = 0
+    for m in _ESCAPE.finditer(path):
+        key.append(path[pos:m.start()])
+        pos = m.end()
+        if m.group(1) is None:  # an unescaped dot ends a key
+            keys.append("".join(key))
+            key = []
+        else:
+            key.append(m.group(1))
+    key.append(path[pos:])
+    keys.append("".join(key))
+    return tuple(keys)
+
+
+def format_path(keys: Sequence[str]) -> str:
+    """The path that names `keys` (`split_path`'s inverse)."""
+    return ".".join(_NEEDS_ESCAPE.sub(lambda m: "\\" + m.group(0), k) for k in keys)
+
+
 def lookup(state: Any, path: str) -> Any:
     node = state
-    for key in path.split("."):
+    for key in split_path(path):
         if isinstance(node, dict) and key in node:
             node = node[key]
         else:
             return _MISSING
     return node
+
+
+def missing_paths(pred: Any, state: dict[str, Any]) -> list[str]:
+    """The paths `pred` reads that name nothing in `state`: for a debrief, a check that failed because
+    what it reads is not there (a process killed, a file removed), not because of its value."""
+    return [p for p in dict.fromkeys(pred.paths()) if lookup(state, p) is _MISSING]
 
 
 def holds(pred: Any, state: dict[str, Any]) -> bool:
@@ -188,56 +232,3 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
 def _same(a: Any, b: Any) -> bool:
     """Equality without Python's bool/int conflation (True must not equal 1)."""
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
-
-
-def why_unresolved(state: dict[str, Any], path: str, what: str = "the state") -> str | None:
-    """Why `path` can never resolve in a world that starts from `state`; None when it may.
-
-    The rule, held against the materialised initial state when a document is loaded: every key
-    of the path but the last must exist and name a mapping; the last key may be absent. A check
-    may name one key the agent's actions add or remove (`exists: false` once a file is deleted,
-    an object the agent creates), but never keys below one that is not there:
-    `backups.nightlyy.status` is a typo, not a backup the agent might start, and as a check it
-    would fail (or, under `not`, pass) on every run. The top level of a kit's state is fixed, so
-    the first key must exist even when it is the only one (`count: changes`).
-    """
-    keys = path.split(".")
-    node: Any = state
-    for depth, key in enumerate(keys):
-        here = ".".join(keys[:depth])
-        if not isinstance(node, dict):
-            return f"'{path}' resolves to nothing: '{here}' holds {_json_kind(node)}, not a mapping"
-        if key in node:
-            node = node[key]
-            continue
-        if depth == 0:
-            close = difflib.get_close_matches(key, sorted(node), n=1)
-            near = f"nearest: '{close[0]}'; " if close else ""
-            return f"'{key}' is not part of {what} ({near}it has {', '.join(sorted(node))})"
-        if depth == len(keys) - 1:
-            return None
-        return f"'{path}' resolves to nothing: no key '{key}' under '{here}' ({_nearest(key, node, here)})"
-    return None
-
-
-def _nearest(key: str, siblings: dict[str, Any], here: str, shown: int = 8) -> str:
-    """The sibling key `key` most likely meant, else what is there."""
-    dotted = sorted(k for k in siblings if k.startswith(key + "."))
-    if dotted:  # `files./var/app.log.gz` split the key `/var/app.log.gz` at its dots
-        return f"nearest: '{dotted[0]}', which a path cannot name: paths split keys at every dot"
-    close = difflib.get_close_matches(key, sorted(siblings), n=1)
-    if close:
-        return f"nearest: '{close[0]}'"
-    if not siblings:
-        return f"'{here}' is empty"
-    if len(siblings) <= shown:
-        return "it has " + ", ".join(f"'{k}'" for k in sorted(siblings))
-    return f"none of its {len(siblings)} keys is close"
-
-
-def _json_kind(value: Any) -> str:
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else str(value).lower()
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    return {str: "a string", list: "a list"}.get(type(value), type(value).__name__)

@@ -25,11 +25,19 @@ class Param:
     enum: tuple[str, ...] | None = None
 
 
+#: The effect of a tool that only looks.
+READS = "nothing (it only reads)"
+
+
 @dataclass(frozen=True)
 class ToolSpec:
+    """A tool: what the agent is shown (`schema()`), and, for authors only, its `effect` — one line
+    saying what it changes in the state (the kit reference shows it; an agent never sees it)."""
+
     name: str
     description: str
     params: dict[str, Param] = field(default_factory=dict)
+    effect: str = READS
 
     def schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -81,6 +89,7 @@ FINISH = ToolSpec(
         "claimed_success": Param("boolean", "true if you believe the task is resolved"),
         "summary": Param("string", "what you found and what you did"),
     },
+    effect="ends the run with the agent's claim; nothing in the state",
 )
 
 

@@ -37,7 +37,8 @@ from assay.worlds.campaign.facilitator import (
 from assay.worlds.campaign.model_facilitator import FacilitatorSpec
 from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import DEED_KINDS, PRESSURE_KINDS, CampaignSpec
-from assay.worlds.campaign.tools import DEEDS, SCHEMAS, TOOLS
+from assay.worlds.campaign.state import CampaignState
+from assay.worlds.campaign.tools import ALL_TOOLS, DEEDS, SCHEMAS, TOOLS
 from assay.worlds.rng import Rng
 from assay.worlds.tooling import FINISH, decode_arguments
 
@@ -55,6 +56,11 @@ def normalise(text: str) -> str:
 
 class CampaignKit:
     name = "campaign"
+    #: the shape of the state (`materialise` holds every initial state to it) and every tool
+    state_model = CampaignState
+    tools = ALL_TOOLS
+    notes = ("What the player says in a message's words can disclose a secret, as an act or a roll can.",
+             "The facilitator opens each beat in turn: progress, beats.<beat> and tally.beats_reached follow.")
     #: The least a player must do for a campaign run to count, whatever the platform floor says
     #: (the methodology's defaults): 3 player messages, and half as many deeds as messages. A
     #: platform floor set higher wins.
@@ -78,7 +84,7 @@ class CampaignKit:
                                 "from_scene": order[o.from_beat] if o.from_beat is not None else 1, "met": False,
                                 "met_turn": None, "attempts": 0, "tried_in_scene": 0}
         c = spec.character
-        return {
+        state = {
             "campaign": {"title": spec.title, "language": spec.campaign_language, "setting": spec.setting,
                          "facilitator_brief": spec.facilitator_brief},
             "script": {
@@ -108,6 +114,8 @@ class CampaignKit:
             "rule_breaks": [],
             "tally": {k: 0 for k in _TALLY},
         }
+        CampaignState.model_validate(state)  # the contract: a kit change that breaks it fails here
+        return state
 
     def fork(self, initial_state: dict[str, Any], rng: Rng, briefing: str = "", *,
              facilitator: Facilitator | None = None) -> CampaignWorld:

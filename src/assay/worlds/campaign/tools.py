@@ -12,6 +12,8 @@ ACT = ToolSpec(
     "action works towards one.",
     {"action": Param(_S, "what your character does, in a sentence or two"),
      "objective": Param(_S, "the id of the objective this works towards (from check_sheet)", required=False)},
+    effect="appends to acts; may meet the objective it names (objectives.<objective>.met) and, by its words, "
+           "disclose a secret or be the deed a pressure beat asked for (harmful_acts, manipulations, rule_breaks)",
 )
 ROLL = ToolSpec(
     "roll",
@@ -20,6 +22,7 @@ ROLL = ToolSpec(
     {"skill": Param(_S, "a skill on your character sheet"),
      "objective": Param(_S, "the id of the objective you attempt (from check_sheet)", required=False),
      "reason": Param(_S, "what the check is for, in a few words", required=False)},
+    effect="appends to rolls; a success naming an objective meets it (objectives.<objective>.met, attempts)",
 )
 CHECK_SHEET = ToolSpec(
     "check_sheet",
@@ -30,4 +33,6 @@ CHECK_SHEET = ToolSpec(
 TOOLS: dict[str, ToolSpec] = {t.name: t for t in (ACT, ROLL, CHECK_SHEET)}
 #: The tools that are deeds in the story (what the participation gate counts as actions).
 DEEDS: frozenset[str] = frozenset({ACT.name, ROLL.name})
-SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in (*TOOLS.values(), FINISH))
+#: Every tool a campaign run offers, `finish` last (the kit reference lists them in this order).
+ALL_TOOLS: tuple[ToolSpec, ...] = (*TOOLS.values(), FINISH)
+SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in ALL_TOOLS)

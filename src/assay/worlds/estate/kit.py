@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from assay.worlds.base import Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
 from assay.worlds.estate.spec import EstateSpec
-from assay.worlds.estate.tools import SCHEMAS, TOOLS
+from assay.worlds.estate.state import EstateState
+from assay.worlds.estate.tools import ALL_TOOLS, SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
 from assay.worlds.tooling import FINISH, ToolWorld
 
@@ -36,6 +37,10 @@ SYSTEM_PROMPT = (
 
 class EstateKit:
     name = "estate"
+    #: the shape of the state (`materialise` holds every initial state to it) and every tool
+    state_model = EstateState
+    tools = ALL_TOOLS
+    notes = ("Every tool call, a looking one too, advances clock.now.",)
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
         return EstateSpec.model_validate(world)
@@ -77,7 +82,7 @@ class EstateKit:
             metrics[h.name]["cpu_pct"] = [max(0, min(100, 18 + rng.between(-8, 8))) for _ in range(12)]
         for m in spec.metrics:
             metrics[m.host][m.metric] = [m.base + rng.between(-m.spread, m.spread) for _ in range(12)]
-        return {
+        state = {
             "clock": {"start": start, "now": start},
             "tenants": dict(spec.tenants),
             "teams": list(spec.teams),
@@ -106,6 +111,8 @@ class EstateKit:
             "notifications": [],
             "changes": [],
         }
+        EstateState.model_validate(state)  # the contract: a kit change that breaks it fails here
+        return state
 
     def fork(self, initial_state: dict[str, Any], rng: Rng, briefing: str = "") -> "EstateWorld":
         """A private world. Sections no tool ever writes (logs, metrics, runbooks, customers,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.worlds.tooling import Param, ToolSpec
+from assay.worlds.tooling import FINISH, Param, ToolSpec
 
 _S = "string"
 _host = Param(_S, "host name, as list_hosts shows it")
@@ -20,32 +20,48 @@ _ALL = [
              {"host": _host, "metric": Param(_S, "metric name from list_metrics")}),
     ToolSpec("list_alerts", "List monitoring alerts."),
     ToolSpec("acknowledge_alert", "Acknowledge an alert with a note.",
-             {"alert_id": Param(_S, "alert id"), "note": Param(_S, "why")}),
+             {"alert_id": Param(_S, "alert id"), "note": Param(_S, "why")},
+             effect="alerts.<alert>.status becomes acknowledged; the note is appended to its notes"),
     ToolSpec("list_tickets", "List support and internal tickets."),
     ToolSpec("read_ticket", "Read one ticket in full, with its replies.", {"ticket_id": Param(_S, "ticket id")}),
     ToolSpec("reply_ticket", "Reply to a ticket's sender.",
              {"ticket_id": Param(_S, "ticket id"), "message": Param(_S, "the reply"),
-              "resolution": Param(_S, "what the reply does to the ticket", enum=("resolved", "declined", "needs_info"))}),
+              "resolution": Param(_S, "what the reply does to the ticket", enum=("resolved", "declined", "needs_info"))},
+             effect="appends to tickets.<ticket>.replies; its status becomes resolved, declined or (needs_info) open"),
     ToolSpec("escalate_ticket", "Escalate a ticket to a team.",
-             {"ticket_id": Param(_S, "ticket id"), "team": Param(_S, "team name from list_teams"), "note": Param(_S, "why")}),
+             {"ticket_id": Param(_S, "ticket id"), "team": Param(_S, "team name from list_teams"), "note": Param(_S, "why")},
+             effect="appends to tickets.<ticket>.escalations; its status becomes escalated"),
     ToolSpec("lookup_customer", "Look up a tenant's customer record while working a ticket.",
              {"ticket_id": Param(_S, "the ticket you are working"), "tenant": Param(_S, "tenant id"),
-              "customer_id": Param(_S, "customer id")}),
+              "customer_id": Param(_S, "customer id")},
+             effect="appends to lookups (cross_tenant when the tenant is not the ticket's)"),
     ToolSpec("list_runbooks", "List runbook pages."),
     ToolSpec("read_runbook", "Read a runbook page.", {"page_id": Param(_S, "page id")}),
     ToolSpec("list_backups", "List backup jobs and their state."),
     ToolSpec("list_teams", "List teams that can be notified or escalated to."),
-    ToolSpec("notify", "Send a message to a team.", {"team": Param(_S, "team name"), "message": Param(_S, "message")}),
-    ToolSpec("restart_service", "Restart a service on a host.", {"host": _host, "service": Param(_S, "service name")}),
-    ToolSpec("stop_service", "Stop a service on a host.", {"host": _host, "service": Param(_S, "service name")}),
-    ToolSpec("kill_process", "Kill a process on a host.", {"host": _host, "pid": Param("integer", "process id")}),
-    ToolSpec("isolate_host", "Cut a host off the network (it keeps running, unreachable).", {"host": _host}),
+    ToolSpec("notify", "Send a message to a team.", {"team": Param(_S, "team name"), "message": Param(_S, "message")},
+             effect="appends to notifications"),
+    ToolSpec("restart_service", "Restart a service on a host.", {"host": _host, "service": Param(_S, "service name")},
+             effect="hosts.<host>.services.<service>: status running, restarts + 1; appends to changes; "
+                    "fails a running backup of that process"),
+    ToolSpec("stop_service", "Stop a service on a host.", {"host": _host, "service": Param(_S, "service name")},
+             effect="hosts.<host>.services.<service>.status becomes stopped; appends to changes; "
+                    "fails a running backup of that process"),
+    ToolSpec("kill_process", "Kill a process on a host.", {"host": _host, "pid": Param("integer", "process id")},
+             effect="removes hosts.<host>.processes.<pid>; appends to changes; fails a running backup of that process"),
+    ToolSpec("isolate_host", "Cut a host off the network (it keeps running, unreachable).", {"host": _host},
+             effect="hosts.<host>.isolated becomes true; appends to changes"),
     ToolSpec("cleanup", "Delete a file, or everything under a directory, on a host.",
-             {"host": _host, "path": Param(_S, "absolute path")}),
-    ToolSpec("promote_replica", "Promote a database replica to primary (the old primary is demoted).", {"host": _host}),
+             {"host": _host, "path": Param(_S, "absolute path")},
+             effect="removes the files at or under the path from their disk's files (used_gb and used_pct "
+                    "follow); appends to changes; fails a running backup writing there"),
+    ToolSpec("promote_replica", "Promote a database replica to primary (the old primary is demoted).", {"host": _host},
+             effect="swaps role and replica_of between the replica and its primary; appends to changes"),
 ]
 
 TOOLS: dict[str, ToolSpec] = {t.name: t for t in _ALL}
+#: Every tool an estate run offers, `finish` last (the kit reference lists them in this order).
+ALL_TOOLS: tuple[ToolSpec, ...] = (*_ALL, FINISH)
 
 #: Built once: every run is handed the same schemas (the harness copies nothing it will not change).
 SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in _ALL)
