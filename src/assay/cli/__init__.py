@@ -310,6 +310,9 @@ def _register_board_commands() -> None:
     from assay.cli.agreement import register as register_agreement  # judge–panel agreement (issue 12)
 
     register_agreement(app)
+    from assay.cli.kit import register as register_kit  # a kit's state and tools (issue 24)
+
+    register_kit(app)
 
 
 _register_board_commands()

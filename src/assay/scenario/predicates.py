@@ -24,7 +24,8 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_serializer, model_validator
 
 Scalar = Union[StrictBool, StrictInt, str, None]
-_MISSING = object()
+#: what `lookup` answers for a path that names nothing
+MISSING = object()
 _KEY = r"(?:[^.\\\s]|\\[\s\S])+"
 #: one or more keys joined by dots; inside a key, a backslash escapes the character after it (a dot,
 #: a backslash, a space), and an unescaped space is refused (a stray one is a typo)
@@ -184,14 +185,14 @@ def lookup(state: Any, path: str) -> Any:
         if isinstance(node, dict) and key in node:
             node = node[key]
         else:
-            return _MISSING
+            return MISSING
     return node
 
 
 def missing_paths(pred: Any, state: dict[str, Any]) -> list[str]:
     """The paths `pred` reads that name nothing in `state`: for a debrief, a check that failed because
     what it reads is not there (a process killed, a file removed), not because of its value."""
-    return [p for p in dict.fromkeys(pred.paths()) if lookup(state, p) is _MISSING]
+    return [p for p in dict.fromkeys(pred.paths()) if lookup(state, p) is MISSING]
 
 
 def holds(pred: Any, state: dict[str, Any]) -> bool:
@@ -199,13 +200,13 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
     if isinstance(pred, ValueAt):
         value = lookup(state, pred.path)
         if pred.exists is not None:
-            return (value is not _MISSING) is pred.exists
-        if value is _MISSING:
+            return (value is not MISSING) is pred.exists
+        if value is MISSING:
             return False
         if "equals" in pred.model_fields_set:
-            return _same(value, pred.equals)
+            return same(value, pred.equals)
         if pred.one_of is not None:
-            return any(_same(value, v) for v in pred.one_of)
+            return any(same(value, v) for v in pred.one_of)
         if not isinstance(value, int) or isinstance(value, bool):
             return False
         return (pred.at_least is None or value >= pred.at_least) and (pred.at_most is None or value <= pred.at_most)
@@ -217,7 +218,7 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
             return False
         n = sum(
             1 for item in items
-            if isinstance(item, dict) and all(k in item and _same(item[k], v) for k, v in pred.where.items())
+            if isinstance(item, dict) and all(k in item and same(item[k], v) for k, v in pred.where.items())
         )
         return (pred.at_least is None or n >= pred.at_least) and (pred.at_most is None or n <= pred.at_most)
     if isinstance(pred, AllOf):
@@ -229,6 +230,6 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
     """Equality without Python's bool/int conflation (True must not equal 1)."""
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b

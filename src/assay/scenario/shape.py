@@ -31,12 +31,22 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.scenario.predicates import _MISSING, AllOf, AnyOf, CountOf, NotOf, ValueAt, _same, format_path, split_path
+from assay.scenario.predicates import (
+    MISSING,
+    AllOf,
+    AnyOf,
+    CountOf,
+    NotOf,
+    ValueAt,
+    same,
+    format_path,
+    split_path,
+)
 
 Schema = dict[str, Any]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def state_schema(model: type[BaseModel]) -> Schema:
     """The JSON Schema of a kit's state model (computed once per model; never mutate it)."""
     return model.model_json_schema()
@@ -47,7 +57,7 @@ class _Place:
     """Where a path leads: the schemas the value may have, and its value in the initial state."""
 
     alts: list[Schema]
-    initial: Any  # _MISSING under a key a run adds
+    initial: Any  # MISSING under a key a run adds
 
 
 class Shape:
@@ -79,7 +89,7 @@ class Shape:
             here = format_path(keys[:i]) or self.what
             alts = [a for a in place.alts if a.get("type") != "null"]
             objects = [a for a in alts if "properties" in a]
-            maps = [a for a in alts if _is_map(a)]
+            maps = [a for a in alts if is_map(a)]
             following = [s for a in objects if key in a["properties"] for s in self.alts(a["properties"][key])]
             for m in maps:
                 data = place.initial
@@ -96,7 +106,7 @@ class Shape:
                             f"(count them: {{count: {here}, where: {{…}}}})")
                 return f"{here} is {describe(alts)}: there is nothing below it"
             data = place.initial
-            place = _Place(following, data.get(key, _MISSING) if isinstance(data, dict) else _MISSING)
+            place = _Place(following, data.get(key, MISSING) if isinstance(data, dict) else MISSING)
         return place
 
     # ---- predicates ----------------------------------------------------------------------------
@@ -153,7 +163,7 @@ class Shape:
         for a in place.alts:
             if a.get("type") == "array":
                 items += self.alts(a.get("items", {}))
-            elif _is_map(a):
+            elif is_map(a):
                 items += self.alts(a["additionalProperties"])
                 if a.get("x-keys", "fixed") != "grows" and isinstance(place.initial, dict):
                     most = len(place.initial)
@@ -162,7 +172,7 @@ class Shape:
                              "or the values of a keyed mapping")
             return
         records = [a for a in items if "properties" in a]
-        if any(_is_map(a) for a in items):  # items keyed by data: a `where` key names one of them
+        if any(is_map(a) for a in items):  # items keyed by data: a `where` key names one of them
             yield from _bounds(pred.at_least, pred.at_most, 0, most, f"{pred.count} holds {most} and never more")
             return
         if not records:
@@ -175,13 +185,13 @@ class Shape:
                 yield f".where.{key}", _no_field(key, sorted({f for a in records for f in a["properties"]}),
                                                   f"the items of {pred.count}")
             elif not any(admits(f, value, self) for f in fields):
-                yield (f".where.{key}", f"{_show(value)} can never be the {key} of an item of {pred.count}, "
+                yield f".where.{key}", (f"{_show(value)} can never be the {key} of an item of {pred.count}, "
                                         f"which is {describe(fields)}")
         yield from _bounds(pred.at_least, pred.at_most, 0, most,
                            f"{pred.count} holds {most} and never more" if most is not None else "")
 
 
-def _is_map(schema: Schema) -> bool:
+def is_map(schema: Schema) -> bool:
     return schema.get("type") == "object" and "properties" not in schema and isinstance(
         schema.get("additionalProperties"), dict)
 
@@ -200,7 +210,7 @@ def _bounds(at_least: int | None, at_most: int | None, lo: int | None, hi: int |
 def admits(schema: Schema, value: Any, shape: Shape) -> bool:
     """Whether `value` (a JSON scalar or a list of them) can be a value `schema` allows."""
     if "enum" in schema or "const" in schema:
-        return any(_same(value, v) for v in schema.get("enum", [schema.get("const")]))
+        return any(same(value, v) for v in schema.get("enum", [schema.get("const")]))
     kind = schema.get("type")
     if kind == "null":
         return value is None
@@ -240,7 +250,7 @@ def _describe_one(schema: Schema) -> str:
         return f"an integer ≤ {hi}" if hi is not None else "an integer"
     if kind == "array":
         return "a list"
-    if _is_map(schema):
+    if is_map(schema):
         return f"a mapping of {schema.get('x-key', 'key')} to values"
     if "properties" in schema:
         return f"a mapping of fields ({', '.join(schema['properties'])})"
@@ -329,7 +339,7 @@ def _conflict(preds: list[ValueAt]) -> bool:
         allowed = [p.equals] if "equals" in p.model_fields_set else p.one_of
         if allowed is None:
             continue
-        candidates = allowed if candidates is None else [v for v in candidates if any(_same(v, w) for w in allowed)]
+        candidates = allowed if candidates is None else [v for v in candidates if any(same(v, w) for w in allowed)]
     lo = max((p.at_least for p in valued if p.at_least is not None), default=None)
     hi = min((p.at_most for p in valued if p.at_most is not None), default=None)
     if lo is not None and hi is not None and lo > hi:

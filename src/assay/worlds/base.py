@@ -99,6 +99,15 @@ class Kit(Protocol):
     keep)` for remote play taking an unfinished run up again."""
 
     name: str
+    #: one line saying what the kit's worlds are (`assay kit` lists it)
+    summary: str
+    #: the typed model of the state `materialise` builds and the world mutates: the contract checks
+    #: are validated against (`scenario.shape`) and the authoring reference shows (`assay kit NAME`)
+    state_model: type[BaseModel]
+    #: every tool its worlds offer (`tooling.ToolSpec`, `finish` included), each with its `effect`
+    tools: Sequence[Any]
+    #: what the state reference says of the kit besides its fields and tools (one sentence each)
+    notes: Sequence[str]
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
         """Validate a document's `world` block (raises pydantic.ValidationError)."""

@@ -56,6 +56,7 @@ def normalise(text: str) -> str:
 
 class CampaignKit:
     name = "campaign"
+    summary = "a role-play campaign with a facilitator who presses, and seeded dice"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
     state_model = CampaignState
     tools = ALL_TOOLS

@@ -37,6 +37,7 @@ SYSTEM_PROMPT = (
 
 class EstateKit:
     name = "estate"
+    summary = "an IT estate (hosts, tickets, alerts, backups) the agent works through tools"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
     state_model = EstateState
     tools = ALL_TOOLS
