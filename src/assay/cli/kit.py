@@ -56,7 +56,7 @@ def print_reference(ref: dict[str, Any]) -> None:
 
 
 def kit(
-    name: Optional[str] = typer.Argument(None, help="Kit name (estate, campaign); none lists the kits."),
+    name: str | None = typer.Argument(None, help="Kit name (estate, campaign); none lists the kits."),
     as_json: bool = JsonFlag,
     as_markdown: bool = typer.Option(False, "--markdown", help="Print the docs page (docs/state-reference.md)."),
 ) -> None:

@@ -21,7 +21,18 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, model_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 
 Scalar = Union[StrictBool, StrictInt, str, None]
 #: what `lookup` answers for a path that names nothing
@@ -34,6 +45,14 @@ _ESCAPE = re.compile(r"\\([\s\S])|\.")
 _NEEDS_ESCAPE = re.compile(r"[.\\\s]")
 
 
+def _parsed(path: str) -> str:
+    split_path(path)  # the one parser decides (the pattern, for editors, lets a trailing newline by)
+    return path
+
+
+PathText = Annotated[str, Field(pattern=_PATH), AfterValidator(_parsed)]
+
+
 class _Strict(BaseModel):
     # Python's `re`, as `split_path` uses: one engine decides what a path is (`\s` differs in Rust's)
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True, regex_engine="python-re")
@@ -42,7 +61,7 @@ class _Strict(BaseModel):
 class ValueAt(_Strict):
     """A condition on the single value at `path`."""
 
-    path: str = Field(pattern=_PATH)
+    path: PathText
     equals: Scalar | list[Scalar] = None
     one_of: list[Scalar] | None = None
     at_least: StrictInt | None = None
@@ -78,7 +97,7 @@ class ValueAt(_Strict):
 class CountOf(_Strict):
     """How many items of the list (or mapping) at `count` match `where`."""
 
-    count: str = Field(pattern=_PATH)
+    count: PathText
     where: dict[str, Scalar] = Field(default_factory=dict)
     at_least: StrictInt | None = Field(default=None, ge=0)
     at_most: StrictInt | None = Field(default=None, ge=0)

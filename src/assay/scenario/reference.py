@@ -74,30 +74,31 @@ def _walk(shape: Shape, node: Schema, at: str, rows: list[dict[str, str]]) -> No
                 path = f"{at}.{name}" if at else name
                 alts = shape.alts(sub)
                 about = " ".join(x for x in (sub.get("description"), _keys(alts)) if x)
-                rows.append({"path": path, "value": _value(shape, alts), "about": about})
+                rows.append({"path": path, "value": _value(alts), "about": about})
                 _walk(shape, sub, path, rows)
         elif is_map(alt):
-            _walk(shape, alt["additionalProperties"], f"{at}.<{alt.get('x-key', 'key')}>", rows)
+            entry, values = f"{at}.<{alt.get('x-key', 'key')}>", alt["additionalProperties"]
+            rows.append({"path": entry, "value": _value(shape.alts(values)), "about": ""})
+            _walk(shape, values, entry, rows)
         elif alt.get("type") == "array":
-            _walk(shape, alt.get("items", {}), f"{at}[]", rows)
+            entry, items = f"{at}[]", alt.get("items", {})
+            rows.append({"path": entry, "value": _value(shape.alts(items)), "about": ""})
+            _walk(shape, items, entry, rows)
 
 
 def _keys(alts: list[Schema]) -> str:
     return next((f"({KEYS[a.get('x-keys', 'fixed')]})" for a in alts if is_map(a)), "")
 
 
-def _value(shape: Shape, alts: list[Schema]) -> str:
+def _value(alts: list[Schema]) -> str:
     words = []
     for a in alts:
         if "properties" in a:
             words.append("fields below")
         elif is_map(a):
-            inner = _value(shape, shape.alts(a["additionalProperties"]))
-            words.append(f"<{a.get('x-key', 'key')}> → {inner}")
+            words.append(f"mapping (<{a.get('x-key', 'key')}> below)")
         elif a.get("type") == "array":
-            items = shape.alts(a.get("items", {}))
-            words.append("list of items (fields below)" if any("properties" in i for i in items)
-                         else f"list, each {describe(items)}")
+            words.append("list (items below)")
         else:
             words.append(describe([a]))
     return " or ".join(dict.fromkeys(words))
@@ -157,7 +158,7 @@ def markdown(kits: Iterable[KitLike]) -> str:
     for kit in kits:
         ref = reference(kit)
         parts.append(f"\n## `{ref['kit']}`: {ref['summary']}\n")
-        parts += [f"\n{note}\n" for note in ref["notes"]]
+        parts += [f"\n{_cell(note)}\n" for note in ref["notes"]]
         parts.append("\n### State\n\n| path | value | about |\n|---|---|---|\n")
         parts += [f"| `{r['path']}` | {_cell(r['value'])} | {_cell(r['about'])} |\n" for r in ref["paths"]]
         parts.append("\n### Tools\n\n| tool | arguments | what it changes in the state |\n|---|---|---|\n")

@@ -38,8 +38,8 @@ from assay.scenario.predicates import (
     CountOf,
     NotOf,
     ValueAt,
-    same,
     format_path,
+    same,
     split_path,
 )
 
