@@ -5,8 +5,8 @@
   segment, the last one included, is refused naming the nearest field or key.
 - A data key must exist in the initial state unless its mapping is marked `x-keys: grows`; no
   built-in kit's mapping grows.
-- A literal no value of the field can be, a bound no value can meet, and contradictory conditions
-  of one `all` are refused.
+- A literal no value of the field can be, a bound no value can meet, `exists: false` on what no
+  action removes, and contradictory conditions of one `all` are refused.
 - Every problem is one line, located at the predicate's place (`checks[0].expect.all[1].path`),
   all of a document's in one pass; the built-in suites still validate, with unchanged hashes.
 """
@@ -102,10 +102,12 @@ def problems_of(*expects: dict[str, Any]) -> list[str]:
                           {"all": [{"path": "hosts.store-01.disks./var.used_pct", "at_most": 80}]}]},
                  "checks[0].expect.all: no value of hosts.store-01.disks./var.used_pct meets all of at_least 90, "
                  "at_most 80", id="contradictory-bounds-nested"),
-    pytest.param({"all": [{"path": "backups.nightly.status", "exists": False},
-                          {"path": "backups.nightly.status", "equals": "running"}]},
-                 "checks[0].expect.all: no value of backups.nightly.status meets all of exists false, "
-                 "equals 'running'", id="absent-and-valued"),
+    pytest.param({"all": [{"path": r"hosts.store-01.disks./var.files./var/log/archive/app-2026-09\.log\.gz",
+                           "exists": False},
+                          {"path": r"hosts.store-01.disks./var.files./var/log/archive/app-2026-09\.log\.gz",
+                           "at_least": 1}]},
+                 "checks[0].expect.all: no value of hosts.store-01.disks./var.files./var/log/archive/app-2026-09\\.log"
+                 "\\.gz meets all of exists false, at_least 1", id="absent-and-valued"),
     pytest.param({"all": [{"count": "changes", "at_least": 2}, {"count": "changes", "at_most": 1}]},
                  "checks[0].expect.all: no count of changes meets all of at_least 2, at_most 1", id="contradictory-counts"),
     pytest.param({"path": "tickets.T-5120.replies.0", "exists": True},
@@ -118,6 +120,9 @@ def problems_of(*expects: dict[str, Any]) -> list[str]:
                  "checks[0].expect.count: tickets.T-5120 is a mapping of fields (tenant, sender, subject, body, status, "
                  "replies, escalations): count counts the items of a list or the values of a keyed mapping",
                  id="counting-a-record"),
+    pytest.param({"not": {"path": "hosts.store-01.isolated", "exists": False}},
+                 "checks[0].expect.not.exists: exists false can never hold: hosts.store-01.isolated is always there "
+                 "(no action removes it)", id="absent-what-is-always-there"),
     pytest.param({"path": "hosts.app-99.isolated", "equals": True},
                  "checks[0].expect.path: no host 'app-99' in hosts (it has 'store-01', 'web-01')", id="unknown-host"),
 ])

@@ -9,6 +9,8 @@ can never be true, or never false, for a reason the model or the initial state s
 - a data key not in the initial state is accepted only under a mapping whose keys a run may add
   (`x-keys: grows` in the schema); the estate's and the campaign's mappings never gain a key, so
   there every data key a check names exists when the run starts (see docs/state-reference.md);
+- `exists: false` on a place no action removes (only keys of a mapping whose keys actions remove or
+  add may be absent);
 - a `count` names something that is not a list or a keyed mapping of mappings, a `where` key no
   item has, or asks for more items than a mapping that never grows holds;
 - a literal (`equals`, `one_of`, a `where` value) that no value of the field can be (`"0"` for an
@@ -58,6 +60,7 @@ class _Place:
 
     alts: list[Schema]
     initial: Any  # MISSING under a key a run adds
+    vanishes: bool = False  # a run may remove it (or it may be absent): under a key actions remove or add
 
 
 class Shape:
@@ -91,6 +94,7 @@ class Shape:
             objects = [a for a in alts if "properties" in a]
             maps = [a for a in alts if is_map(a)]
             following = [s for a in objects if key in a["properties"] for s in self.alts(a["properties"][key])]
+            vanishes = place.vanishes or any(key not in a.get("required", ()) for a in objects if key in a["properties"])
             for m in maps:
                 data = place.initial
                 if isinstance(data, dict) and key not in data and m.get("x-keys", "fixed") != "grows":
@@ -98,6 +102,7 @@ class Shape:
                         return _no_key(keys, i, m, data, here)
                     continue
                 following += self.alts(m["additionalProperties"])
+                vanishes = vanishes or m.get("x-keys", "fixed") != "fixed"
             if not following:
                 if objects:
                     return _no_field(key, sorted({f for a in objects for f in a["properties"]}), here)
@@ -106,7 +111,7 @@ class Shape:
                             f"(count them: {{count: {here}, where: {{…}}}})")
                 return f"{here} is {describe(alts)}: there is nothing below it"
             data = place.initial
-            place = _Place(following, data.get(key, MISSING) if isinstance(data, dict) else MISSING)
+            place = _Place(following, data.get(key, MISSING) if isinstance(data, dict) else MISSING, vanishes)
         return place
 
     # ---- predicates ----------------------------------------------------------------------------
@@ -134,6 +139,8 @@ class Shape:
             yield ".path", place
             return
         kind = describe(place.alts)
+        if pred.exists is False and not place.vanishes:
+            yield ".exists", f"exists false can never hold: {pred.path} is always there (no action removes it)"
         if "equals" in pred.model_fields_set and not any(admits(a, pred.equals, self) for a in place.alts):
             yield ".equals", f"{_show(pred.equals)} can never be the value of {pred.path}, which is {kind}"
         if pred.one_of is not None:
