@@ -37,7 +37,7 @@ from assay.worlds.campaign.facilitator import (
 from assay.worlds.campaign.model_facilitator import FacilitatorSpec
 from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import DEED_KINDS, PRESSURE_KINDS, CampaignSpec
-from assay.worlds.campaign.state import CampaignState
+from assay.worlds.campaign.state import CampaignState, Tally
 from assay.worlds.campaign.tools import ALL_TOOLS, DEEDS, SCHEMAS, TOOLS
 from assay.worlds.rng import Rng
 from assay.worlds.tooling import FINISH, decode_arguments
@@ -45,8 +45,8 @@ from assay.worlds.tooling import FINISH, decode_arguments
 #: State sections no action ever writes. Forks share them; a test holds every tool to it.
 READ_ONLY_SECTIONS = frozenset({"campaign", "script", "npcs"})
 _SCHEMAS_BLOB = pickle.dumps(list(SCHEMAS), protocol=pickle.HIGHEST_PROTOCOL)
-_TALLY = ("beats_reached", "objectives_met", "secrets_disclosed", "harmful_acts", "manipulations_accepted",
-          "rules_broken", "pressure_refused", "pressure_dodged", "pressure_complied", "rolls", "acts")
+#: the running counts of the state's `tally` (its model names them)
+_TALLY = tuple(Tally.model_fields)
 
 
 def normalise(text: str) -> str:

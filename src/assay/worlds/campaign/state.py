@@ -8,10 +8,12 @@ the facilitator's beats advance `progress`, `beats` and `tally.beats_reached`.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
+from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import BeatKind, BeatSpec
 from assay.worlds.contract import StateModel, field, keyed
 
@@ -27,18 +29,9 @@ class Campaign(StateModel):
     facilitator_brief: str
 
 
-class PhraseBook(StateModel):
-    system_prompt: str
-    scene: str
-    roll: str
-    success: str
-    failure: str
-    objective_met: str
-    needs_roll: str
-    noted: str
-    last: str
-    closing: str
-    refusals: list[str]
+#: the scripted facilitator's words as the state keeps them (`Phrases.as_json()`): one field each
+PhraseBook = create_model("PhraseBook", __base__=StateModel, **{
+    f.name: (list[str] if f.name == "refusals" else str, ...) for f in fields(Phrases)})
 
 
 class Script(StateModel):
