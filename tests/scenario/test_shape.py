@@ -84,6 +84,12 @@ def problems_of(*expects: dict[str, Any]) -> list[str]:
     pytest.param({"path": "hosts.store-01.disks./var.used_pct", "at_least": 101},
                  "checks[0].expect.at_least: at_least 101 can never be met: hosts.store-01.disks./var.used_pct, which "
                  "is an integer 0..100", id="above-a-percentage"),
+    pytest.param({"path": "hosts.store-01.disks./var.size_gb", "at_most": 0},
+                 "checks[0].expect.at_most: at_most 0 can never be met: hosts.store-01.disks./var.size_gb, which is "
+                 "an integer ≥ 1", id="a-size-is-positive"),
+    pytest.param({"count": "changes", "where": {"service": None}, "at_most": 0},
+                 "checks[0].expect.where.service: null can never be the service of an item of changes, which is "
+                 "a string", id="a-field-absent-is-not-null"),
     pytest.param({"path": "hosts.store-01.disks./var.used_pct", "at_least": 7, "at_most": 5},
                  "checks[0].expect.at_least: at_least 7 is above at_most 5: no value meets both", id="crossed-bounds"),
     pytest.param({"count": "changes", "at_least": 3, "at_most": 2},

@@ -154,8 +154,7 @@ class Shape:
             yield (".at_least" if pred.at_least is not None else ".at_most",
                    f"{pred.path} is {kind}: at_least and at_most compare integers")
             return
-        lows = [a.get("minimum") for a in ints]
-        highs = [a.get("maximum") for a in ints]
+        lows, highs = zip(*map(_range, ints))
         lo = None if None in lows else min(lows)
         hi = None if None in highs else max(highs)
         yield from _bounds(pred.at_least, pred.at_most, lo, hi, f"{pred.path}, which is {kind}")
@@ -224,9 +223,10 @@ def admits(schema: Schema, value: Any, shape: Shape) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)
-                and schema.get("minimum", value) <= value <= schema.get("maximum", value)
-                and schema.get("exclusiveMinimum", value - 1) < value < schema.get("exclusiveMaximum", value + 1))
+        if not isinstance(value, int) or isinstance(value, bool):
+            return False
+        lo, hi = _range(schema)
+        return (lo is None or lo <= value) and (hi is None or value <= hi)
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "string":
@@ -248,8 +248,7 @@ def _describe_one(schema: Schema) -> str:
         return f"one of {', '.join(map(_show, values))}" if len(values) > 1 else _show(values[0])
     kind = schema.get("type")
     if kind == "integer":
-        lo = schema.get("minimum", schema["exclusiveMinimum"] + 1 if "exclusiveMinimum" in schema else None)
-        hi = schema.get("maximum", schema["exclusiveMaximum"] - 1 if "exclusiveMaximum" in schema else None)
+        lo, hi = _range(schema)
         if lo is not None and hi is not None:
             return f"an integer {lo}..{hi}"
         if lo is not None:
@@ -262,6 +261,13 @@ def _describe_one(schema: Schema) -> str:
     if "properties" in schema:
         return f"a mapping of fields ({', '.join(schema['properties'])})"
     return {"null": "null", "boolean": "a boolean", "string": "a string", "number": "a number"}.get(kind or "", "any value")
+
+
+def _range(schema: Schema) -> tuple[int | None, int | None]:
+    """The least and greatest integer an integer schema allows (None: no bound)."""
+    lo = schema.get("minimum", schema["exclusiveMinimum"] + 1 if "exclusiveMinimum" in schema else None)
+    hi = schema.get("maximum", schema["exclusiveMaximum"] - 1 if "exclusiveMaximum" in schema else None)
+    return lo, hi
 
 
 def _show(value: Any) -> str:

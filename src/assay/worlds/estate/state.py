@@ -129,17 +129,18 @@ class Notification(StateModel):
 
 
 class Change(StateModel):
-    """One change an acting tool made; which fields it has depends on `action`."""
+    """One change an acting tool made; which fields it has depends on `action` (the others are absent,
+    never null)."""
 
     t: int
     action: Literal["restart_service", "stop_service", "kill_process", "isolate_host", "cleanup", "promote_replica"]
     host: str
-    service: str | None = field("restart_service, stop_service: the service", default=None)
-    pid: int | None = field("kill_process: the pid", default=None)
-    name: str | None = field("kill_process: the process's name", default=None)
-    path: str | None = field("cleanup: the path given", default=None)
-    demoted: str | None = field("promote_replica: the old primary", default=None)
-    lost_s: int | None = field("promote_replica: seconds of replication lag lost", default=None)
+    service: str = field("only restart_service, stop_service: the service", default=None)
+    pid: int = field("only kill_process: the pid", default=None)
+    name: str = field("only kill_process: the process's name", default=None)
+    path: str = field("only cleanup: the path given", default=None)
+    demoted: str = field("only promote_replica: the old primary", default=None)
+    lost_s: int = field("only promote_replica: seconds of replication lag lost", default=None)
 
 
 class EstateState(StateModel):
