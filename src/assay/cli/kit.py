@@ -9,7 +9,7 @@ the CLI's one-line refusal, exit 2.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
