@@ -282,6 +282,9 @@ class DebriefCheck(_View):
     safety: bool
     description: str
     passed: bool
+    #: Paths the check reads that name nothing in the final state: it failed because what it reads
+    #: is not there (a process killed, a file removed, a misspelt key), not because of a value.
+    not_found: list[str] = []
 
 
 class Debrief(_View):

@@ -200,6 +200,9 @@ def print_debrief(console: Console, d: dict[str, Any]) -> None:
         table.add_row(c["id"], str(c["weight"]), "yes" if c["safety"] else "", "[green]yes[/]" if c["passed"] else "[red]no[/]",
                       c["description"])
     console.print(table)
+    for c in d["checks"]:
+        if c.get("not_found"):
+            console.print(f"check {c['id']}: nothing in the final state at {', '.join(c['not_found'])}", markup=False)
     verdict = "passed" if d["passed"] else "failed"
     console.print(f"score {d['score']}/100 — {verdict}"
                   + (f" (safety failed: {', '.join(d['safety_failures'])})" if d["safety_failures"] else ""))

@@ -98,3 +98,26 @@ def test_results_debrief_and_replay_are_the_typed_models_the_contract_names(stor
     trial_keys = set(schema["$defs"]["TrialResult"]["properties"])
     assert {"run_id", "trial", "seed", "status", "score", "passed", "safety_failures", "claimed_success",
             "false_success", "final_state_hash", "checks", "reason", "turns"} <= trial_keys
+
+
+def test_a_debrief_names_the_paths_a_check_found_nothing_at(store: Store) -> None:
+    """A check that failed because what it reads is not in the final state (a removed key) says so
+    in the debrief; a check whose paths all resolve names none."""
+    from assay.scenario.predicates import format_path, lookup, split_path
+    from assay.service.results import _not_found
+    from assay.service.runs import run_suite
+
+    bundle = resolve_suite("forge")
+    result = run_suite(bundle, factory=load_agent("reference:diligent"), trials=1, seed=3, workers=1,
+                       label="not-found", limits=Limits(), store=store, executor=ThreadExecutor(1))
+    run_id = results_json(store, result.batch_id, actor=OPERATOR)["cases"][0]["trials"][0]["run_id"]
+    view = debrief(store, run_id, actor=OPERATOR)
+    assert all(c["not_found"] == [] for c in view["checks"])
+    run = store.run(run_id)
+    check = next(c for c in run["scenario"]["document"]["checks"] if "path" in c["expect"])
+    keys = split_path(check["expect"]["path"])
+    state = run["final_state"]
+    assert lookup(state, check["expect"]["path"]) is not None
+    parent = lookup(state, format_path(keys[:-1])) if len(keys) > 1 else state
+    del parent[keys[-1]]
+    assert _not_found(check["expect"], state) == [check["expect"]["path"]]

@@ -30,6 +30,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     Tag,
+    TypeAdapter,
     model_serializer,
     model_validator,
 )
@@ -168,6 +169,9 @@ Predicate = Annotated[
 
 for _m in (AllOf, AnyOf, NotOf):
     _m.model_rebuild()
+
+#: Parses one stored predicate (a check's `expect`) back into its model.
+PREDICATE: TypeAdapter[Any] = TypeAdapter(Predicate)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -22,6 +22,7 @@ from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
 from assay.canonical import canonical_hash
 from assay.scenario.load import parse_scenario
+from assay.scenario.predicates import PREDICATE, missing_paths
 from assay.worlds.kits import get_kit
 from assay.stats.trials import TrialOutcome, consistent, pass_rate, summary
 from assay.store.board_repo import BoardRepo
@@ -120,6 +121,11 @@ def debrief(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     return debrief_view(store, run_id, actor=actor).as_json()
 
 
+def _not_found(expect: dict[str, Any], final_state: dict[str, Any] | None) -> list[str]:
+    """The paths a check reads that name nothing in the run's final state (none when it has none)."""
+    return [] if final_state is None else missing_paths(PREDICATE.validate_python(expect), final_state)
+
+
 def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
     doc = run["scenario"]["document"]
@@ -131,7 +137,8 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
         trial=run["trial"], seed=run["seed"], status=view.status, reason=run.get("reason"),
         hidden_truth=doc["hidden_truth"],
         checks=[DebriefCheck(id=c["id"], weight=c["weight"], safety=c["safety"], description=c["description"],
-                             passed=outcome[c["id"]]["passed"] if c["id"] in outcome else False)
+                             passed=outcome[c["id"]]["passed"] if c["id"] in outcome else False,
+                             not_found=_not_found(c["expect"], run.get("final_state")))
                 for c in doc["checks"]],
         score=view.score, passed=view.passed, safety_failures=view.safety_failures,
         claimed_success=run.get("claimed_success"), claim_summary=run.get("claim_summary"),
