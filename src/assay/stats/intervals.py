@@ -44,8 +44,9 @@ from math import exp, fsum, isfinite, lgamma, log, sqrt
 from statistics import NormalDist, fmean, stdev
 
 LEVEL = 0.95
-#: How far apart two case means must be to count as varying. Case means are ratios of small
-#: integers, so equal rationals are equal floats; this only absorbs float noise from other sums.
+#: How far apart two values must be to count as varying, relative to their largest magnitude.
+#: Case means are ratios of small integers, so equal rationals are equal floats; this only absorbs
+#: float noise from other sums, at any scale (differences of 1e-13 vary as 1 and 2 do).
 VARY_TOLERANCE = 1e-12
 
 Interval = tuple[float, float]
@@ -192,8 +193,8 @@ def mean_interval(values: Sequence[float], level: float = LEVEL) -> Interval | N
 
 
 def varies(values: Sequence[float], tolerance: float = VARY_TOLERANCE) -> bool:
-    """Whether `values` hold at least two numbers that differ (beyond float noise)."""
-    return len(values) >= 2 and max(values) - min(values) > tolerance
+    """Whether `values` hold at least two numbers that differ (beyond float noise at their scale)."""
+    return len(values) >= 2 and max(values) - min(values) > tolerance * max(abs(v) for v in values)
 
 
 def case_means(counts: Sequence[tuple[float, int]]) -> list[float]:
