@@ -128,3 +128,20 @@ def test_a_ranked_model_that_never_wins_has_no_strength_and_a_note() -> None:
     assert z["strength"] is None and z["ci"] is None and "never preferred" in z["note"]
     assert ranked[-1]["model"] == "z" and z["rank"] == 3
     assert all(e["strength"] is not None for e in ranked if e["model"] != "z")
+
+
+def test_the_pairwise_board_ranks_a_separate_bottom_pair_below_the_top_one() -> None:
+    """The issue's example: A–B, A beat D, D–E; every model was ranked 1 as 'separated'."""
+    rows, i = [], 0
+    for who in ("p1", "p2", "p3"):
+        for a, b, o in (("A", "B", "a"), ("A", "B", "b"), ("A", "D", "a"), ("D", "E", "a"), ("D", "E", "b")):
+            i += 1
+            rows.append(_row(i, who, f"r{i}a", f"r{i}b", a, b, o))
+    ranked, _ = pairwise_board(rows, resamples=200)
+    by = {e["model"]: e for e in ranked}
+    assert [e["model"] for e in ranked] == ["A", "B", "D", "E"]
+    assert by["A"]["rank"] < by["D"]["rank"] and by["B"]["rank"] < by["E"]["rank"]
+    assert by["A"]["scale"] == ["A", "B"] and by["D"]["scale"] == ["D", "E"]
+    assert all(e["strength"] is not None for e in ranked)
+    for e in ranked:  # an interval contains its strength, or is withheld with the reason
+        assert (e["ci"] is not None and e["ci"][0] <= e["strength"] <= e["ci"][1]) or "no interval" in e["note"]

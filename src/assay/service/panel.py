@@ -71,9 +71,15 @@ RANKING = ("Ranked by overall: the mean over categories of the model's per-categ
            "overall interval lies wholly above this one's, so models the data does not separate share a rank.")
 PAIRWISE_RANKING = ("Pairwise: Bradley–Terry maximum-likelihood log-strengths from the approved panelists' "
                     "preferences between runs of one environment (a tie is half a win to each; the latest "
-                    "preference per panelist and run pair counts), centred so the ranked strengths average 0, "
-                    "with a 95% seeded bootstrap interval over preferences and a statistical rank. A model is "
-                    "ranked once preferences from at least {quorum} distinct panelists involve it.")
+                    "preference per panelist and run pair counts). Strengths are comparable only on one scale: "
+                    "the models tied together by a cycle of preferences (`scale`), centred to average 0; a "
+                    "model no cycle ties to another has none. Each carries a 95% seeded bootstrap interval over "
+                    "preferences, every resample in the same frame (none when too few resamples keep the scale "
+                    "whole). Rank is 1 + the models above it: every model of a scale preferred over its own "
+                    "(directly or through others, never the other way) and every model of its own scale whose "
+                    "interval lies wholly above its; so a model that lost every comparison ranks below every "
+                    "model it lost to. A model is ranked once preferences from at least {quorum} distinct "
+                    "panelists involve it.")
 
 DECISIONS = {"approve": "approved", "reject": "rejected"}
 
@@ -550,7 +556,7 @@ def _intervals(repo: PanelRepo, ranked: list[dict[str, Any]], ids: dict[str, Any
 
 
 def pairwise(repo: PanelRepo) -> dict[str, Any]:
-    """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, rank, n_comparisons, (note)}]
+    """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, scale, rank, n_comparisons, (note)}]
     and `provisional` {count}, over the latest preference per (approved panelist, run pair)."""
     rows = [panel_stats.PreferenceRow(id=int(r["id"]), panelist=str(r["panelist_id"]), run_a=str(r["run_a"]),
                                       run_b=str(r["run_b"]), model_a=str(r["model_a"]), model_b=str(r["model_b"]),
@@ -563,8 +569,8 @@ def pairwise(repo: PanelRepo) -> dict[str, Any]:
         out: dict[str, Any] = {
             "slug": e["model"], "name": names.get(e["model"], e["model"]),
             "strength": round(e["strength"], 3) if e["strength"] is not None else None,
-            "ci": [round(v, 3) if v is not None else None for v in e["ci"]] if e["ci"] is not None else None,
-            "rank": e["rank"], "n_comparisons": e["n_comparisons"],
+            "ci": [round(v, 3) for v in e["ci"]] if e["ci"] is not None else None,
+            "scale": e["scale"], "rank": e["rank"], "n_comparisons": e["n_comparisons"],
         }
         if "note" in e:
             out["note"] = e["note"]

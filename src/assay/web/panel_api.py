@@ -77,9 +77,13 @@ class PairwiseEntry(_Open):
 
     slug: str
     name: str
-    strength: float | None = Field(description="Centred log-strength; null (with a note) when the MLE is not finite.")
-    ci: list[float | None] | None = Field(description="95% seeded bootstrap [lo, hi]; an unbounded end is null.")
-    rank: int
+    strength: float | None = Field(description="Log-strength, centred within its scale; null (with a note) when the "
+                                               "MLE is not finite.")
+    ci: list[float] | None = Field(description="95% seeded bootstrap [lo, hi], every resample in one frame; null "
+                                               "(with a note) when the data cannot support one.")
+    scale: list[str] = Field(description="The models whose strengths share this one's scale (its component).")
+    rank: int = Field(description="1 + the models of scales above its own + those of its own scale whose ci lies "
+                                  "wholly above its.")
     n_comparisons: int
     note: str | None = None
 
