@@ -19,8 +19,9 @@ Methods:
 `--unequal` draws each case's number of runs from 1..2·trials instead (as objective_met_rate's
 win conditions differ per case), so n_eff < K.
 
-It prints, per K: the mean coverage over the (μ, ρ) grid, the worst cell's coverage, and the mean
-width. Nothing here asserts anything; the figures are for docs/statistics.md.
+It prints, per K: the mean coverage over the (μ, ρ) grid, the worst cell's coverage, the mean
+width, and how often the figure itself (the pooled rate) lies outside the interval. Nothing here
+asserts anything; the figures are for docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -82,25 +83,30 @@ def main() -> None:
     print(f"{args.boards} boards per cell, {args.trials} trials per case"
           f"{' (unequal: 1..' + str(2 * args.trials) + ')' if args.unequal else ''}, "
           f"mu in {MUS}, rho in {RHOS}")
-    print(f"{'K':>3} {'method':<6} {'mean coverage':>14} {'worst cell':>22} {'mean width':>11}")
+    print(f"{'K':>3} {'method':<6} {'mean coverage':>14} {'worst cell':>22} {'mean width':>11} {'figure outside':>15}")
     for k in KS:
         cells: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in METHODS}
+        outside = {m: 0 for m in METHODS}
         for mu in MUS:
             for rho in RHOS:
                 hits = {m: 0 for m in METHODS}
                 widths: dict[str, list[float]] = {m: [] for m in METHODS}
                 for _ in range(args.boards):
                     parts = _board(rng, k, args.trials, mu, rho, args.unequal)
+                    figure = sum(n for n, _ in parts) / sum(d for _, d in parts)
                     for name, method in METHODS.items():
                         lo, hi = method(parts)
                         hits[name] += lo <= mu <= hi
+                        outside[name] += not lo <= figure <= hi
                         widths[name].append(hi - lo)
                 for name in METHODS:
                     cells[name].append((hits[name] / args.boards, fmean(widths[name]), mu, rho))
         for name, found in cells.items():
             worst = min(found)
+            share = outside[name] / (args.boards * len(found))
             print(f"{k:>3} {name:<6} {fmean(c[0] for c in found):>14.3f} "
-                  f"{worst[0]:>8.3f} (mu {worst[2]}, rho {worst[3]}) {fmean(c[1] for c in found):>11.3f}")
+                  f"{worst[0]:>8.3f} (mu {worst[2]}, rho {worst[3]}) {fmean(c[1] for c in found):>11.3f} "
+                  f"{share:>15.4f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ depend on which other models are on the board.
 A percentile interval need not contain its own point estimate (a median can sit at the edge of
 its bootstrap distribution); the board promises that it does, so each end is widened to the
 estimate where needed. Panelists who agree give resamples that agree, hence a narrow interval;
-panelists who disagree give a wide one.
+panelists who disagree give a wide one. A model rated by fewer than two distinct panelists gets no
+interval (None, with the reason): the spread between panelists cannot be seen in one panelist's cards.
 
 Item 5's pairwise part: `latest_preferences` keeps one preference per (panelist, unordered run
 pair), the latest; `pairwise_board` turns the counted ones into Bradley–Terry strengths with
@@ -39,6 +40,8 @@ LEVEL = 0.95
 SEED = 0
 #: Distinct panelists whose comparisons must involve a model before it is ranked pairwise.
 PAIRWISE_QUORUM = 3
+#: Distinct panelists whose cards a model's panel intervals need (see `bootstrap_panel`).
+MIN_PANELISTS = 2
 
 #: A scorecard's ratings: category -> 0..10 (a scorecard may be partial).
 Card = Mapping[str, float]
@@ -84,18 +87,28 @@ def percentile_interval(draws: list[float], estimate: float, level: float) -> In
 
 @dataclass(frozen=True)
 class PanelIntervals:
-    overall: Interval
+    """A model's intervals, or (overall None, no categories) with the reason they are withheld."""
+
+    overall: Interval | None
     categories: dict[str, Interval]
+    reason: str | None = None
 
 
-def bootstrap_panel(runs: Sequence[Sequence[Card]], *, seed: int = SEED, resamples: int = RESAMPLES,
-                    level: float = LEVEL) -> PanelIntervals | None:
-    """The two-stage percentile bootstrap of a model's panel figures (see the module's docstring);
-    None for a model with no rated run. Every interval contains its point estimate."""
+def bootstrap_panel(runs: Sequence[Sequence[Card]], *, panelists: int, seed: int = SEED,
+                    resamples: int = RESAMPLES, level: float = LEVEL) -> PanelIntervals | None:
+    """The two-stage percentile bootstrap of a model's panel figures (see the module's docstring),
+    `panelists` being how many distinct panelists wrote its cards; None for a model with no rated
+    run. Every interval contains its point estimate. Below `MIN_PANELISTS` distinct panelists the
+    intervals are withheld with the reason: one panelist's cards resample to that panelist's own
+    ratings, so the spread between panelists, half of what the interval measures, is never seen
+    (four runs all rated 5 by one panelist would read [5, 5])."""
     runs = [list(cards) for cards in runs if cards]
     overall, means = panel_figures(runs)
     if overall is None:
         return None
+    if panelists < MIN_PANELISTS:
+        return PanelIntervals(None, {}, f"rated by {panelists} distinct panelist(s), fewer than {MIN_PANELISTS}: "
+                                        "no interval")
     rng = random.Random(seed)
     overall_draws: list[float] = []
     category_draws: dict[str, list[float]] = {c: [] for c in means}

@@ -63,9 +63,13 @@ class PanelEntry(_Open):
     overall_score: float
     category_scores: dict[str, float]
     panelists: list[Panelist] = Field(description="Who scored it: specialty and years of experience only.")
-    overall_ci: list[float] = Field(description="95% seeded two-stage bootstrap interval [lo, hi] on overall_score.")
+    overall_ci: list[float] | None = Field(description="95% seeded two-stage bootstrap interval [lo, hi] on "
+                                                       "overall_score; null (with ci_reason) where withheld.")
     category_ci: dict[str, list[float]] = Field(description="The same interval per category.")
-    rank: int = Field(description="1 + the ranked models whose overall_ci lies wholly above this one's.")
+    ci_reason: str | None = Field(default=None, description="Why overall_ci is null (fewer than two distinct "
+                                                             "panelists); null when there is an interval.")
+    rank: int | None = Field(description="1 + the ranked models whose overall_ci lies wholly above this one's; "
+                                         "null when it has no interval.")
 
 
 class Provisional(_Open):
