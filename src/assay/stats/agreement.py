@@ -46,8 +46,8 @@ from assay.stats.panel import LEVEL, RESAMPLES, percentile_interval, seed_for
 
 __all__ = [
     "JUDGE_SCALE",
-    "MIN_RUNS",
     "MIN_INTERVAL_RUNS",
+    "MIN_RUNS",
     "Agreement",
     "Bounds",
     "Figure",
