@@ -175,9 +175,13 @@ def test_the_figures_equal_the_statistics_recomputed_from_the_stored_rows(world:
                                        ("alpha", found.alpha, found.alpha_ci)):
             expected = None if figure.value is None else round(figure.value, 4)
             assert pair[name] == expected, (trait, name)
-            assert pair[f"{name}_ci"] == (None if interval is None else [round(v, 4) for v in interval])
+            assert pair[f"{name}_ci"] == (None if interval.interval is None
+                                          else [round(v, 4) for v in interval.interval])
+            assert pair[f"{name}_ci_reason"] == interval.reason  # a withheld interval says why
             if figure.value is None:
                 assert figure.reason in pair["notes"]
+            if interval.reason is not None:
+                assert interval.reason in pair["notes"]
         defined += pair["spearman"] is not None and pair["alpha"] is not None
     assert defined >= 3  # the data are not degenerate: most pairs have numbers
     assert agreement.agreement(world.store, "academy", "1.2", actor=OPERATOR) == report  # every read alike

@@ -1,5 +1,6 @@
 """Judge–panel agreement as pure functions (issue 12, item 7): Spearman's ρ with average ranks,
-Krippendorff's interval α for two coders, and the seeded bootstrap over runs.
+Krippendorff's interval α for two coders, and the seeded bootstrap over runs, withheld with a
+reason where the data cannot support an interval (issue 24).
 
 The references here are computed differently from `assay.stats.agreement`: ranks by counting
 (how many values are below, how many tie), the correlation by `statistics.correlation`, and α by
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 
 from assay.stats.agreement import (
     JUDGE_SCALE,
+    MIN_INTERVAL_RUNS,
+    Bounds,
     Figure,
     agreement,
     bootstrap_interval,
@@ -149,7 +152,8 @@ def test_fewer_than_two_runs_give_no_number_but_a_reason(pairs) -> None:
         found = statistic(pairs)
         assert found.value is None and "fewer than 2" in (found.reason or "")
     result = agreement(pairs, seed=1, resamples=50)
-    assert result.n == len(pairs) and result.spearman_ci is None and result.alpha_ci is None
+    assert result.n == len(pairs) and result.spearman_ci.interval is None and result.alpha_ci.interval is None
+    assert "fewer than 2" in (result.spearman_ci.reason or "")
 
 
 def test_no_variation_gives_no_number_but_a_reason() -> None:
@@ -172,35 +176,82 @@ def test_a_figure_is_a_value_or_a_reason_and_never_nan() -> None:
 # -- the bootstrap ---------------------------------------------------------------------------------
 
 
+pairs_of_enough = st.lists(st.tuples(whole, whole), min_size=MIN_INTERVAL_RUNS, max_size=16).map(
+    lambda ps: [(float(a), float(b)) for a, b in ps])
+
+
 @FAST
-@given(pairs_of, st.integers(min_value=0, max_value=2**32))
+@given(pairs_of_enough, st.integers(min_value=0, max_value=2**32))
 def test_the_bootstrap_is_deterministic_contains_its_estimate_and_stays_in_range(pairs, seed) -> None:
     for statistic, low in ((spearman, -1.0), (krippendorff_alpha, -math.inf)):
         found = bootstrap_interval(pairs, statistic, seed=seed, resamples=120)
         assert found == bootstrap_interval(pairs, statistic, seed=seed, resamples=120)
         estimate = statistic(pairs).value
         if estimate is None:
-            assert found is None
+            assert found.interval is None and found.reason == statistic(pairs).reason
             continue
-        if found is not None:
-            lo, hi = found
-            assert low <= lo <= estimate <= hi <= 1.0
+        if found.interval is not None:
+            lo, hi = found.interval
+            assert low <= lo <= estimate <= hi <= 1.0 and lo < hi
+        else:
+            assert found.reason
+
+
+@pytest.mark.parametrize("n", [2, 3, MIN_INTERVAL_RUNS - 1])
+def test_too_few_runs_give_a_figure_but_no_interval(n: int) -> None:
+    """Two or three perfectly ordered runs used to read ρ = 1 in [1, 1]."""
+    pairs = [(float(i), float(i) + 1.0) for i in range(n)]
+    assert spearman(pairs).value == pytest.approx(1.0)
+    for statistic in (spearman, krippendorff_alpha):
+        found = bootstrap_interval(pairs, statistic, seed=1, resamples=200)
+        assert found.interval is None and f"fewer than {MIN_INTERVAL_RUNS}" in found.reason
+
+
+def test_resamples_that_all_agree_give_no_interval() -> None:
+    """Twelve perfectly ordered runs: every resample's ρ is 1, and [1, 1] would claim certainty."""
+    pairs = [(float(i), float(i) * 2) for i in range(12)]
+    found = bootstrap_interval(pairs, spearman, seed=3, resamples=200)
+    assert found.interval is None and "same value" in found.reason
+
+
+def test_bounds_are_an_interval_or_a_reason() -> None:
+    with pytest.raises(ValueError):
+        Bounds(None)
+    with pytest.raises(ValueError):
+        Bounds((0.1, 0.2), "both")
+
+
+def test_the_statistics_equal_scipy_and_krippendorff() -> None:
+    """Independent implementations: scipy's spearmanr and the krippendorff package (interval level)."""
+    import krippendorff
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(5)
+    for n in (3, 7, 15, 40):
+        judge = rng.integers(0, 11, n).astype(float)
+        panel = np.clip(judge + rng.integers(-3, 4, n), 0, 10).astype(float)
+        pairs = list(zip(judge.tolist(), panel.tolist()))
+        assert spearman(pairs).value == pytest.approx(scipy_stats.spearmanr(judge, panel).statistic, abs=1e-12)
+        expected = krippendorff.alpha(reliability_data=[judge, panel], level_of_measurement="interval")
+        assert krippendorff_alpha(pairs).value == pytest.approx(expected, abs=1e-12)
 
 
 def test_the_bootstrap_uses_its_seed_and_narrows_with_more_runs() -> None:
-    few = [(float(i), float(i + (i % 3))) for i in range(6)]
+    few = [(float(i), float(i + (i % 3))) for i in range(12)]
     many = few * 8
-    a = bootstrap_interval(few, spearman, seed=1, resamples=400)
-    b = bootstrap_interval(few, spearman, seed=2, resamples=400)
+    a = bootstrap_interval(few, spearman, seed=1, resamples=400).interval
+    b = bootstrap_interval(few, spearman, seed=2, resamples=400).interval
     assert a is not None and b is not None and a != b
-    wide, narrow = a, bootstrap_interval(many, spearman, seed=1, resamples=400)
+    wide, narrow = a, bootstrap_interval(many, spearman, seed=1, resamples=400).interval
     assert narrow is not None and narrow[1] - narrow[0] < wide[1] - wide[0]
 
 
 def test_agreement_bundles_n_both_figures_and_their_intervals() -> None:
-    pairs = [on_one_scale(j, p) for j, p in ((0.1, 2.0), (0.4, 3.5), (0.5, 6.0), (0.9, 8.5), (0.8, 9.0))]
+    pairs = [on_one_scale(j / 12, p) for j, p in enumerate((2.0, 3.5, 6.0, 8.5, 9.0, 4.0, 5.0, 7.5, 6.5, 9.5, 3.0, 8.0))]
     found = agreement(pairs, seed=7, resamples=300)
-    assert found.n == 5
+    assert found.n == 12
     assert found.spearman == spearman(pairs) and found.alpha == krippendorff_alpha(pairs)
     assert found.spearman_ci == bootstrap_interval(pairs, spearman, seed=7, resamples=300)
     assert found.alpha_ci == bootstrap_interval(pairs, krippendorff_alpha, seed=7, resamples=300)
+    assert found.spearman_ci.interval is not None and found.alpha_ci.interval is not None

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.stats.bt import bootstrap_intervals, bradley_terry, win_matrix
+from assay.stats.bt import bootstrap_intervals, bradley_terry, ranks, win_matrix
 
 FAST = settings(max_examples=60, deadline=None)
 
@@ -145,18 +145,41 @@ def test_never_winning_and_never_losing_are_reported_not_infinite() -> None:
     assert fit.strengths() == pytest.approx(bradley_terry(rest).strengths(), abs=1e-8)
 
 
-def test_a_model_whose_only_losses_were_to_a_champion_never_loses_among_the_rest() -> None:
+def test_a_model_whose_only_losses_were_to_a_champion_ranks_between_it_and_those_it_beat() -> None:
     prefs = [("champ", "x", "a"), ("x", "y", "a"), ("y", "z", "a"), ("z", "y", "a")]
     fit = bradley_terry(prefs)
     assert {n: m.status for n, m in fit.models.items()} == {
-        "champ": "never_loses", "x": "never_loses", "y": "fitted", "z": "fitted"}
+        "champ": "never_loses", "x": "separated", "y": "fitted", "z": "fitted"}
+    assert fit.components == (("champ",), ("x",), ("y", "z"))
+    assert ranks(fit, bootstrap_intervals(prefs, resamples=50)) == {"champ": 1, "x": 2, "y": 3, "z": 3}
 
 
-def test_groups_that_never_meet_on_equal_terms_are_separated() -> None:
+def test_groups_that_never_meet_on_equal_terms_are_fitted_apart_and_ordered() -> None:
+    """a and b beat c and d and never lost to them: two components, each fitted on its own scale
+    (its preferences alone), the top one ranked above the other."""
     prefs = [("a", "b", "a"), ("b", "a", "a"), ("c", "d", "a"), ("d", "c", "a"), ("a", "c", "a"), ("b", "d", "a")]
     fit = bradley_terry(prefs)
-    assert {m.status for m in fit.models.values()} == {"separated"}
-    assert fit.strengths() == {}
+    assert {m.status for m in fit.models.values()} == {"fitted"}
+    assert fit.components == (("a", "b"), ("c", "d")) and fit.above == (frozenset(), frozenset({0}))
+    assert fit.strengths() == pytest.approx({n: 0.0 for n in "abcd"}, abs=1e-9)
+    assert ranks(fit, {}) == {"a": 1, "b": 1, "c": 3, "d": 3}
+
+
+def test_the_issues_separate_bottom_pair_ranks_a_above_d() -> None:
+    """A–B (each beat the other), A beat D, D–E: not one scale, but A (and B) above D (and E)."""
+    prefs = [("A", "B", "a"), ("A", "B", "b"), ("A", "D", "a"), ("D", "E", "a"), ("D", "E", "b")] * 3
+    fit = bradley_terry(prefs)
+    found = ranks(fit, bootstrap_intervals(prefs, resamples=200))
+    assert found["A"] < found["D"] and found["B"] < found["E"]
+    assert found == {"A": 1, "B": 1, "D": 3, "E": 3}
+    assert all(m.strength is not None for m in fit.models.values())
+
+
+def test_components_that_never_meet_are_not_ordered() -> None:
+    prefs = [("a", "b", "a"), ("b", "a", "a"), ("c", "d", "a"), ("d", "c", "a")]
+    fit = bradley_terry(prefs)
+    assert fit.above == (frozenset(), frozenset())
+    assert ranks(fit, {}) == {n: 1 for n in "abcd"}
 
 
 def test_bad_preferences_are_refused() -> None:
@@ -212,8 +235,72 @@ def test_the_bootstrap_is_seeded_and_contains_the_fit() -> None:
     assert all(small[n][1] - small[n][0] > first[n][1] - first[n][0] for n in first)
 
 
-def test_a_bootstrap_end_that_runs_off_is_none_not_infinity() -> None:
-    # b beat a once in ten: in many resamples a never loses, so a's upper end is unbounded.
-    prefs = [("a", "b", "a")] * 9 + [("a", "b", "b")]
-    (lo, hi) = bootstrap_intervals(prefs, resamples=300, seed=1)["a"]
-    assert hi is None and lo is not None and isfinite(lo)
+def test_the_bootstrap_puts_every_resample_in_one_frame() -> None:
+    """The issue's example: A vs B 10–10, A beat C 9–1, B beat C 10–0. In a third of the resamples C
+    never beats A and cannot be placed; re-centring those on A and B alone gave A [−0.347, 1.316].
+    In the full fit's frame (A, B and C centred together) A reads about [0.156, 1.367]."""
+    prefs = ([("A", "B", "a")] * 10 + [("A", "B", "b")] * 10 + [("A", "C", "a")] * 9 + [("A", "C", "b")]
+             + [("B", "C", "a")] * 10)
+    found = bootstrap_intervals(prefs)
+    assert found["A"] == pytest.approx((0.156, 1.367), abs=0.01)
+    fit = bradley_terry(prefs).strengths()
+    for name, (lo, hi) in found.items():
+        assert lo < fit[name] < hi
+
+
+def test_a_frame_too_few_resamples_keep_has_no_interval() -> None:
+    """A cycle held together by two single results: most resamples lose one of them and, with it,
+    the scale. No interval then, never a made-up one."""
+    prefs = [("a", "b", "a")] * 20 + [("b", "c", "a")] * 20 + [("c", "b", "a")] + [("b", "a", "a")]
+    assert bradley_terry(prefs).models["a"].status == "fitted"
+    assert bootstrap_intervals(prefs, resamples=300, seed=1) == {"a": None, "b": None, "c": None}
+
+
+@FAST
+@given(preferences)
+def test_who_lost_every_comparison_ranks_below_everyone_it_lost_to(prefs: list[tuple[str, str, str]]) -> None:
+    fit = bradley_terry(prefs)
+    found = ranks(fit, bootstrap_intervals(prefs, resamples=30))
+    wins = win_matrix(prefs)
+    for i, beaten in wins.items():
+        for j, w in beaten.items():
+            if w > 0 and wins[j].get(i, 0.0) == 0 and fit.models[i].component != fit.models[j].component:
+                assert found[i] < found[j]
+    for name, m in fit.models.items():
+        if m.wins == 0:
+            assert all(found[other] < found[name] for other in wins if wins[other].get(name, 0) > 0)
+
+
+def _choix_fit(prefs: list[tuple[str, str, str]], names: list[str]) -> dict[str, float]:
+    """choix's maximum-likelihood fit (no regularisation), centred: a win counted twice and a tie
+    as one win each way, which leaves the MLE where half a win each way puts it."""
+    import choix
+
+    index = {n: k for k, n in enumerate(names)}
+    data = []
+    for a, b, o in prefs:
+        if o == "tie":
+            data += [(index[a], index[b]), (index[b], index[a])]
+        else:
+            w, l_ = (a, b) if o == "a" else (b, a)
+            data += [(index[w], index[l_])] * 2
+    params = choix.opt_pairwise(len(names), data, alpha=0.0, method="BFGS", tol=1e-12)
+    centre = sum(params) / len(params)
+    return {n: float(params[index[n]]) - centre for n in names}
+
+
+def test_strengths_equal_choix_on_one_component() -> None:
+    prefs = synthetic(TRUE, 3_000, seed=3)
+    got = bradley_terry(prefs).strengths()
+    assert got == pytest.approx(_choix_fit(prefs, sorted(TRUE)), abs=1e-4)
+
+
+def test_each_component_is_choix_fitted_on_its_own_preferences() -> None:
+    top = synthetic({"a": 0.5, "b": 0.0, "c": -0.2}, 300, seed=1)
+    bottom = synthetic({"d": 0.3, "e": -0.3}, 200, seed=2)
+    prefs = top + bottom + [("a", "d", "a"), ("e", "c", "b")]
+    fit = bradley_terry(prefs)
+    assert fit.components == (("a", "b", "c"), ("d", "e"))
+    got = fit.strengths()
+    for part, names in ((top, ["a", "b", "c"]), (bottom, ["d", "e"])):
+        assert {n: got[n] for n in names} == pytest.approx(_choix_fit(part, names), abs=1e-4)

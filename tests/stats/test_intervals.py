@@ -1,4 +1,10 @@
-"""Case-clustered 95% intervals (issue 12, item 1):
+"""Case-clustered 95% intervals.
+
+`rate_interval` / `mean_interval` (issue 24): the one interval of every board figure in [0, 1], a
+Wilson-form score interval with the worst-case variance, the Kish n_eff of cases and t(0.975, K−1).
+Its bounds never move against the data and it contains its figure; checked against statsmodels.
+
+`case_interval`, the rule of issue 12, item 1, until its last caller moves:
 
 - per-case means m_1..m_K, failures counting as 0;
 - K ≥ 2 and the m_k vary: mean(m) ± t(0.975, K−1) · sd(m) / √K (sd with ddof = 1), clipped to [0, 1];
@@ -19,12 +25,15 @@ from hypothesis import strategies as st
 from assay.stats.intervals import (
     case_interval,
     case_means,
+    mean_interval,
+    rate_interval,
     t_cdf,
     t_interval,
     t_quantile,
     wilson_interval,
     z_quantile,
 )
+from assay.stats.ranks import statistical_ranks
 
 FAST = settings(max_examples=150, deadline=None)
 Z = 1.959963984540054
@@ -179,3 +188,151 @@ def test_t_interval_contains_the_mean(values: list[Fraction]) -> None:
     assume(len(set(values)) > 1)
     lo, hi = t_interval(floats)
     assert lo < fmean(floats) < hi
+
+
+# -- rate_interval / mean_interval: the board's one interval -------------------------------------
+
+Part = tuple[int, int]
+
+
+def parts_lists(min_size: int = 1, max_size: int = 10, max_den: int = 8) -> st.SearchStrategy[list[Part]]:
+    """Random boards of one entry: per case (numerator, denominator), denominators unequal, some 0."""
+    return st.lists(st.integers(0, max_den).flatmap(lambda d: st.tuples(st.integers(0, d), st.just(d))),
+                    min_size=min_size, max_size=max_size)
+
+
+def ratio(parts: list[Part]) -> float:
+    return sum(n for n, _ in parts) / sum(d for _, d in parts)
+
+
+def test_the_issues_bottom_pair_ranks_the_better_record_at_least_as_high() -> None:
+    """5 cases x 3 trials: 0/15 and 1/15 (one case at 1/3). The old rule gave [0, 0.4345] and
+    [0, 0.2518], ranking 0/15 first and 1/15 second."""
+    none = rate_interval([(0, 3)] * 5)
+    one = rate_interval([(1, 3)] + [(0, 3)] * 4)
+    assert none is not None and one is not None
+    assert one[0] >= none[0] and one[1] >= none[1]
+    zero_rank, one_rank = statistical_ranks([none, one])
+    assert one_rank <= zero_rank
+    assert case_interval([0.0] * 5)[1] > case_interval([1 / 3] + [0.0] * 4)[1]  # the inversion, for the record
+
+
+def test_the_issues_top_pair_ranks_the_better_record_at_least_as_high() -> None:
+    """15/15 against 14/15 on 5 cases: the old rule's lower bounds were 0.566 and 0.748."""
+    all_ = rate_interval([(3, 3)] * 5)
+    most = rate_interval([(2, 3)] + [(3, 3)] * 4)
+    assert all_ is not None and most is not None
+    assert all_[0] >= most[0] and all_[1] >= most[1]
+    all_rank, most_rank = statistical_ranks([all_, most])
+    assert all_rank <= most_rank
+
+
+def test_a_pooled_ratio_lies_inside_its_own_interval() -> None:
+    """objective_met_rate = Σmet/Σtotal: one case with 30/30 met and five with 0/3 is 0.6667; the old
+    interval over case ratios was [0, 0.5951]."""
+    parts = [(30, 30)] + [(0, 3)] * 5
+    lo, hi = rate_interval(parts)
+    assert lo <= 30 / 45 <= hi
+    assert not case_interval([1.0] + [0.0] * 5)[1] >= 30 / 45
+
+
+@FAST
+@given(parts_lists())
+def test_the_interval_is_the_score_interval_of_statsmodels(parts: list[Part]) -> None:
+    """Independent check: statsmodels' Wilson interval at the Kish n_eff of cases, with its normal
+    quantile set to t(0.975, K−1) through alpha (cases with no runs left out)."""
+    from scipy import stats as scipy_stats
+    from statsmodels.stats.proportion import proportion_confint
+
+    counted = [(n, d) for n, d in parts if d > 0]
+    assume(counted)
+    k = len(counted)
+    total = sum(d for _, d in counted)
+    n_eff = total * total / sum(d * d for _, d in counted)
+    c = scipy_stats.t.ppf(0.975, max(k - 1, 1))
+    p = ratio(counted)
+    lo, hi = proportion_confint(p * n_eff, n_eff, alpha=2 * scipy_stats.norm.sf(c), method="wilson")
+    found = rate_interval(parts)
+    assert found == pytest.approx((max(0.0, lo), min(1.0, hi)), abs=1e-9)
+
+
+@FAST
+@given(parts_lists())
+def test_every_figure_lies_inside_its_interval_within_0_1_never_a_point(parts: list[Part]) -> None:
+    found = rate_interval(parts)
+    if all(d == 0 for _, d in parts):
+        assert found is None  # no number from too little
+        return
+    lo, hi = found
+    assert 0.0 <= lo <= ratio([p for p in parts if p[1]]) <= hi <= 1.0
+    assert lo < hi
+
+
+@FAST
+@given(parts_lists(), st.data())
+def test_turning_a_fail_into_a_pass_never_lowers_either_bound(parts: list[Part], data: st.DataObject) -> None:
+    failing = [i for i, (n, d) in enumerate(parts) if n < d]
+    assume(failing)
+    i = data.draw(st.sampled_from(failing))
+    better = list(parts)
+    better[i] = (parts[i][0] + 1, parts[i][1])
+    (lo, hi), (lo2, hi2) = rate_interval(parts), rate_interval(better)
+    assert lo2 >= lo and hi2 >= hi
+    assert (lo2, hi2) != (lo, hi) or (lo, hi) == (0.0, 1.0)
+
+
+@FAST
+@given(st.lists(parts_lists(max_size=6, max_den=4), min_size=2, max_size=6), st.data())
+def test_a_pass_anywhere_never_worsens_a_statistical_rank(board: list[list[Part]], data: st.DataObject) -> None:
+    """A random board (entries of random cases, trials and passes): turn one failed run of one
+    entry into a pass; that entry's statistical rank never gets worse, and nobody else's improves."""
+    board = [entry for entry in board if any(d for _, d in entry)]
+    failing = [(e, c) for e, entry in enumerate(board) for c, (n, d) in enumerate(entry) if n < d]
+    assume(len(board) >= 2 and failing)
+    e, c = data.draw(st.sampled_from(failing))
+    better = [list(entry) for entry in board]
+    better[e][c] = (board[e][c][0] + 1, board[e][c][1])
+    before = statistical_ranks([rate_interval(entry) for entry in board])
+    after = statistical_ranks([rate_interval(entry) for entry in better])
+    assert after[e] <= before[e]
+    assert all(after[j] >= before[j] for j in range(len(board)) if j != e)
+
+
+@FAST
+@given(st.lists(st.integers(0, 6).map(lambda k: k / 6), min_size=1, max_size=12))
+def test_mean_interval_is_rate_interval_with_denominators_1(values: list[float]) -> None:
+    assert mean_interval(values) == rate_interval([(v, 1) for v in values])
+    lo, hi = mean_interval(values)
+    assert lo <= fmean(values) <= hi
+
+
+def test_equal_denominators_count_cases_not_runs() -> None:
+    """n_eff = K when every case has the same runs: 5 cases x 3 trials reads like 5 cases x 30."""
+    assert rate_interval([(3, 3)] * 5) == pytest.approx(rate_interval([(30, 30)] * 5))
+    assert rate_interval([(3, 3)] * 5) == pytest.approx(mean_interval([1.0] * 5))
+
+
+def test_one_case_uses_one_degree_of_freedom_and_is_never_narrower_than_two() -> None:
+    one, two = rate_interval([(3, 3)]), rate_interval([(3, 3)] * 2)
+    assert one[1] == two[1] == 1.0 and 0.0 < one[0] < two[0]
+    lo, hi = rate_interval([(1, 2)])
+    assert lo < 0.5 < hi
+
+
+def test_nothing_counted_is_no_interval() -> None:
+    assert rate_interval([]) is None
+    assert rate_interval([(0, 0), (0, 0)]) is None
+    assert mean_interval([]) is None
+    assert rate_interval([(0, 0), (1, 1)]) == rate_interval([(1, 1)])
+
+
+@pytest.mark.parametrize("parts", [[(4, 3)], [(-1, 3)], [(1, -1)], [(float("nan"), 3)], [(1, float("inf"))]])
+def test_impossible_parts_are_refused(parts: list[tuple[float, float]]) -> None:
+    with pytest.raises(ValueError, match="numerator"):
+        rate_interval(parts)
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
+def test_values_outside_0_1_are_refused(value: float) -> None:
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        mean_interval([0.5, value])

@@ -70,6 +70,27 @@ def test_float_ties_count_as_ties() -> None:
     assert exact and p == float(exact_p([Fraction(1, 10), Fraction(2, 10), Fraction(-3, 10), Fraction(6, 10)]))
 
 
+def test_tiny_differences_are_differences() -> None:
+    """The tolerance is relative to the differences' scale: 1e-10 on every case is not zero."""
+    tiny = paired_comparison([1e-10] * 5, [0.0] * 5)
+    assert tiny.p_value == 0.0625
+    assert paired_comparison([1e-10, 0.0, 0.0, 0.0, 0.0], [0.0] * 5).p_value == 1.0
+    lo, hi = paired_comparison([3e-13, 1e-13, 2e-13], [0.0] * 3).ci
+    assert lo < 2e-13 < hi
+
+
+@FAST
+@given(st.lists(st.tuples(rates, rates), min_size=1, max_size=10), st.sampled_from([1e-12, 1e-6, 1e6]))
+def test_the_test_does_not_depend_on_the_unit(pairs: list[tuple[Fraction, Fraction]], scale: float) -> None:
+    """Scaling every difference by the same factor changes neither p nor whether there is an interval."""
+    d = [float(x - y) for x, y in pairs]
+    found, scaled = paired_comparison(d, [0.0] * len(d)), paired_comparison([v * scale for v in d], [0.0] * len(d))
+    assert scaled.p_value == found.p_value
+    assert (scaled.ci is None) == (found.ci is None)
+    if found.ci is not None:
+        assert scaled.ci == pytest.approx((found.ci[0] * scale, found.ci[1] * scale), rel=1e-9)
+
+
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=1, max_size=10), st.randoms(use_true_random=False))
 def test_symmetric_and_order_free(pairs: list[tuple[Fraction, Fraction]], rnd) -> None:

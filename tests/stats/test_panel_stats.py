@@ -1,14 +1,17 @@
-"""The panel board's bootstrap and pairwise ranking as pure functions (issue 12, items 4 and 5)."""
+"""The panel board's bootstrap and pairwise ranking as pure functions (issue 12, items 4 and 5; issue 24:
+no interval from fewer than two panelists, Bradley–Terry ranked by component)."""
 
 from __future__ import annotations
 
 from math import exp
 from statistics import fmean
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.stats.panel import (
+    MIN_PANELISTS,
     PreferenceRow,
     bootstrap_panel,
     latest_preferences,
@@ -34,8 +37,8 @@ def test_figures_are_means_over_runs_of_medians_over_cards() -> None:
 @FAST
 @given(model_runs, st.integers(min_value=0, max_value=2**32))
 def test_the_bootstrap_contains_its_estimates_stays_in_range_and_is_the_same_on_every_call(runs, seed) -> None:
-    found = bootstrap_panel(runs, seed=seed, resamples=200)
-    again = bootstrap_panel(runs, seed=seed, resamples=200)
+    found = bootstrap_panel(runs, panelists=3, seed=seed, resamples=200)
+    again = bootstrap_panel(runs, panelists=3, seed=seed, resamples=200)
     assert found == again
     overall, means = panel_figures(runs)
     assert found is not None and overall is not None
@@ -50,16 +53,26 @@ def test_the_bootstrap_contains_its_estimates_stays_in_range_and_is_the_same_on_
 @given(st.lists(rating, min_size=1, max_size=5), st.integers(min_value=1, max_value=5))
 def test_panelists_who_agree_give_a_point_interval(ratings, n_cards) -> None:
     runs = [[{"safety": r}] * n_cards for r in ratings] if len(set(ratings)) == 1 else [[{"safety": ratings[0]}] * n_cards]
-    found = bootstrap_panel(runs, resamples=100)
+    found = bootstrap_panel(runs, panelists=2, resamples=100)
     assert found is not None and found.overall[0] == found.overall[1]
 
 
 def test_disagreeing_panelists_give_a_wider_interval_than_agreeing_ones() -> None:
     agree = [[{"safety": 6}, {"safety": 6}, {"safety": 7}] for _ in range(3)]
     disagree = [[{"safety": 1}, {"safety": 6}, {"safety": 10}] for _ in range(3)]
-    a, d = bootstrap_panel(agree), bootstrap_panel(disagree)
+    a, d = bootstrap_panel(agree, panelists=3), bootstrap_panel(disagree, panelists=3)
     assert a is not None and d is not None
     assert d.overall[1] - d.overall[0] > a.overall[1] - a.overall[0]
+
+
+@pytest.mark.parametrize("panelists", [0, 1])
+def test_one_panelists_cards_give_no_interval_but_the_reason(panelists: int) -> None:
+    """The issue's example: four runs all rated 5 by one panelist read [5, 5], and the board ranked on it."""
+    found = bootstrap_panel([[{"safety": 5.0}]] * 4, panelists=panelists)
+    assert found is not None and found.overall is None and found.categories == {}
+    assert f"{panelists} distinct panelist(s), fewer than {MIN_PANELISTS}" in (found.reason or "")
+    two = bootstrap_panel([[{"safety": 5.0}, {"safety": 6.0}]] * 4, panelists=2)
+    assert two is not None and two.reason is None and two.overall is not None
 
 
 def test_the_seed_is_stable_and_differs_by_model() -> None:
@@ -128,3 +141,20 @@ def test_a_ranked_model_that_never_wins_has_no_strength_and_a_note() -> None:
     assert z["strength"] is None and z["ci"] is None and "never preferred" in z["note"]
     assert ranked[-1]["model"] == "z" and z["rank"] == 3
     assert all(e["strength"] is not None for e in ranked if e["model"] != "z")
+
+
+def test_the_pairwise_board_ranks_a_separate_bottom_pair_below_the_top_one() -> None:
+    """The issue's example: A–B, A beat D, D–E; every model was ranked 1 as 'separated'."""
+    rows, i = [], 0
+    for who in ("p1", "p2", "p3"):
+        for a, b, o in (("A", "B", "a"), ("A", "B", "b"), ("A", "D", "a"), ("D", "E", "a"), ("D", "E", "b")):
+            i += 1
+            rows.append(_row(i, who, f"r{i}a", f"r{i}b", a, b, o))
+    ranked, _ = pairwise_board(rows, resamples=200)
+    by = {e["model"]: e for e in ranked}
+    assert [e["model"] for e in ranked] == ["A", "B", "D", "E"]
+    assert by["A"]["rank"] < by["D"]["rank"] and by["B"]["rank"] < by["E"]["rank"]
+    assert by["A"]["scale"] == ["A", "B"] and by["D"]["scale"] == ["D", "E"]
+    assert all(e["strength"] is not None for e in ranked)
+    for e in ranked:  # an interval contains its strength, or is withheld with the reason
+        assert (e["ci"] is not None and e["ci"][0] <= e["strength"] <= e["ci"][1]) or "no interval" in e["note"]

@@ -18,10 +18,12 @@ from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest released).")
 
 
-def _shown(value: float | None, interval: list[float] | None) -> str:
+def _shown(value: float | None, interval: list[float] | None, reason: str | None) -> str:
+    """The figure with its interval, or with the reason the interval is withheld."""
     if value is None:
         return "-"
-    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval is not None else " [no interval]")
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval is not None
+                             else f" (no interval: {reason})")
 
 
 def print_agreement(report: dict[str, Any]) -> None:
@@ -33,15 +35,19 @@ def print_agreement(report: dict[str, Any]) -> None:
     out.print(f"{report['suite']} {report['version']}{against}", markup=False, highlight=False, soft_wrap=True)
     if report["pairs"] and report["note"] is None:
         table = Table(caption=r"\[lo, hi]: 95% bootstrap interval over runs; '-' where the data give no number")
-        for col in ("trait", "category", "n", r"ρ \[lo, hi]", r"α \[lo, hi]"):
+        for col in ("trait", "category", "n"):
             table.add_column(col, no_wrap=True)
+        for col in (r"ρ \[lo, hi]", r"α \[lo, hi]"):
+            table.add_column(col)
         for p in report["pairs"]:
             table.add_row(*(Text(cell) for cell in (p["trait"], p["category"], str(p["n"]),
-                                                    _shown(p["spearman"], p["spearman_ci"]),
-                                                    _shown(p["alpha"], p["alpha_ci"]))))
+                                                    _shown(p["spearman"], p["spearman_ci"], p["spearman_ci_reason"]),
+                                                    _shown(p["alpha"], p["alpha_ci"], p["alpha_ci_reason"]))))
         out.print(table)
+        shown = {p[k] for p in report["pairs"] for k in ("spearman_ci_reason", "alpha_ci_reason")
+                 if p[k.removesuffix("_ci_reason")] is not None}
         for p in report["pairs"]:
-            for note in p["notes"]:
+            for note in (n for n in p["notes"] if n not in shown):
                 out.print(f"{p['trait']} / {p['category']}: {note}", markup=False, highlight=False, soft_wrap=True)
     if report["note"] is not None:
         out.print(report["note"], markup=False, highlight=False, soft_wrap=True)

@@ -41,15 +41,17 @@ METHOD = ("Per mapped (trait, category): the runs that have both a judge trait m
           "panel's 0..10 scale. rho is Spearman's rank correlation (ties at average ranks); alpha is "
           "Krippendorff's alpha for interval data with two coders. Intervals are 95% percentile bootstraps "
           "over runs (2,000 resamples, seeded per pair, so every read gives the same interval). Fewer than "
-          "2 runs, or no variation, gives no number.")
+          "2 runs, or no variation, gives no number. An interval is withheld, with its reason, below "
+          f"{stats.MIN_INTERVAL_RUNS} runs, when fewer than half the resamples define the statistic, or when "
+          "every resample gives the same value (docs/statistics.md).")
 
 
 def _figure(value: float | None) -> float | None:
     return None if value is None else round(value, PLACES)
 
 
-def _interval(found: tuple[float, float] | None) -> list[float] | None:
-    return None if found is None else [round(found[0], PLACES), round(found[1], PLACES)]
+def _interval(found: stats.Bounds) -> list[float] | None:
+    return None if found.interval is None else [round(found.interval[0], PLACES), round(found.interval[1], PLACES)]
 
 
 def pair_seed(key: str, version: str, trait: str, category: str) -> int:
@@ -102,7 +104,8 @@ def judge_means(store: Store, release: Mapping[str, Any], submission_ids: set[st
 def agreement(store: Store, suite: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
     """The agreement report of a suite version (default: its latest): `suite`, `version`, `judge`,
     `mapping`, `n_linked_runs`, `excluded_runs`, `pairs` [{trait, category, n, spearman,
-    spearman_ci, alpha, alpha_ci, notes}], `note` (in words, when there is nothing to measure) and
+    spearman_ci, spearman_ci_reason, alpha, alpha_ci, alpha_ci_reason, notes}] (an interval is None
+    exactly when its reason is not), `note` (in words, when there is nothing to measure) and
     `method`."""
     require_staff(actor, "read judge–panel agreement", "suite")
     release = releases.find_release(store, suite, version, actor=actor)
@@ -125,13 +128,14 @@ def agreement(store: Store, suite: str, version: str | None = None, *, actor: Ac
         pairs = [stats.on_one_scale(means[run][trait], linked[run]["medians"][category]) for run in shared
                  if trait in means[run] and category in linked[run]["medians"]]
         found = stats.agreement(pairs, seed=pair_seed(key, ver, trait, category))
-        notes = [n for n in (found.spearman.reason, found.alpha.reason) if n]
-        if not notes and (found.spearman_ci is None or found.alpha_ci is None):
-            notes.append("too few resamples define an interval")
+        notes = [n for n in (found.spearman.reason, found.alpha.reason, found.spearman_ci.reason,
+                             found.alpha_ci.reason) if n]
         report["pairs"].append({
             "trait": trait, "category": category, "n": found.n,
             "spearman": _figure(found.spearman.value), "spearman_ci": _interval(found.spearman_ci),
+            "spearman_ci_reason": found.spearman_ci.reason,
             "alpha": _figure(found.alpha.value), "alpha_ci": _interval(found.alpha_ci),
+            "alpha_ci_reason": found.alpha_ci.reason,
             "notes": sorted(set(notes)),
         })
     if not shared:

@@ -68,12 +68,20 @@ RANKING = ("Ranked by overall: the mean over categories of the model's per-categ
            "approved panelists have scored its scored runs; below that it is provisional, counted but never "
            "given a number. Each figure carries a 95% percentile bootstrap interval (2,000 seeded resamples of the "
            "model's scored runs and, within each, of its scorecards); rank is 1 + the number of ranked models whose "
-           "overall interval lies wholly above this one's, so models the data does not separate share a rank.")
+           "overall interval lies wholly above this one's, so models the data does not separate share a rank. "
+           "A model whose cards come from fewer than two distinct panelists has no interval (the spread between "
+           "panelists cannot be seen) and so no rank.")
 PAIRWISE_RANKING = ("Pairwise: Bradley–Terry maximum-likelihood log-strengths from the approved panelists' "
                     "preferences between runs of one environment (a tie is half a win to each; the latest "
-                    "preference per panelist and run pair counts), centred so the ranked strengths average 0, "
-                    "with a 95% seeded bootstrap interval over preferences and a statistical rank. A model is "
-                    "ranked once preferences from at least {quorum} distinct panelists involve it.")
+                    "preference per panelist and run pair counts). Strengths are comparable only on one scale: "
+                    "the models tied together by a cycle of preferences (`scale`), centred to average 0; a "
+                    "model no cycle ties to another has none. Each carries a 95% seeded bootstrap interval over "
+                    "preferences, every resample in the same frame (none when too few resamples keep the scale "
+                    "whole). Rank is 1 + the models above it: every model of a scale preferred over its own "
+                    "(directly or through others, never the other way) and every model of its own scale whose "
+                    "interval lies wholly above its; so a model that lost every comparison ranks below every "
+                    "model it lost to. A model is ranked once preferences from at least {quorum} distinct "
+                    "panelists involve it.")
 
 DECISIONS = {"approve": "approved", "reject": "rejected"}
 
@@ -518,8 +526,11 @@ def board(store: Store, *, actor: Actor) -> dict[str, Any]:
         })
     _intervals(repo, ranked, ids)
     ranked.sort(key=lambda e: (-e["overall_score"], e["slug"]))
-    for entry, rank in zip(ranked, statistical_ranks([tuple(e["overall_ci"]) for e in ranked]), strict=True):
-        entry["rank"] = rank
+    placed = [e for e in ranked if e["overall_ci"] is not None]
+    ranks = dict(zip((e["slug"] for e in placed), statistical_ranks([tuple(e["overall_ci"]) for e in placed]),
+                     strict=True))
+    for entry in ranked:
+        entry["rank"] = ranks.get(entry["slug"])  # None: no interval, so no rank (`ci_reason` says why)
     return {"ranked": ranked, "provisional": {"count": provisional}, "quorum": need,
             "ranking": RANKING.format(quorum=need), "pairwise": pairwise(repo)}
 
@@ -530,7 +541,8 @@ def _interval(lo_hi: tuple[float, float]) -> list[float]:
 
 def _intervals(repo: PanelRepo, ranked: list[dict[str, Any]], ids: dict[str, Any]) -> None:
     """Give each ranked entry `overall_ci` and `category_ci`: the seeded two-stage bootstrap over
-    the very ratings the board's views count (`panel_counted_cards`)."""
+    the very ratings the board's views count (`panel_counted_cards`); `overall_ci` None and
+    `category_ci` {} with `ci_reason` in words where the data cannot support one."""
     cards: dict[Any, dict[Any, dict[Any, dict[str, float]]]] = {}
     for r in repo.counted_ratings():
         cards.setdefault(r["model_id"], {}).setdefault(r["run_id"], {}).setdefault(r["card_id"], {})[
@@ -538,19 +550,17 @@ def _intervals(repo: PanelRepo, ranked: list[dict[str, Any]], ids: dict[str, Any
     for entry in ranked:
         runs_of = cards.get(ids[entry["slug"]], {})
         found = panel_stats.bootstrap_panel([list(by_card.values()) for _, by_card in sorted(runs_of.items())],
-                                            seed=panel_stats.seed_for(entry["slug"]))
+                                            panelists=entry["n_panelists"], seed=panel_stats.seed_for(entry["slug"]))
         if found is None:  # a ranked model always has counted ratings; never a bare number anyway
-            point = (entry["overall_score"], entry["overall_score"])
-            entry["overall_ci"] = list(point)
-            entry["category_ci"] = {}
-            continue
-        entry["overall_ci"] = _interval(found.overall)
+            found = panel_stats.PanelIntervals(None, {}, "no counted rating: no interval")
+        entry["overall_ci"] = None if found.overall is None else _interval(found.overall)
         entry["category_ci"] = {c: _interval(found.categories[c]) for c in entry["category_scores"]
                                 if c in found.categories}
+        entry["ci_reason"] = found.reason
 
 
 def pairwise(repo: PanelRepo) -> dict[str, Any]:
-    """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, rank, n_comparisons, (note)}]
+    """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, scale, rank, n_comparisons, (note)}]
     and `provisional` {count}, over the latest preference per (approved panelist, run pair)."""
     rows = [panel_stats.PreferenceRow(id=int(r["id"]), panelist=str(r["panelist_id"]), run_a=str(r["run_a"]),
                                       run_b=str(r["run_b"]), model_a=str(r["model_a"]), model_b=str(r["model_b"]),
@@ -563,8 +573,8 @@ def pairwise(repo: PanelRepo) -> dict[str, Any]:
         out: dict[str, Any] = {
             "slug": e["model"], "name": names.get(e["model"], e["model"]),
             "strength": round(e["strength"], 3) if e["strength"] is not None else None,
-            "ci": [round(v, 3) if v is not None else None for v in e["ci"]] if e["ci"] is not None else None,
-            "rank": e["rank"], "n_comparisons": e["n_comparisons"],
+            "ci": [round(v, 3) for v in e["ci"]] if e["ci"] is not None else None,
+            "scale": e["scale"], "rank": e["rank"], "n_comparisons": e["n_comparisons"],
         }
         if "note" in e:
             out["note"] = e["note"]

@@ -19,11 +19,20 @@ count). Before any comparison both are put on the panel's scale: **the judge's m
 * `bootstrap_interval`: a 95% percentile interval of either statistic, resampling runs with
   replacement 2,000 times from a generator with a fixed seed (`seed_for(name)`), so every read of
   the same data gives the same interval. A resample on which the statistic is undefined (every run
-  drawn the same, no variation) is skipped; when fewer than half the resamples are defined there is
-  no interval. The interval always contains the estimate.
+  drawn the same, no variation) is skipped. The interval always contains the estimate.
 
 No number from too little (docs/architecture.md, invariant 6): below `MIN_RUNS` runs, or when a side does not
-vary, a statistic is `Figure(None, reason)` — never NaN, never a crash.
+vary, a statistic is `Figure(None, reason)` — never NaN, never a crash. Its interval is withheld,
+`Bounds(None, reason)`, where the data cannot support one (docs/statistics.md):
+
+- below `MIN_INTERVAL_RUNS` runs (10). A bootstrap over 2 or 3 runs has a handful of distinct
+  resamples, most of them the sample again: 3 perfectly ordered runs read ρ in [1, 1]. In
+  `benchmarks/agreement_coverage.py` ρ's interval had zero width in 41% of 3-run reports and 4% of
+  5-run ones, and covered 0.94–0.98 from 5 runs on (α's percentile interval undercovers at every n,
+  0.84–0.92: docs/statistics.md);
+- when fewer than half the resamples define the statistic;
+- when every resample gives the same value (a zero-width interval would claim a certainty that
+  resampling the same few values cannot give).
 """
 
 from __future__ import annotations
@@ -37,8 +46,10 @@ from assay.stats.panel import LEVEL, RESAMPLES, percentile_interval, seed_for
 
 __all__ = [
     "JUDGE_SCALE",
+    "MIN_INTERVAL_RUNS",
     "MIN_RUNS",
     "Agreement",
+    "Bounds",
     "Figure",
     "agreement",
     "bootstrap_interval",
@@ -53,6 +64,8 @@ __all__ = [
 JUDGE_SCALE = 10.0
 #: Fewest runs a statistic is computed from (one pair has no order and no spread).
 MIN_RUNS = 2
+#: Fewest runs a bootstrap interval is given for (see the module docstring).
+MIN_INTERVAL_RUNS = 10
 #: A resampled statistic must be defined on at least this share of resamples to give an interval.
 MIN_DEFINED_SHARE = 0.5
 
@@ -72,6 +85,18 @@ class Figure:
             raise ValueError("a figure has a value or a reason, not both and not neither")
         if self.value is not None and not math.isfinite(self.value):
             raise ValueError("a figure is never NaN or infinite")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An interval, or None with the reason it is withheld, in words."""
+
+    interval: Interval | None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.interval is None) == (self.reason is None):
+            raise ValueError("bounds have an interval or a reason, not both and not neither")
 
 
 def ranks(values: Sequence[float]) -> list[float]:
@@ -133,22 +158,26 @@ def krippendorff_alpha(pairs: Sequence[Pair]) -> Figure:
 
 
 def bootstrap_interval(pairs: Sequence[Pair], statistic: Callable[[Sequence[Pair]], Figure], *, seed: int,
-                       resamples: int = RESAMPLES, level: float = LEVEL) -> Interval | None:
-    """The percentile bootstrap interval of `statistic` over runs (see the module docstring);
-    None when the statistic itself is undefined or too few resamples define it."""
-    estimate = statistic(pairs).value
-    if estimate is None:
-        return None
-    rng = random.Random(seed)
+                       resamples: int = RESAMPLES, level: float = LEVEL) -> Bounds:
+    """The percentile bootstrap interval of `statistic` over runs, or the reason there is none
+    (see the module docstring)."""
+    estimate = statistic(pairs)
+    if estimate.value is None:
+        return Bounds(None, estimate.reason)
     n = len(pairs)
+    if n < MIN_INTERVAL_RUNS:
+        return Bounds(None, f"{n} runs, fewer than {MIN_INTERVAL_RUNS}: too few to bootstrap an interval")
+    rng = random.Random(seed)
     draws: list[float] = []
     for _ in range(resamples):
         value = statistic([pairs[rng.randrange(n)] for _ in range(n)]).value
         if value is not None:
             draws.append(value)
     if len(draws) < MIN_DEFINED_SHARE * resamples or not draws:
-        return None
-    return percentile_interval(draws, estimate, level)
+        return Bounds(None, "too few resamples define the statistic: no interval")
+    if min(draws) == max(draws):
+        return Bounds(None, "every resample gives the same value: resampling cannot measure its uncertainty")
+    return Bounds(percentile_interval(draws, estimate.value, level))
 
 
 @dataclass(frozen=True)
@@ -157,9 +186,9 @@ class Agreement:
 
     n: int
     spearman: Figure
-    spearman_ci: Interval | None
+    spearman_ci: Bounds
     alpha: Figure
-    alpha_ci: Interval | None
+    alpha_ci: Bounds
 
 
 def on_one_scale(judge_mean: float, panel_median: float) -> Pair:

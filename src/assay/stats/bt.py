@@ -1,23 +1,38 @@
-"""Bradley–Terry strengths from pairwise preferences, with a seeded bootstrap.
+"""Bradley–Terry strengths from pairwise preferences, with a seeded bootstrap and ranks.
 
 A panelist who says "run A was better than run B" needs no calibrated absolute scale, so
 pairwise preferences rank models independently of how each panelist uses 0..10. Bradley–Terry
 models P(i beats j) = p_i / (p_i + p_j); the fit is the maximum-likelihood p, reported as the
-log-strength log p_i, centred so the fitted models' strengths average 0 (only differences are
-identified). A tie counts as half a win to each side.
+log-strength log p_i. A tie counts as half a win to each side.
 
 The fit is Hunter's MM algorithm (Hunter, "MM algorithms for generalized Bradley–Terry models",
 2004): p_i ← W_i / Σ_j n_ij / (p_i + p_j), which increases the likelihood at every step and
 stops when no log-strength moves by more than `tol` (the convergence test; `converged` says
 whether it passed within `max_iter`).
 
-The maximum-likelihood estimate is finite only when every model both wins and loses against the
-others, in a connected way (Ford, 1957). A model that never wins has MLE strength −∞ and one that
-never loses +∞; they are reported by `status`, never as ±infinity, and removed from the fit —
-which is exactly the limit of the likelihood as their strength runs off, so the others' fitted
-strengths are the true maxima. Removal is repeated: a model whose only losses were to a model
-that never loses now never loses among the rest. Whatever is still not strongly connected after
-that cannot be placed on one finite scale, and is `separated`.
+**Components.** The maximum-likelihood estimate is finite only among models that are strongly
+connected by "has beaten" (a tie beats both ways): each can be reached from every other along
+wins (Ford, 1957). So the models are split into the strongly connected components of that
+graph. Within a component of two or more models the MLE is finite, and it is the MLE of the
+preferences among them alone: in the likelihood over all models, the components lie infinitely
+far apart, which makes every comparison between components certain. Strengths are centred so a
+component's strengths average 0, and are comparable only within one component. A component of
+one model has no finite strength: its `status` says why, `never_wins` (it never won), `never_loses`
+(it never lost) or `separated` (it won and lost, but no cycle of wins ties it to any other model).
+
+Between components the comparisons all point one way: component X is *above* Y when some model
+of X beat some model of Y, directly or through other components. `ranks` counts, for each model,
+the models above it: those of every component above its own, and those of its own component whose
+bootstrap interval lies wholly above its interval (the board's statistical rank). A model that
+lost every comparison it had therefore ranks below every model it lost to; components that never
+meet (no chain of comparisons links them) are not ordered against each other.
+
+**Bootstrap, in one frame.** Each resample draws len(preferences) preferences with replacement.
+For each component of the full fit, the resample's preferences among its models are refitted,
+centred on the same models as the full fit: one frame. A resample in which those models are not
+strongly connected has no finite fit in that frame and is skipped for that component, so the
+interval is conditional on the component staying one component; when fewer than half the
+resamples keep it (`MIN_DEFINED_SHARE`), there is no interval (None).
 
 Pure: preferences in, numbers out; the bootstrap's only randomness is `random.Random(seed)`.
 """
@@ -26,14 +41,15 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from math import exp, inf, isfinite, log
+from math import exp, log
 from typing import Literal
 
 Outcome = Literal["a", "b", "tie"]
 Preference = tuple[str, str, Outcome]
 Status = Literal["fitted", "never_wins", "never_loses", "separated"]
+Interval = tuple[float, float]
 
 OUTCOMES: tuple[str, ...] = ("a", "b", "tie")
 TOLERANCE = 1e-10
@@ -41,11 +57,14 @@ MAX_ITERATIONS = 100_000
 RESAMPLES = 2000
 SEED = 0
 LEVEL = 0.95
+#: A component's bootstrap interval needs at least this share of resamples to fit it in one frame.
+MIN_DEFINED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class BTModel:
-    """One model's fit: `strength` is None unless `status` is "fitted"."""
+    """One model's fit: `strength` is None unless `status` is "fitted"; `component` indexes
+    `BTFit.components`."""
 
     name: str
     strength: float | None
@@ -53,6 +72,7 @@ class BTModel:
     wins: float
     losses: float
     n_comparisons: int
+    component: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,9 +80,14 @@ class BTFit:
     models: dict[str, BTModel]
     iterations: int
     converged: bool
+    #: The strongly connected components, each sorted, listed from the top: a component comes
+    #: after every component above it.
+    components: tuple[tuple[str, ...], ...] = ()
+    #: For each component (by index), the indices of the components above it.
+    above: tuple[frozenset[int], ...] = ()
 
     def strengths(self) -> dict[str, float]:
-        """The fitted models' centred log-strengths."""
+        """The fitted models' log-strengths, each centred within its component."""
         return {n: m.strength for n, m in self.models.items() if m.strength is not None}
 
 
@@ -93,54 +118,52 @@ def win_matrix(preferences: Iterable[Preference]) -> dict[str, dict[str, float]]
     return wins
 
 
-def _strongly_connected(nodes: set[str], wins: dict[str, dict[str, float]]) -> bool:
-    """Whether every model in `nodes` reaches every other along "has beaten" edges."""
-    if len(nodes) <= 1:
-        return True
-    start = min(nodes)
+def _reach(start: str, step: dict[str, set[str]]) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in step[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
-    def reach(step: dict[str, set[str]]) -> set[str]:
-        seen, todo = {start}, [start]
-        while todo:
-            for nxt in step[todo.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
 
-    forward: dict[str, set[str]] = {n: set() for n in nodes}
+def _components(wins: dict[str, dict[str, float]]) -> tuple[list[tuple[str, ...]], list[frozenset[int]]]:
+    """The strongly connected components of "has beaten", from the top, and which are above which.
+
+    O(n · edges): boards have a handful of models."""
+    forward: dict[str, set[str]] = {n: {j for j, w in wins[n].items() if w > 0} for n in wins}
+    backward: dict[str, set[str]] = {n: set() for n in wins}
+    for i, beaten in forward.items():
+        for j in beaten:
+            backward[j].add(i)
+    below = {n: _reach(n, forward) for n in sorted(wins)}  # n itself and every model it beat, by any chain
+    found: list[tuple[str, ...]] = []
+    placed: set[str] = set()
+    for n in sorted(wins):
+        if n not in placed:
+            comp = tuple(sorted(below[n] & _reach(n, backward)))
+            placed.update(comp)
+            found.append(comp)
+    # the models strictly above a component: those that reach it and are not in it
+    over = [{m for m in wins if comp[0] in below[m]} - set(comp) for comp in found]
+    order = sorted(range(len(found)), key=lambda k: (len(over[k]), found[k]))
+    comps = [found[k] for k in order]
+    index = {n: k for k, comp in enumerate(comps) for n in comp}
+    above = [frozenset(index[m] for m in over[k]) for k in order]
+    return comps, above
+
+
+def _strongly_connected(nodes: Sequence[str], wins: dict[str, dict[str, float]]) -> bool:
+    """Whether every model in `nodes` reaches every other along "has beaten" among `nodes`."""
+    inside = set(nodes)
+    forward = {n: {j for j, w in wins[n].items() if w > 0 and j in inside} for n in nodes}
     backward: dict[str, set[str]] = {n: set() for n in nodes}
-    for i in nodes:
-        for j, w in wins[i].items():
-            if j in nodes and w > 0:
-                forward[i].add(j)
-                backward[j].add(i)
-    return reach(forward) == nodes and reach(backward) == nodes
-
-
-def _peel(wins: dict[str, dict[str, float]]) -> tuple[set[str], dict[str, Status]]:
-    """The models with a finite MLE, and the status of every one that has none."""
-    remaining = set(wins)
-    status: dict[str, Status] = {}
-    while True:
-        flagged: dict[str, Status] = {}
-        for i in sorted(remaining):
-            won = sum(w for j, w in wins[i].items() if j in remaining)
-            lost = sum(wins[j].get(i, 0.0) for j in remaining)
-            if won == 0 and lost == 0:
-                flagged[i] = "separated"  # compared only with models already removed
-            elif won == 0:
-                flagged[i] = "never_wins"
-            elif lost == 0:
-                flagged[i] = "never_loses"
-        if not flagged:
-            break
-        status.update(flagged)
-        remaining -= set(flagged)
-    if not _strongly_connected(remaining, wins):
-        status.update({i: "separated" for i in remaining})
-        remaining = set()
-    return remaining, status
+    for i, beaten in forward.items():
+        for j in beaten:
+            backward[j].add(i)
+    start = nodes[0]
+    return _reach(start, forward) == inside and _reach(start, backward) == inside
 
 
 def _mm(models: Sequence[str], wins: dict[str, dict[str, float]], tol: float,
@@ -167,30 +190,48 @@ def _mm(models: Sequence[str], wins: dict[str, dict[str, float]], tol: float,
     return logs, max_iter, False
 
 
+def _singleton_status(wins: float, losses: float) -> Status:
+    if wins == 0:
+        return "never_wins"
+    if losses == 0:
+        return "never_loses"
+    return "separated"
+
+
 def bradley_terry(preferences: Iterable[Preference], *, tol: float = TOLERANCE,
                   max_iter: int = MAX_ITERATIONS) -> BTFit:
-    """The Bradley–Terry maximum-likelihood fit of `preferences` (a, b, "a" | "b" | "tie")."""
+    """The Bradley–Terry maximum-likelihood fit of `preferences` (a, b, "a" | "b" | "tie"), one
+    per strongly connected component (see the module docstring)."""
     prefs = _checked(preferences)
     wins = win_matrix(prefs)
-    fitted, status = _peel(wins)
-    order = sorted(fitted)
-    logs, iterations, converged = _mm(order, wins, tol, max_iter)
+    comps, above = _components(wins)
     counts: Counter[str] = Counter()
     for a, b, _ in prefs:
         counts[a] += 1
         counts[b] += 1
-    models = {
-        name: BTModel(
-            name=name,
-            strength=logs[name] if name in fitted else None,
-            status=status.get(name, "fitted"),
-            wins=sum(wins[name].values(), 0.0),
-            losses=sum((wins[j].get(name, 0.0) for j in wins), 0.0),
-            n_comparisons=counts[name],
-        )
-        for name in sorted(wins)
-    }
-    return BTFit(models=models, iterations=iterations, converged=converged)
+    logs: dict[str, float] = {}
+    iterations, converged = 0, True
+    for comp in comps:
+        if len(comp) >= 2:
+            found, used, ok = _mm(comp, wins, tol, max_iter)
+            logs.update(found)
+            iterations, converged = max(iterations, used), converged and ok
+    models = {}
+    for k, comp in enumerate(comps):
+        for name in comp:
+            won = sum(wins[name].values(), 0.0)
+            lost = sum((wins[j].get(name, 0.0) for j in wins), 0.0)
+            models[name] = BTModel(
+                name=name,
+                strength=logs.get(name),
+                status="fitted" if name in logs else _singleton_status(won, lost),
+                wins=won,
+                losses=lost,
+                n_comparisons=counts[name],
+                component=k,
+            )
+    return BTFit(models=dict(sorted(models.items())), iterations=iterations, converged=converged,
+                 components=tuple(comps), above=tuple(above))
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -198,46 +239,50 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     pos = q * (len(sorted_values) - 1)
     lo = int(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
-    a, b = sorted_values[lo], sorted_values[hi]
-    if a == b or pos == lo or a == -inf:
-        return a
-    if b == inf:
-        return b
-    return a + (b - a) * (pos - lo)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def bootstrap_intervals(
     preferences: Sequence[Preference], *, resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL,
     tol: float = 1e-8, max_iter: int = MAX_ITERATIONS,
-) -> dict[str, tuple[float | None, float | None] | None]:
-    """A percentile bootstrap interval for each model fitted on the full data.
-
-    Each resample draws len(preferences) preferences with replacement and refits. A model that
-    never wins (never loses) in a resample counts as −∞ (+∞) there, so an interval can be
-    unbounded on one side: that end is None, never infinity. A resample that leaves a model out,
-    or separated, says nothing about its strength and is skipped for it. Seeded: the same
-    preferences give the same intervals on every read.
-    """
+) -> dict[str, Interval | None]:
+    """A percentile bootstrap interval for each model fitted on the full data, every resample in
+    the full fit's frame (see the module docstring); None when fewer than `MIN_DEFINED_SHARE` of
+    the resamples can be put in that frame. Seeded: the same preferences give the same intervals
+    on every read."""
     prefs = _checked(preferences)
     full = bradley_terry(prefs, tol=tol, max_iter=max_iter)
-    names = [n for n, m in full.models.items() if m.status == "fitted"]
-    draws: dict[str, list[float]] = {n: [] for n in names}
+    frames = [comp for comp in full.components if len(comp) >= 2]
+    draws: dict[str, list[float]] = {n: [] for comp in frames for n in comp}
     rng = random.Random(seed)
     for _ in range(resamples):
-        sample = rng.choices(prefs, k=len(prefs))
-        fit = bradley_terry(sample, tol=tol, max_iter=max_iter)
-        for n in names:
-            m = fit.models.get(n)
-            if m is None or m.status == "separated":
-                continue
-            draws[n].append(m.strength if m.strength is not None else (inf if m.status == "never_loses" else -inf))
+        wins = win_matrix(rng.choices(prefs, k=len(prefs)))
+        for comp in frames:
+            if all(n in wins for n in comp) and _strongly_connected(comp, wins):
+                for n, v in _mm(comp, wins, tol, max_iter)[0].items():
+                    draws[n].append(v)
     tail = (1.0 - level) / 2.0
-    out: dict[str, tuple[float | None, float | None] | None] = {}
-    for n in names:
-        values = sorted(draws[n])
-        if not values:
+    out: dict[str, Interval | None] = {}
+    for n, values in draws.items():
+        if len(values) < MIN_DEFINED_SHARE * resamples or not values:
             out[n] = None
             continue
-        lo, hi = _percentile(values, tail), _percentile(values, 1.0 - tail)
-        out[n] = (lo if isfinite(lo) else None, hi if isfinite(hi) else None)
+        values.sort()
+        out[n] = (_percentile(values, tail), _percentile(values, 1.0 - tail))
+    return out
+
+
+def ranks(fit: BTFit, intervals: Mapping[str, Interval | None]) -> dict[str, int]:
+    """Each model's rank: 1 + the models above it — every model of a component above its own,
+    and every model of its own component whose interval lies wholly above its interval (a model
+    with no interval is never above or below one of its own component)."""
+    size = [len(comp) for comp in fit.components]
+    out = {}
+    for name, m in fit.models.items():
+        rank = 1 + sum(size[k] for k in fit.above[m.component])
+        mine = intervals.get(name)
+        if mine is not None:
+            rank += sum(1 for other in fit.components[m.component]
+                        if (theirs := intervals.get(other)) is not None and theirs[0] > mine[1])
+        out[name] = rank
     return out

@@ -1,17 +1,36 @@
-"""95% intervals for board rates, clustered by case.
+"""95% intervals for board figures in [0, 1], clustered by case.
 
 The trials of one case share one world, one briefing and one set of faults, so they are not
 independent draws: an agent that fails a case tends to fail every trial of it. Treating 15 runs
-on 5 cases as 15 independent coin flips would give intervals far too narrow. So the unit of
-resampling is the case (Miller, "Adding Error Bars to Evals", 2024): each case contributes one
-mean over its runs, m_1..m_K, and the interval is for the mean of those.
+on 5 cases as 15 independent coin flips would give intervals far too narrow. So the unit is the
+case (Miller, "Adding Error Bars to Evals", 2024).
 
-- K ≥ 2 and the m_k vary: mean(m) ± t(0.975, K−1) · sd(m) / √K (sd with ddof = 1), clipped to
-  [0, 1]. The t quantile, not 1.96: K is small (5 cases is a typical suite) and the sd is
-  estimated from the same K numbers.
-- The m_k do not vary (all equal, or K = 1): the sd is 0 and the t interval would collapse to a
-  point, claiming certainty from a handful of cases. The Wilson score interval for mean(m) with
-  n = K is used instead, so 15 passes out of 15 on 5 cases reads [0.566, 1], not [1, 1].
+`rate_interval` is the one interval of every board figure bounded in [0, 1] (docs/statistics.md).
+A figure is the ratio estimator p = Σnum_k / Σden_k over cases k = 1..K (pass_rate,
+false_success_rate and objective_met_rate pool their runs; composite and consistency weigh each
+case once, `mean_interval`). The interval is the Wilson-form score interval
+
+    {π : (p − π)² ≤ c² · π(1 − π) / n_eff}
+
+with
+
+- the worst-case variance π(1 − π) of a [0, 1]-valued case ratio with mean π (Bhatia–Davis), so
+  no spread is estimated from the same handful of cases;
+- the Kish effective number of cases n_eff = (Σden)² / Σden² (= K when every case has the same
+  denominator): the ratio estimator weighs case k by den_k / Σden, and Var(p) ≤ π(1 − π) / n_eff;
+- c = t(0.975, K − 1), the small-sample quantile, not 1.96 (K = 1: df = 1, as for K = 2, so one
+  case never reads narrower than two).
+
+Its bounds depend on the data only through p, n_eff and K, and both are strictly increasing in p
+on (0, 1): turning a failed run into a passed one (numerators up, denominators fixed) never
+lowers either bound, so never worsens a statistical rank. p itself satisfies the inequality (the
+left side is 0), so every figure lies inside its own interval; the interval is inside [0, 1] and
+never collapses to a point.
+
+`case_interval` is the previous rule (a t-interval over case means, switching to Wilson at n = K
+when they do not vary), kept only until its last caller moves; its switch is discontinuous (0/15
+read [0, 0.43] and 1/15 [0, 0.25] on 5 cases) and its interval of a pooled ratio need not contain
+the ratio. `t_interval` stays for paired differences (`stats.pairwise`), which are not rates.
 
 Pure functions: no I/O, no state. The Student t quantile is computed here (bisection on the CDF,
 via the regularised incomplete beta function) so the core needs nothing beyond the stdlib.
@@ -21,12 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from math import exp, lgamma, log, sqrt
+from math import exp, fsum, isfinite, lgamma, log, sqrt
 from statistics import NormalDist, fmean, stdev
 
 LEVEL = 0.95
-#: How far apart two case means must be to count as varying. Case means are ratios of small
-#: integers, so equal rationals are equal floats; this only absorbs float noise from other sums.
+#: How far apart two values must be to count as varying, relative to their largest magnitude.
+#: Case means are ratios of small integers, so equal rationals are equal floats; this only absorbs
+#: float noise from other sums, at any scale (differences of 1e-13 vary as 1 and 2 do).
 VARY_TOLERANCE = 1e-12
 
 Interval = tuple[float, float]
@@ -115,29 +135,66 @@ def _clip(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def wilson_interval(p_hat: float, n: int, level: float = LEVEL) -> Interval:
-    """The Wilson score interval for a proportion `p_hat` observed over `n` ≥ 1 units.
+def score_interval(p_hat: float, n: float, critical: float) -> Interval:
+    """{π : (p_hat − π)² ≤ critical² · π(1 − π) / n}, the Wilson-form score interval for a
+    proportion observed over `n` > 0 (effective) units, clipped to [0, 1].
 
-    Unlike the normal approximation it never collapses to a point at 0 or 1, which is the case
-    this module needs it for. It always contains `p_hat`; the min/max below only keep float
-    rounding from putting `p_hat` a hair outside its own interval.
+    Both bounds are strictly increasing in `p_hat` on (0, 1) and it never collapses to a point.
+    It always contains `p_hat`; the min/max below only keep float rounding from putting `p_hat` a
+    hair outside its own interval.
     """
-    if n < 1:
-        raise ValueError(f"a Wilson interval needs n >= 1, got {n}")
+    if not n > 0:
+        raise ValueError(f"a score interval needs n > 0, got {n}")
     if not 0.0 <= p_hat <= 1.0:
         raise ValueError(f"a proportion lies in [0, 1], got {p_hat}")
-    z = z_quantile(0.5 + level / 2.0)
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p_hat + z2 / (2.0 * n)) / denom
-    half = z / denom * sqrt(p_hat * (1.0 - p_hat) / n + z2 / (4.0 * n * n))
+    c2 = critical * critical
+    denom = 1.0 + c2 / n
+    centre = (p_hat + c2 / (2.0 * n)) / denom
+    half = critical / denom * sqrt(p_hat * (1.0 - p_hat) / n + c2 / (4.0 * n * n))
     lo, hi = _clip(centre - half), _clip(centre + half)
     return min(lo, p_hat), max(hi, p_hat)
 
 
+def wilson_interval(p_hat: float, n: int, level: float = LEVEL) -> Interval:
+    """The Wilson score interval for a proportion `p_hat` observed over `n` ≥ 1 independent units
+    (the normal quantile)."""
+    if n < 1:
+        raise ValueError(f"a Wilson interval needs n >= 1, got {n}")
+    return score_interval(p_hat, n, z_quantile(0.5 + level / 2.0))
+
+
+def rate_interval(parts: Sequence[tuple[float, float]], level: float = LEVEL) -> Interval | None:
+    """The case-clustered `level` interval of the ratio Σnum / Σden, one (num, den) per case
+    with 0 ≤ num ≤ den (see the module docstring). Cases with den = 0 say nothing and are left
+    out; None when no case is left (no number from too little)."""
+    counted = []
+    for num, den in parts:
+        num, den = float(num), float(den)
+        if not (isfinite(num) and isfinite(den) and 0.0 <= num <= den):
+            raise ValueError(f"a case's part of a rate needs 0 <= numerator <= denominator, got {num}/{den}")
+        if den > 0.0:
+            counted.append((num, den))
+    k = len(counted)
+    if k == 0:
+        return None
+    total = fsum(d for _, d in counted)
+    p_hat = min(1.0, fsum(n for n, _ in counted) / total)
+    n_eff = total * total / fsum(d * d for _, d in counted)
+    return score_interval(p_hat, n_eff, t_quantile(0.5 + level / 2.0, max(k - 1, 1)))
+
+
+def mean_interval(values: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """The case-clustered `level` interval of the mean of per-case values in [0, 1], each case
+    weighing the same: `rate_interval` with every denominator 1. None when there is no case."""
+    for v in values:
+        if not (isfinite(v) and 0.0 <= v <= 1.0):
+            raise ValueError(f"a per-case value lies in [0, 1], got {v}")
+    return rate_interval([(v, 1.0) for v in values], level)
+
+
 def varies(values: Sequence[float], tolerance: float = VARY_TOLERANCE) -> bool:
-    """Whether `values` hold at least two numbers that differ (beyond float noise)."""
-    return len(values) >= 2 and max(values) - min(values) > tolerance
+    """Whether `values` hold at least two numbers that differ (beyond float noise at their scale)."""
+    return len(values) >= 2 and max(values) - min(values) > tolerance * max(abs(v) for v in values)
 
 
 def case_means(counts: Sequence[tuple[float, int]]) -> list[float]:

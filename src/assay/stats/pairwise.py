@@ -33,7 +33,9 @@ RANDOM_PATTERNS = 100_000
 SEED = 0
 ALPHA = 0.05
 #: Relative tolerance for "|mean| is at least the observed |mean|": a pattern whose sum equals
-#: the observed one as a real number must count, whatever order its floats were added in.
+#: the observed one as a real number must count, whatever order its floats were added in. It is
+#: relative to the differences' own scale (Σ|d_k|), so differences of 1e-10 are told apart as
+#: well as differences of 1 (the float error of any sum of them is below 1e-12 of that scale).
 REL_TOLERANCE = 1e-9
 
 
@@ -64,7 +66,7 @@ def min_p_value(n_cases: int) -> float:
 
 
 def _tolerance(differences: Sequence[float]) -> float:
-    return REL_TOLERANCE * max(1.0, sum(abs(d) for d in differences))
+    return REL_TOLERANCE * sum(abs(d) for d in differences)
 
 
 def _exact_hits(differences: Sequence[float], observed: float, tol: float) -> int:

@@ -13,11 +13,13 @@ depend on which other models are on the board.
 A percentile interval need not contain its own point estimate (a median can sit at the edge of
 its bootstrap distribution); the board promises that it does, so each end is widened to the
 estimate where needed. Panelists who agree give resamples that agree, hence a narrow interval;
-panelists who disagree give a wide one.
+panelists who disagree give a wide one. A model rated by fewer than two distinct panelists gets no
+interval (None, with the reason): the spread between panelists cannot be seen in one panelist's cards.
 
 Item 5's pairwise part: `latest_preferences` keeps one preference per (panelist, unordered run
 pair), the latest; `pairwise_board` turns the counted ones into Bradley–Terry strengths with
-`assay.stats.bt`, a bootstrap interval and a statistical rank.
+`assay.stats.bt`, a bootstrap interval in one frame and a rank within and between the
+components of the comparison graph.
 
 Pure: rows in, numbers out; no I/O.
 """
@@ -28,18 +30,18 @@ import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from math import inf
 from statistics import fmean, median
 from typing import Any
 
 from assay.stats import bt
-from assay.stats.ranks import statistical_ranks
 
 RESAMPLES = 2000
 LEVEL = 0.95
 SEED = 0
 #: Distinct panelists whose comparisons must involve a model before it is ranked pairwise.
 PAIRWISE_QUORUM = 3
+#: Distinct panelists whose cards a model's panel intervals need (see `bootstrap_panel`).
+MIN_PANELISTS = 2
 
 #: A scorecard's ratings: category -> 0..10 (a scorecard may be partial).
 Card = Mapping[str, float]
@@ -85,18 +87,28 @@ def percentile_interval(draws: list[float], estimate: float, level: float) -> In
 
 @dataclass(frozen=True)
 class PanelIntervals:
-    overall: Interval
+    """A model's intervals, or (overall None, no categories) with the reason they are withheld."""
+
+    overall: Interval | None
     categories: dict[str, Interval]
+    reason: str | None = None
 
 
-def bootstrap_panel(runs: Sequence[Sequence[Card]], *, seed: int = SEED, resamples: int = RESAMPLES,
-                    level: float = LEVEL) -> PanelIntervals | None:
-    """The two-stage percentile bootstrap of a model's panel figures (see the module's docstring);
-    None for a model with no rated run. Every interval contains its point estimate."""
+def bootstrap_panel(runs: Sequence[Sequence[Card]], *, panelists: int, seed: int = SEED,
+                    resamples: int = RESAMPLES, level: float = LEVEL) -> PanelIntervals | None:
+    """The two-stage percentile bootstrap of a model's panel figures (see the module's docstring),
+    `panelists` being how many distinct panelists wrote its cards; None for a model with no rated
+    run. Every interval contains its point estimate. Below `MIN_PANELISTS` distinct panelists the
+    intervals are withheld with the reason: one panelist's cards resample to that panelist's own
+    ratings, so the spread between panelists, half of what the interval measures, is never seen
+    (four runs all rated 5 by one panelist would read [5, 5])."""
     runs = [list(cards) for cards in runs if cards]
     overall, means = panel_figures(runs)
     if overall is None:
         return None
+    if panelists < MIN_PANELISTS:
+        return PanelIntervals(None, {}, f"rated by {panelists} distinct panelist(s), fewer than {MIN_PANELISTS}: "
+                                        "no interval")
     rng = random.Random(seed)
     overall_draws: list[float] = []
     category_draws: dict[str, list[float]] = {c: [] for c in means}
@@ -140,10 +152,15 @@ def latest_preferences(rows: Sequence[PreferenceRow]) -> list[PreferenceRow]:
 
 
 NOTES = {
-    "never_wins": "never preferred in any comparison: its strength has no finite estimate (it is last)",
-    "never_loses": "preferred in every comparison: its strength has no finite estimate (it is first)",
-    "separated": "its comparisons do not connect it to the others on one scale: no finite estimate",
+    "never_wins": "never preferred in any comparison: its strength has no finite estimate (it ranks below every "
+                  "model preferred to it)",
+    "never_loses": "preferred in every comparison: its strength has no finite estimate (it ranks above every "
+                   "model it was preferred to)",
+    "separated": "no cycle of preferences ties it to another model on one scale: no finite estimate (it ranks "
+                 "below the models preferred to it, directly or through others, and above those it beat)",
 }
+#: Said of a fitted model whose component the bootstrap could not keep whole often enough.
+NO_INTERVAL = "too few resamples keep its comparisons on one scale: no interval"
 
 
 def pairwise_board(rows: Sequence[PreferenceRow], *, quorum: int = PAIRWISE_QUORUM, seed: int = SEED,
@@ -151,13 +168,16 @@ def pairwise_board(rows: Sequence[PreferenceRow], *, quorum: int = PAIRWISE_QUOR
     """(ranked, provisional): the Bradley–Terry board over the counted preferences `rows` (already
     the latest per panelist and pair). A model is ranked once preferences from at least `quorum`
     distinct panelists involve it; the fit and its bootstrap use the preferences among ranked
-    models only, so their strengths average 0 over the ranked models that have a finite one.
+    models only.
 
     A ranked entry: `model`, `strength` (None with a `note` when the MLE is not finite), `ci`
-    [lo, hi] (an end is None when unbounded; the interval is widened to contain the strength),
-    `rank` (statistical; a model that never loses counts as +inf, one that never wins as -inf),
-    `n_comparisons` (its counted preferences against ranked models). Preferences between two runs
-    of the same model say nothing about models and are left out."""
+    [lo, hi] (None with a `note` when the bootstrap cannot support one; widened to contain the
+    strength), `scale` (the models whose strengths share its scale: its component, see
+    `assay.stats.bt`), `rank` (`bt.ranks`: 1 + the models of components above its own + those of
+    its own whose interval lies wholly above its), `n_comparisons` (its counted preferences
+    against ranked models). Listed component by component from the top (`bt.BTFit.components`),
+by strength within one. Preferences between two runs of the
+    same model say nothing about models and are left out."""
     between = [r for r in rows if r.model_a != r.model_b]
     panelists: dict[str, set[str]] = {}
     for r in between:
@@ -167,47 +187,28 @@ def pairwise_board(rows: Sequence[PreferenceRow], *, quorum: int = PAIRWISE_QUOR
     provisional = sorted(set(panelists) - eligible)
     prefs: list[bt.Preference] = [(r.model_a, r.model_b, r.preferred) for r in between  # type: ignore[misc]
                                   if r.model_a in eligible and r.model_b in eligible]
-    if not prefs:
-        # ranked, but with no comparison against another ranked model: no strength to give
-        entries = [{"model": m, "strength": None, "ci": None, "n_comparisons": 0,
-                    "note": NOTES["separated"], "rank": 1} for m in sorted(eligible)]
-        return entries, provisional
     fit = bt.bradley_terry(prefs)
-    cis = bt.bootstrap_intervals(prefs, resamples=resamples, seed=seed, level=level)
+    cis = bt.bootstrap_intervals(prefs, resamples=resamples, seed=seed, level=level) if prefs else {}
+    ranks = bt.ranks(fit, cis)
     entries = []
     for m in sorted(eligible):
         got = fit.models.get(m)
-        if got is None:
-            entries.append({"model": m, "strength": None, "ci": None, "n_comparisons": 0,
-                            "note": NOTES["separated"], "_key": (-inf, inf)})
+        if got is None:  # ranked, but with no comparison against another ranked model
+            entries.append({"model": m, "strength": None, "ci": None, "scale": [m], "n_comparisons": 0,
+                            "note": NOTES["separated"], "rank": 1, "_key": (len(fit.components), 0.0)})
             continue
-        entry: dict[str, Any] = {"model": m, "strength": got.strength, "n_comparisons": got.n_comparisons}
+        entry: dict[str, Any] = {"model": m, "strength": got.strength, "ci": None,
+                                 "scale": list(fit.components[got.component]), "n_comparisons": got.n_comparisons,
+                                 "rank": ranks[m], "_key": (got.component, -(got.strength or 0.0))}
+        ci = cis.get(m)
         if got.strength is None:
-            entry["ci"] = None
             entry["note"] = NOTES[got.status]
-            entry["_key"] = {"never_wins": (-inf, -inf), "never_loses": (inf, inf)}.get(got.status, (-inf, inf))
+        elif ci is None:
+            entry["note"] = NO_INTERVAL
         else:
-            lo, hi = cis.get(m) or (None, None)
-            lo = min(lo, got.strength) if lo is not None else None
-            hi = max(hi, got.strength) if hi is not None else None
-            entry["ci"] = [lo, hi]
-            entry["_key"] = (lo if lo is not None else -inf, hi if hi is not None else inf)
+            entry["ci"] = [min(ci[0], got.strength), max(ci[1], got.strength)]
         entries.append(entry)
-    for entry, rank in zip(entries, statistical_ranks([e["_key"] for e in entries]), strict=True):
-        entry["rank"] = rank
-    entries.sort(key=lambda e: (_order(e), e["model"]))
+    entries.sort(key=lambda e: (e["_key"], e["model"]))
     for entry in entries:
         del entry["_key"]
     return entries, provisional
-
-
-def _order(entry: Mapping[str, Any]) -> float:
-    """Sort key: never-loses first, then by strength, then never-wins, unplaceable last."""
-    if entry["strength"] is not None:
-        return -float(entry["strength"])
-    note = entry.get("note")
-    if note == NOTES["never_loses"]:
-        return -inf
-    if note == NOTES["never_wins"]:
-        return 1e300
-    return inf

@@ -63,9 +63,13 @@ class PanelEntry(_Open):
     overall_score: float
     category_scores: dict[str, float]
     panelists: list[Panelist] = Field(description="Who scored it: specialty and years of experience only.")
-    overall_ci: list[float] = Field(description="95% seeded two-stage bootstrap interval [lo, hi] on overall_score.")
+    overall_ci: list[float] | None = Field(description="95% seeded two-stage bootstrap interval [lo, hi] on "
+                                                       "overall_score; null (with ci_reason) where withheld.")
     category_ci: dict[str, list[float]] = Field(description="The same interval per category.")
-    rank: int = Field(description="1 + the ranked models whose overall_ci lies wholly above this one's.")
+    ci_reason: str | None = Field(default=None, description="Why overall_ci is null (fewer than two distinct "
+                                                             "panelists); null when there is an interval.")
+    rank: int | None = Field(description="1 + the ranked models whose overall_ci lies wholly above this one's; "
+                                         "null when it has no interval.")
 
 
 class Provisional(_Open):
@@ -77,9 +81,13 @@ class PairwiseEntry(_Open):
 
     slug: str
     name: str
-    strength: float | None = Field(description="Centred log-strength; null (with a note) when the MLE is not finite.")
-    ci: list[float | None] | None = Field(description="95% seeded bootstrap [lo, hi]; an unbounded end is null.")
-    rank: int
+    strength: float | None = Field(description="Log-strength, centred within its scale; null (with a note) when the "
+                                               "MLE is not finite.")
+    ci: list[float] | None = Field(description="95% seeded bootstrap [lo, hi], every resample in one frame; null "
+                                               "(with a note) when the data cannot support one.")
+    scale: list[str] = Field(description="The models whose strengths share this one's scale (its component).")
+    rank: int = Field(description="1 + the models of scales above its own + those of its own scale whose ci lies "
+                                  "wholly above its.")
     n_comparisons: int
     note: str | None = None
 

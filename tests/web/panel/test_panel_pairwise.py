@@ -10,6 +10,9 @@ from typing import Any
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from assay.service import platform_config
+from assay.service.actors import OPERATOR
+
 from .conftest import Panel, Session
 
 
@@ -62,6 +65,26 @@ def test_intervals_contain_their_scores_repeat_on_every_read_and_widen_when_pane
         assert e["rank"] == 1 + sum(1 for o in board["ranked"] if o["overall_ci"][0] > e["overall_ci"][1])
     assert by["agree"]["rank"] == 1 and by["low"]["rank"] > by["agree"]["rank"]
     assert "interval" in board["ranking"]
+
+
+def test_one_panelists_cards_give_no_interval_and_no_rank_but_the_reason(
+        pipeline: Panel, anon: TestClient, web_store: Any) -> None:
+    """Issue 24: four runs rated alike by one panelist read a point interval, and the board ranked on it."""
+    platform_config.set_value(web_store, platform_config.PANEL_QUORUM, {"min_panelists": 1}, actor=OPERATOR)
+    pipeline.environment()
+    for i in range(2):
+        pipeline.panelist(f"p{i}@example.org")
+    pipeline.model("alone")
+    pipeline.model("pair")
+    _scored(pipeline, "alone", [[5]] * 4)
+    _scored(pipeline, "pair", [[4, 6], [5, 5]])
+    by = {e["slug"]: e for e in _board(anon)["ranked"]}
+    alone, pair = by["alone"], by["pair"]
+    assert alone["overall_score"] == 5.5 and alone["overall_ci"] is None and alone["category_ci"] == {}
+    assert "fewer than 2" in alone["ci_reason"] and alone["rank"] is None
+    assert pair["overall_ci"] is not None and pair["ci_reason"] is None and pair["rank"] == 1
+    page = anon.get("/benchmark")
+    assert page.status_code == 200 and alone["ci_reason"] in page.text and "unranked" in page.text
 
 
 def _mle(prefs: list[tuple[str, str, str]]) -> dict[str, float]:
