@@ -57,6 +57,8 @@ class LoadedScenario:
     world_fingerprint: str
     content_hash: str
     checks_hash: str
+    #: Where the document was read from (a file, a stored version): what a problem found later names.
+    source: str = field(default="", compare=False)
     #: What a run's world is forked with besides the scenario, by keyword (the campaign kit's
     #: `facilitator`): each value a factory called once per fork. Not part of any hash: it may word
     #: a run differently, never change what happens in it.
@@ -314,7 +316,7 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     except rfc8785.CanonicalizationError as exc:
         raise BadInput(f"not canonical JSON: {exc} (integers must lie within ±(2^53−1))", where) from None
     checks_hash = canonical_hash(document["checks"])
-    return LoadedScenario(scenario, document, world_spec, initial, fingerprint, content_hash, checks_hash)
+    return LoadedScenario(scenario, document, world_spec, initial, fingerprint, content_hash, checks_hash, where)
 
 
 def _predicates(scenario: Scenario | None, raw: dict[str, Any], section: str) -> list[tuple[int, Any]]:
