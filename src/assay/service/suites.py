@@ -200,7 +200,7 @@ def untouched(scenario: LoadedScenario) -> dict[str, Any]:
 
 def _note(holds_now: bool, *, safety: bool) -> str | None:
     if safety:
-        return None if holds_now else "fails before any agent plays"
+        return None if holds_now else "already fails"
     return "met by doing nothing" if holds_now else None
 
 
