@@ -82,13 +82,13 @@ def many_mistakes() -> tuple[dict[str, Any], list[str]]:
     w["runbooks"].append(copy.deepcopy(w["runbooks"][0]))
     return d, [
         "win_conditions[0].safty: unknown field (allowed: description, expect, id)",
-        "colour: unknown field (allowed: briefing, checks, frozen_on, hidden_truth, id, kit, language, seed, title, "
-        "win_conditions, world)",
+        ("colour: unknown field (allowed: briefing, checks, frozen_on, hidden_truth, id, kit, language, seed, title, "
+        "win_conditions, world)"),
         "title: must not be empty",
         "seed: must be greater than or equal to 0 (got -7)",
         "checks[0].weight: must be an integer, not the string '25'",
-        "checks[1].id: 'Var_Below' is not allowed here; use 3 to 64 lowercase letters, digits and '-', not starting "
-        "or ending with '-'",
+        ("checks[1].id: 'Var_Below' is not allowed here; use 3 to 64 lowercase letters, digits and '-', not starting "
+        "or ending with '-'"),
         "world.hosts[0].services[2].name: duplicate service name 'minio' (first at services[0])",
         "world.hosts[1].status: must be 'up' or 'down', not the string 'sideways'",
         "world.tickets[1].id: duplicate ticket id 'T-5120' (first at tickets[0])",
@@ -147,8 +147,8 @@ def test_two_scenarios_of_one_id_in_a_suite_are_refused_naming_both_files(tmp_pa
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"assay: error: {tmp_path / 'suite.yaml'}: scenario file './one.yaml' is listed twice (first as 'one.yaml')",
-        f"assay: error: {second}: scenario id 'forge-backup-running' is already the id of {first}; each case needs "
-        "its own id",
+        (f"assay: error: {second}: scenario id 'forge-backup-running' is already the id of {first}; each case needs "
+        "its own id"),
     ]
 
 
@@ -222,8 +222,8 @@ def test_a_world_reports_every_unknown_reference_beside_its_field_errors() -> No
     assert problems_of(d) == [
         "world.default_dc: must be an integer, not the string '12'",
         "world.objectives[0].skill: skill 'survivl' is not on the character's sheet (nearest: 'survival')",
-        "world.objectives[1].from_beat: unknown beat 'nowhere' (known: captain, ridge, the-drover, the-order, "
-        "the-question)",
+        ("world.objectives[1].from_beat: unknown beat 'nowhere' (known: captain, ridge, the-drover, the-order, "
+        "the-question)"),
         "world.script[1].npc: unknown npc 'harow' (nearest: 'harrow')",
     ]
 
