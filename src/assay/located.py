@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 #: The pydantic error type of a located problem (`scenario.load.describe_errors` prints its message as is).
@@ -104,6 +104,15 @@ def repeats(items: Sequence[Any], where: str, what: str, key: str | None = None,
         else:
             first[ident] = i
     return found
+
+
+def once(field: str, what: str, key: str | None = None) -> Any:
+    """A pydantic field validator for a model: the list `field` holds each identity once (`repeats`);
+    assign it to a class attribute (`_services_once = once("services", "service name", "name")`)."""
+    def check(cls: Any, items: list[Any]) -> list[Any]:
+        refuse(repeats(items, field, what, key))
+        return items
+    return field_validator(field)(classmethod(check))  # type: ignore[arg-type]
 
 
 def unknown(what: str, name: str, known: Iterable[str], among: str | None = None, shown: int = 8) -> str:

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from assay.languages import bcp47
-from assay.located import at, refuse, repeats
+from assay.located import at, once, refuse, repeats
 from assay.scenario.predicates import Predicate
 
 SLUG = r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$"
@@ -91,8 +91,4 @@ class Scenario(StrictModel):
         refuse(found)
         return checks
 
-    @field_validator("win_conditions")
-    @classmethod
-    def _wins_unique(cls, wins: list[WinCondition]) -> list[WinCondition]:
-        refuse(repeats(wins, "win_conditions", "win condition id", "id"))
-        return wins
+    _wins_once = once("win_conditions", "win condition id", "id")

@@ -19,13 +19,12 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     StrictInt,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from assay.languages import bcp47
-from assay.located import checked, names, references, refuse, repeats
+from assay.located import checked, names, once, references
 from assay.worlds.campaign.phrases import PHRASEBOOKS, Phrases, primary
 
 ID = r"^[a-z0-9][a-z0-9\-]*$"
@@ -66,11 +65,7 @@ class CharacterSpec(_Strict):
     items: list[str] = Field(default_factory=list)
     secrets: list[SecretSpec] = Field(default_factory=list)
 
-    @field_validator("secrets")
-    @classmethod
-    def _secrets_once(cls, secrets: list[SecretSpec]) -> list[SecretSpec]:
-        refuse(repeats(secrets, "secrets", "secret id", "id"))
-        return secrets
+    _secrets_once = once("secrets", "secret id", "id")
 
     @field_validator("skills")
     @classmethod
@@ -200,12 +195,10 @@ class CampaignSpec(_Strict):
     def _language(cls, value: str) -> str:
         return bcp47(value)
 
-    @field_validator("npcs", "rules", "objectives", "script")
-    @classmethod
-    def _ids_once(cls, items: list[Any], info: ValidationInfo) -> list[Any]:
-        field = str(info.field_name)
-        refuse(repeats(items, field, "beat id" if field == "script" else f"{field[:-1]} id", "id"))
-        return items
+    _npcs_once = once("npcs", "npc id", "id")
+    _rules_once = once("rules", "rule id", "id")
+    _objectives_once = once("objectives", "objective id", "id")
+    _beats_once = once("script", "beat id", "id")
 
     @model_validator(mode="wrap")
     @classmethod

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.located import at, checked, names, references, refuse, repeats, unknown
+from assay.located import at, checked, names, once, references, refuse, repeats, unknown
 
 NAME = r"^[a-z0-9][a-z0-9\-]*$"
 
@@ -41,11 +41,7 @@ class DiskSpec(_Strict):
     base_used_gb: StrictInt = Field(ge=0)
     files: list[FileSpec] = Field(default_factory=list)
 
-    @field_validator("files")
-    @classmethod
-    def _files_once(cls, files: list[FileSpec]) -> list[FileSpec]:
-        refuse(repeats(files, "files", "file path", "path"))
-        return files
+    _files_once = once("files", "file path", "path")
 
     @model_validator(mode="after")
     def _fits(self) -> DiskSpec:
@@ -80,17 +76,8 @@ class HostSpec(_Strict):
     processes: list[ProcessSpec] = Field(default_factory=list)
     evidence: list[LogLine] = Field(default_factory=list, description="log lines staged among the noise")
 
-    @field_validator("services")
-    @classmethod
-    def _services_once(cls, services: list[ServiceSpec]) -> list[ServiceSpec]:
-        refuse(repeats(services, "services", "service name", "name"))
-        return services
-
-    @field_validator("disks")
-    @classmethod
-    def _disks_once(cls, disks: list[DiskSpec]) -> list[DiskSpec]:
-        refuse(repeats(disks, "disks", "disk mount", "mount"))
-        return disks
+    _services_once = once("services", "service name", "name")
+    _disks_once = once("disks", "disk mount", "mount")
 
 
 class MetricSpec(_Strict):
@@ -178,11 +165,7 @@ class EstateSpec(_Strict):
                 for p in repeats(listed, f"customers.{tenant}", "customer id", "id", prefix=(tenant,))])
         return customers
 
-    @field_validator("teams")
-    @classmethod
-    def _teams_once(cls, teams: list[str]) -> list[str]:
-        refuse(repeats(teams, "teams", "team"))
-        return teams
+    _teams_once = once("teams", "team")
 
     @model_validator(mode="wrap")
     @classmethod
