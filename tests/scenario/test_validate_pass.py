@@ -339,3 +339,28 @@ def test_the_built_in_suites_validate_and_explain_with_their_hashes(suite: str) 
     for s in document["scenarios"]:  # no built-in case is won, or fails a safety check, before any agent plays
         assert not s["untouched"]["passed"]
         assert all(c["holds"] for c in s["untouched"]["checks"] if c["safety"]), s
+
+
+class _KitWithModel:
+    """A kit that names the model its `world` block is validated with (`world_model`, optional)."""
+
+    def __init__(self, name: str) -> None:
+        self._kit = get_kit(name)
+        self.name = self._kit.name
+        self.world_model = EstateSpec
+
+    def parse_world(self, world: dict[str, Any]) -> Any:
+        return self._kit.parse_world(world)
+
+    def materialise(self, spec: Any, seed: int) -> dict[str, Any]:
+        return self._kit.materialise(spec, seed)
+
+
+def test_an_unknown_world_field_lists_the_allowed_fields_when_the_kit_names_its_world_model() -> None:
+    d = copy.deepcopy(BASE)
+    d["world"]["hosts"][0]["colour"] = "red"
+    with pytest.raises(BadInput) as caught:
+        parse_scenario(d, "case.yaml", _KitWithModel)
+    assert caught.value.message == ("world.hosts[0].colour: unknown field (allowed: disks, evidence, name, processes, "
+                                    "replica_of, replication_lag_s, role, services, status, tenant)")
+    assert problems_of(d) == ["world.hosts[0].colour: unknown field"]  # a kit that does not say
