@@ -30,7 +30,7 @@ def _assay(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 def _counts(db: Path) -> dict[str, int]:
     with sqlite3.connect(db) as conn:
-        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}  # noqa: S608 - fixed names
+        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
 
 
 @pytest.fixture
