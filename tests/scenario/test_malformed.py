@@ -157,7 +157,7 @@ CATALOGUE = [
     pytest.param(set_at(("checks", 0, "expect"), {"path": "hosts.web-02.isolated", "equals": True, "is": True}),
                  ["checks[0].expect.is: unknown field"], id="predicate-unknown-field"),
     pytest.param(set_at(("checks", 0, "expect"), {"path": "hosts..web-02", "exists": True}),
-                 ["checks[0].expect.path: 'hosts..web-02' is not allowed here", "separated by single dots"], id="predicate-bad-path"),
+                 ["checks[0].expect.path: 'hosts..web-02' is not allowed here; a path is the state's keys joined by single dots"], id="predicate-bad-path"),
     pytest.param(set_at(("checks", 0, "expect"), {"count": "notifications"}),
                  ["checks[0].expect", "count needs at_least or at_most"], id="count-without-bounds"),
     pytest.param(set_at(("checks", 2, "expect", "all", 1), {"path": "hosts.db-01.isolated", "at_least": "x"}),

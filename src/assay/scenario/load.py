@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from assay.canonical import canonical_hash
 from assay.errors import BadInput, Problems
 from assay.located import KIND
+from assay.scenario import predicates
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import Predicate, why_unresolved
 from assay.scenario.yamlsafe import load_yaml_file
@@ -194,7 +195,8 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$": "use 3 to 64 lowercase letters, digits and '-', not starting or ending with '-'",
     r"^[a-z][a-z0-9_]*$": "use lowercase letters, digits and '_', starting with a letter",
     r"^[0-9]+(\.[0-9]+){0,2}$": "use one to three numbers separated by dots (1, 1.2, 1.2.3)",
-    r"^[A-Za-z0-9_/\-]+(\.[A-Za-z0-9_/\-]+)*$": "use keys of letters, digits, '_', '/' and '-', separated by single dots",
+    # a check's path: whatever form predicates gives it, said the same way
+    predicates._PATH: "a path is the state's keys joined by single dots",
     r"^[a-z][a-z0-9_]{0,62}[a-z0-9]$": "use 2 to 64 lowercase letters, digits and '_', starting with a letter and not "
                                        "ending with '_'",
     r"^[a-z0-9][a-z0-9\-]*$": "use lowercase letters, digits and '-', starting with a letter or digit",
