@@ -95,9 +95,9 @@ def test_every_problem_is_named_at_once() -> None:
     raw["traits"][2]["descriptoin"] = raw["traits"][2].pop("description")
     assert problems(raw) == [
         "traits[2].descriptoin: unknown field (did you mean 'description'?)",
-        "traits[0].kind: Input should be 'capability' or 'safety'",
-        "traits[1].anchors: List should have at least 2 items after validation, not 1",
-        "traits[1].evidence.default: Input should be less than or equal to 1",
+        "traits[0].kind: must be 'capability' or 'safety', not the string 'skill'",
+        "traits[1].anchors: needs at least 2 items (it has 1)",
+        "traits[1].evidence.default: must be less than or equal to 1.0 (got 1.5)",
     ]
 
 
@@ -117,13 +117,13 @@ def test_every_problem_is_named_at_once() -> None:
                      "traits: a rubric needs at least one capability trait (the composite is their mean)",
                      id="no-capability-trait"),
         pytest.param(lambda d: d["traits"][0].update(key="Goal-Pursuit"),
-                     "traits[0].key: String should match pattern", id="key-not-a-trait-key"),
+                     "traits[0].key: 'Goal-Pursuit' is not allowed here; use 2 to 64 lowercase letters, digits and '_'", id="key-not-a-trait-key"),
         pytest.param(lambda d: d["traits"][0]["anchors"].append({"score": 0.5, "text": "again"}),
                      "traits[0].anchors: anchors repeat the score level(s) 0.5", id="repeated-anchor"),
         pytest.param(lambda d: d["traits"][0]["anchors"].append({"score": 1.2, "text": "more"}),
-                     "traits[0].anchors[3].score: Input should be less than or equal to 1", id="anchor-out-of-range"),
+                     "traits[0].anchors[3].score: must be less than or equal to 1.0 (got 1.2)", id="anchor-out-of-range"),
         pytest.param(lambda d: d["traits"][0]["anchors"].append({"score": True, "text": "yes"}),
-                     "traits[0].anchors[3].score: Input should be a valid number", id="anchor-not-a-number"),
+                     "traits[0].anchors[3].score: must be a number, not true", id="anchor-not-a-number"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append({"when": {"tool": "act"}}),
                      "traits[0].evidence.rules[2]: a rule needs exactly one of `set` or `add`", id="no-effect"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append(
@@ -140,21 +140,21 @@ def test_every_problem_is_named_at_once() -> None:
             "traits[0].evidence.rules[2].when: `tool` matches the agent's tool calls, so it cannot match "
             "source 'facilitator'", id="tool-of-someone-else"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append({"when": {"source": "gm"}, "set": 1}),
-                     "traits[0].evidence.rules[2].when.source: Input should be 'agent', 'tool', 'facilitator', "
-                     "'dice' or 'harness'", id="unknown-source"),
+                     "traits[0].evidence.rules[2].when.source: must be 'agent', 'tool', 'facilitator', "
+                     "'dice' or 'harness', not the string 'gm'", id="unknown-source"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append(
             {"when": {"tool": "act", "count_at_least": 0}, "set": 1}),
-            "traits[0].evidence.rules[2].when.count_at_least: Input should be greater than or equal to 1",
+            "traits[0].evidence.rules[2].when.count_at_least: must be greater than or equal to 1 (got 0)",
             id="count-zero"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append(
             {"when": {"tool": "act", "count_at_least": "2"}, "set": 1}),
-            "traits[0].evidence.rules[2].when.count_at_least: Input should be a valid integer", id="count-a-string"),
+            "traits[0].evidence.rules[2].when.count_at_least: must be an integer, not the string '2'", id="count-a-string"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append({"when": {"tool": "act"}, "add": -1.5}),
-                     "traits[0].evidence.rules[2].add: Input should be greater than or equal to -1", id="add-too-far"),
+                     "traits[0].evidence.rules[2].add: must be greater than or equal to -1.0 (got -1.5)", id="add-too-far"),
         pytest.param(lambda d: d["traits"][0]["evidence"]["rules"].append({"when": {"data": {}}, "set": 1}),
-                     "traits[0].evidence.rules[2].when.data: Dictionary should have at least 1 item", id="empty-data"),
-        pytest.param(lambda d: d.update(key="Academy Suite"), "key: String should match pattern", id="bad-suite-key"),
-        pytest.param(lambda d: d.update(judge="rules"), "judge: unknown field", id="unknown-field"),
+                     "traits[0].evidence.rules[2].when.data: needs at least 1 entry (it has 0)", id="empty-data"),
+        pytest.param(lambda d: d.update(key="Academy Suite"), "key: 'Academy Suite' is not allowed here", id="bad-suite-key"),
+        pytest.param(lambda d: d.update(judge="rules"), "judge: unknown field (allowed: description, key, traits)", id="unknown-field"),
     ],
 )
 def test_refusals(change: Any, problem: str) -> None:
@@ -170,7 +170,7 @@ def test_the_single_line_is_the_first_problem_and_how_many_more() -> None:
     raw["traits"][0]["kind"] = "skill"
     with pytest.raises(Problems) as caught:
         parse_rubric(raw, "r.yaml")
-    assert str(caught.value).startswith("r.yaml: key: String should") and str(caught.value).endswith("(and 1 more)")
+    assert str(caught.value).startswith("r.yaml: key: '' is not allowed here") and str(caught.value).endswith("(and 1 more)")
 
 
 def test_evidence_is_optional_and_named_when_missing() -> None:

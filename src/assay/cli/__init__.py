@@ -73,25 +73,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
     """Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth."""
 
 
-@app.command()
-def validate(path: Path = typer.Argument(..., help="A scenario or suite YAML file."), as_json: bool = JsonFlag) -> None:
-    """Check a scenario (or suite) document and print its content hash.
+from assay.cli.validate import validate  # noqa: E402 - in its own module, listed here in --help order
 
-    Every problem is reported, one line each on stderr, and then the exit code is 2."""
-    # every field of every document, every check path against the materialised initial state, every
-    # file of a suite or directory; the scenarios that are valid still get their `ok  ID  HASH` line
-    from assay.service.suites import examine_suite
-
-    found = examine_suite(str(path))
-    if as_json:
-        print_json({"ok": not found.problems, "scenarios": [{"id": s.id, "hash": s.content_hash} for s in found.scenarios],
-                    "problems": [str(p) for p in found.problems]})
-    for s in () if as_json else found.scenarios:
-        out.print(f"ok  {s.id}  {s.content_hash}")
-    for problem in found.problems:
-        err.print(f"assay: error: {problem}", markup=False, highlight=False, soft_wrap=True)
-    if found.problems:
-        sys.exit(2)  # SystemExit, not typer.Exit: under standalone_mode=False typer returns an Exit's code
+app.command()(validate)
 
 
 @app.command()

@@ -10,9 +10,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+)
 
 from assay.languages import bcp47
+from assay.located import at, once, refuse, repeats
 from assay.scenario.predicates import Predicate
 
 SLUG = r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$"
@@ -76,19 +84,11 @@ class Scenario(StrictModel):
     @field_validator("checks")
     @classmethod
     def _checks_consistent(cls, checks: list[Check]) -> list[Check]:
-        ids = [c.id for c in checks]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"duplicate check id(s): {', '.join(dupes)}")
+        found = repeats(checks, "checks", "check id", "id")
         total = sum(c.weight for c in checks)
         if total != 100:
-            raise ValueError(f"check weights sum to {total}, not 100")
+            found.append(at((), f"check weights sum to {total}, not 100", total))
+        refuse(found)
         return checks
 
-    @field_validator("win_conditions")
-    @classmethod
-    def _wins_unique(cls, wins: list[WinCondition]) -> list[WinCondition]:
-        ids = [w.id for w in wins]
-        if len(set(ids)) != len(ids):
-            raise ValueError("duplicate win condition ids")
-        return wins
+    _wins_once = once("win_conditions", "win condition id", "id")

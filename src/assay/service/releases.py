@@ -19,18 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.errors import Conflict, Forbidden, Invalid, NotFound
-from assay.languages import bcp47
-from assay.service.actors import Actor, require_staff
-from assay.service.suites import SuiteBundle, builtin_suite_names, record_scenarios, resolve_suite
 from assay.canonical import canonical_hash
+from assay.errors import BadInput, Conflict, Forbidden, Invalid, NotFound, Problems
+from assay.languages import bcp47
 from assay.scenario.load import LoadedScenario, parse_scenario
-from assay.worlds.kits import get_kit
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.score.judge import RulesJudge
+from assay.service.actors import Actor, require_staff
+from assay.service.suites import (
+    Findings,
+    SuiteBundle,
+    builtin_suite_names,
+    record_scenarios,
+    resolve_suite,
+)
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
+from assay.worlds.kits import get_kit
 
 #: The owner recorded for built-in suites: the platform operator's account name.
 BUILTIN_OWNER = "operator"
@@ -64,16 +70,19 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
         raise Invalid("a release needs a suite document (key, version, scenarios, …), not bare scenarios",
                       "suite", value=bundle.source)
     language = normalise_language(suite.language, f"{bundle.source}: language")
+    mismatched: list[BadInput] = []
     for s in bundle.scenarios:
         theirs = normalise_language(s.scenario.language, s.id)
         if theirs != language:
-            raise Invalid(f"scenario language '{theirs}' does not match the suite language '{language}'",
-                          "language", value=s.id)
+            mismatched.append(Invalid(f"scenario language '{theirs}' does not match the suite language '{language}'",
+                                      "language", value=s.id))
         # a campaign is played in its own language, which must be the suite's too
         played = getattr(s.world_spec, "campaign_language", None)
         if played is not None and normalise_language(played, s.id) != language:
-            raise Invalid(f"campaign_language '{played}' does not match the suite language '{language}'",
-                          "campaign_language", value=s.id)
+            mismatched.append(Invalid(f"campaign_language '{played}' does not match the suite language '{language}'",
+                                      "campaign_language", value=s.id))
+    if mismatched:
+        raise mismatched[0] if len(mismatched) == 1 else Problems(mismatched)
     owner = suite.owner or (BUILTIN_OWNER if builtin else None)
     judge, rubric = _judging(bundle)
     document = suite.model_dump(mode="json")
@@ -153,6 +162,50 @@ def _differences(existing: dict[str, Any], row: dict[str, Any]) -> list[str]:
     fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge", "rubric",
               "baselines", "known_limitations", "card", "owner")
     return [f for f in fields if existing.get(f) != row.get(f)]
+
+
+def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
+    """What `suite release` (and, for a frozen case, `run`) would refuse of what `assay validate`
+    found, beyond each document's own problems; one line each, and nothing is written.
+
+    - A suite whose documents are sound is prepared as a release would be (its scenarios in its
+      language, its rubric judgeable, its panel categories known).
+    - With a `store` (one that exists: validating never creates one), each case is held to every
+      release that pinned it: a frozen case whose checks differ from a released version's is
+      refused (a changed check needs a new case id), and so is a case that differs from what the
+      release of this very suite version pinned (releases are immutable).
+    """
+    problems: list[BadInput] = []
+    if found.bundle is not None and found.bundle.suite is not None:
+        try:
+            prepare(found.bundle)
+        except BadInput as exc:
+            problems.extend(exc.problems if isinstance(exc, Problems) else (exc,))
+    if store is None or not found.scenarios:
+        return problems
+    repo = BoardRepo(store)
+    pins: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for release in repo.releases():  # oldest first: the first release that froze a case names it
+        for pin in repo.release_scenarios(release["id"]):
+            pins.setdefault(pin["case_id"], []).append((release, pin))
+    suite = found.suite
+    for s in found.scenarios:
+        for release, pin in pins.get(s.id, ()):
+            if pin["scenario_hash"] == s.content_hash:
+                continue
+            named = f"suite {release['suite_key']} {release['version']}"
+            if pin["frozen_on"] is not None and canonical_hash(pin["document"]["checks"]) != s.checks_hash:
+                problems.append(BadInput(
+                    f"case {s.id} is frozen (since {pin['frozen_on']}, released in {named}) and its checks changed; "
+                    "a changed check needs a new case id", s.source or s.id))
+                break
+            if suite is not None and (release["suite_key"], release["version"]) == (suite.key, suite.version):
+                problems.append(BadInput(
+                    f"case {s.id} differs from what {named}, already released, pinned "
+                    f"({pin['scenario_hash'][:HASH_PREFIX]} → {s.content_hash[:HASH_PREFIX]}); releases are "
+                    "immutable: give the suite a new version", s.source or s.id))
+                break
+    return problems
 
 
 def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, Any], bool]:

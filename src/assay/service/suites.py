@@ -13,10 +13,18 @@ from typing import Any, TypeVar
 
 from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
-from assay.worlds.kits import get_kit
+from assay.scenario.predicates import holds
 from assay.scenario.rubric import Rubric, load_rubric
-from assay.scenario.suite import Suite, builtin_suites_dir, inside_suite, is_suite_document, parse_suite
+from assay.scenario.suite import (
+    Suite,
+    builtin_suites_dir,
+    inside_suite,
+    is_suite_document,
+    parse_suite,
+)
 from assay.scenario.yamlsafe import load_yaml_file
+from assay.score.oracle import evaluate_checks, verdict
+from assay.worlds.kits import get_kit
 
 
 @dataclass(frozen=True)
@@ -48,12 +56,15 @@ class Findings:
     scenarios: tuple[LoadedScenario, ...]
     problems: tuple[BadInput, ...]
     bundle: SuiteBundle | None
+    #: The suite document the scenarios belong to, when it is valid (even if a scenario is not): a
+    #: suite examined, or the suite beside one scenario file that lists it.
+    suite: Suite | None = None
 
 
 def examine_suite(name_or_path: str) -> Findings:
     """Load what `name_or_path` names (as `resolve_suite` does), collecting every problem:
     each scenario file's own, and the suite's (its document, files it lists that are missing,
-    a case id listed twice), rather than stopping at the first."""
+    a file listed twice, two files of one case id), rather than stopping at the first."""
     try:
         return _examine(name_or_path)
     except BadInput as exc:  # nothing could be loaded at all (no such file, not YAML, ...)
@@ -82,12 +93,13 @@ def _examine(name_or_path: str) -> Findings:
         if not files:
             raise Invalid("directory holds no .yaml scenarios", "suite", value=str(path))
         problems: list[BadInput] = []
-        loaded = []
+        found = []
         for file in files:
             one = _attempt(lambda: load_scenario(inside_suite(path, file.name, "scenario file", str(path)),
                                                  get_kit), problems)
             if one is not None:
-                loaded.append(one)
+                found.append((file, one))
+        loaded = _one_per_id(found, problems)
         if problems:
             return Findings(tuple(loaded), tuple(problems), None)
         return Findings(tuple(loaded), (), SuiteBundle(path.name, None, None, tuple(loaded), str(path)))
@@ -96,7 +108,7 @@ def _examine(name_or_path: str) -> Findings:
         if is_suite_document(raw):
             return _from_suite_file(path, raw)
         one = parse_scenario(raw, str(path), get_kit)
-        return Findings((one,), (), SuiteBundle(one.id, None, None, (one,), str(path)))
+        return Findings((one,), (), SuiteBundle(one.id, None, None, (one,), str(path)), _suite_listing(path))
     known = ", ".join(builtin_suite_names())
     raise NotFound(f"no built-in suite or file by that name (built-in suites: {known})", "suite", value=name_or_path)
 
@@ -109,23 +121,25 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
     else:  # an invalid suite document still has its scenarios examined, as far as it lists them
         listed = raw.get("scenarios") if isinstance(raw, dict) else None
         rels = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
-    loaded: list[LoadedScenario] = []
+    found: list[tuple[Path, LoadedScenario]] = []
+    listed_at: dict[Path, str] = {}
     for rel in rels:
         try:
             target = inside_suite(path.parent, rel, "scenario file", str(path))
         except BadInput as exc:
             problems.append(exc)
             continue
+        if target in listed_at:
+            problems.append(BadInput(f"scenario file '{rel}' is listed twice (first as '{listed_at[target]}')", str(path)))
+            continue
+        listed_at[target] = rel
         if not target.is_file():
             problems.append(BadInput(f"scenario file '{rel}' not found next to the suite", str(path)))
             continue
         one = _attempt(lambda: load_scenario(target, get_kit), problems)
         if one is not None:
-            loaded.append(one)
-    ids = [s.id for s in loaded]
-    twice = sorted({i for i in ids if ids.count(i) > 1})
-    if twice:
-        problems.append(BadInput(f"the suite lists the same scenario id twice ({', '.join(twice)})", str(path)))
+            found.append((target, one))
+    loaded = _one_per_id(found, problems)
     rubric = None
     if suite is not None and suite.rubric is not None:
         target = _attempt(lambda: inside_suite(path.parent, suite.rubric, "rubric file", str(path)), problems)
@@ -136,8 +150,58 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
         else:
             rubric = _attempt(lambda: load_rubric(target), problems)
     if problems or suite is None:
-        return Findings(tuple(loaded), tuple(problems), None)
-    return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path), rubric))
+        return Findings(tuple(loaded), tuple(problems), None, suite)
+    return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path), rubric),
+                    suite)
+
+
+def _suite_listing(scenario: Path) -> Suite | None:
+    """The valid suite document beside a scenario file that lists it, if there is one."""
+    beside = scenario.parent / "suite.yaml"
+    try:
+        suite = parse_suite(load_yaml_file(beside), str(beside)) if beside.is_file() else None
+    except BadInput:  # the suite's own problems are its validation's to report
+        return None
+    if suite is None or not any((beside.parent / rel).resolve() == scenario.resolve() for rel in suite.scenarios):
+        return None
+    return suite
+
+
+def _one_per_id(found: list[tuple[Path, LoadedScenario]], problems: list[BadInput]) -> list[LoadedScenario]:
+    """The scenarios of `found` (file, scenario), one per id: a second file with an id already
+    taken is a problem naming both files (two cases of one id would merge into one, its trials
+    counted together), and is left out."""
+    first: dict[str, Path] = {}
+    kept = []
+    for file, one in found:
+        if one.id in first:
+            problems.append(BadInput(f"scenario id '{one.id}' is already the id of {first[one.id]}; each case needs "
+                                     "its own id", str(file)))
+            continue
+        first[one.id] = file
+        kept.append(one)
+    return kept
+
+
+def untouched(scenario: LoadedScenario) -> dict[str, Any]:
+    """Each check's and win condition's verdict on the untouched world (the initial state the kit
+    materialises, before any agent plays), by the rule a run is scored by, and the score and pass a
+    run that changed nothing would get. Noted: a safety check that already fails, and a check or
+    win condition met by doing nothing (intended for a "leave it alone" check, a mistake for a goal)."""
+    state = scenario.initial_state
+    outcomes = evaluate_checks(scenario.scenario.checks, state)
+    checks = [{"id": o.check_id, "weight": o.weight, "safety": o.safety, "holds": o.passed,
+               "note": _note(o.passed, safety=o.safety)} for o in outcomes]
+    wins = [{"id": w.id, "holds": met, "note": _note(met, safety=False)}
+            for w in scenario.scenario.win_conditions for met in (holds(w.expect, state),)]
+    scored = verdict(outcomes, "completed")
+    return {"score": scored.score, "passed": scored.passed, "checks": checks, "win_conditions": wins}
+
+
+def _note(holds_now: bool, *, safety: bool) -> str | None:
+    if safety:
+        return None if holds_now else "already fails"
+    return "met by doing nothing" if holds_now else None
 
 
 def _attempt(load: Callable[[], T], problems: list[BadInput]) -> T | None:
@@ -152,7 +216,7 @@ def _flat(problems: list[BadInput]) -> tuple[BadInput, ...]:
     return tuple(p for exc in problems for p in (exc.problems if isinstance(exc, Problems) else (exc,)))
 
 
-def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:  # noqa: ANN001
+def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:
     """Append each scenario version, all or none (the store refuses a frozen case whose checks
     changed). Returns case id -> version."""
     versions = store.add_scenario_versions([

@@ -101,6 +101,9 @@ class Kit(Protocol):
     name: str
     #: one line saying what the kit's worlds are (`assay kit` lists it)
     summary: str
+    #: the model of a scenario's `world` block (`parse_world` validates with it; an unknown field is
+    #: told the allowed ones)
+    world_model: type[BaseModel]
     #: the typed model of the state `materialise` builds and the world mutates: the contract checks
     #: are validated against (`scenario.shape`) and the authoring reference shows (`assay kit NAME`)
     state_model: type[BaseModel]

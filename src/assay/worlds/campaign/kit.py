@@ -58,6 +58,7 @@ class CampaignKit:
     name = "campaign"
     summary = "a role-play campaign with a facilitator who presses, and seeded dice"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
+    world_model = CampaignSpec
     state_model = CampaignState
     tools = ALL_TOOLS
     notes = ("What the player says in a message's words can disclose a secret, as an act or a roll can.",
@@ -68,7 +69,7 @@ class CampaignKit:
     participation_floor = (3, 0.5)
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
-        return CampaignSpec.model_validate(world)
+        return self.world_model.model_validate(world)
 
     def materialise(self, spec: BaseModel, seed: int) -> dict[str, Any]:
         assert isinstance(spec, CampaignSpec)

@@ -11,11 +11,20 @@ world can record, as ground truth, whether the player held the line.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from assay.languages import bcp47
+from assay.located import checked, names, once, references
 from assay.worlds.campaign.phrases import PHRASEBOOKS, Phrases, primary
 
 ID = r"^[a-z0-9][a-z0-9\-]*$"
@@ -56,6 +65,8 @@ class CharacterSpec(_Strict):
     items: list[str] = Field(default_factory=list)
     secrets: list[SecretSpec] = Field(default_factory=list)
 
+    _secrets_once = once("secrets", "secret id", "id")
+
     @field_validator("skills")
     @classmethod
     def _skills(cls, skills: dict[str, int]) -> dict[str, int]:
@@ -93,6 +104,12 @@ class ObjectiveSpec(_Strict):
     dc_spread: StrictInt = Field(default=0, ge=0, le=5, description="the world seed moves the DC by up to this much")
     from_beat: str | None = Field(default=None, description="the beat from which it can be pursued (default: the first)")
 
+    @model_validator(mode="after")
+    def _dc_with_skill(self) -> ObjectiveSpec:
+        if self.skill is None and (self.dc is not None or self.dc_spread):
+            raise ValueError("a DC needs a skill to roll against it")
+        return self
+
 
 class BeatSpec(_Strict):
     """One move of the facilitator's script.
@@ -116,7 +133,7 @@ class BeatSpec(_Strict):
     dc: StrictInt | None = Field(default=None, ge=2, le=30, description="DC of a roll naming no objective in this beat")
 
     @model_validator(mode="after")
-    def _fields_of_kind(self) -> "BeatSpec":
+    def _fields_of_kind(self) -> BeatSpec:
         pressure = self.kind in PRESSURE_KINDS
         if pressure and not self.press:
             raise ValueError(f"beat {self.id}: a {self.kind} beat needs `press` (what is said when the player dodges)")
@@ -178,34 +195,28 @@ class CampaignSpec(_Strict):
     def _language(cls, value: str) -> str:
         return bcp47(value)
 
+    _npcs_once = once("npcs", "npc id", "id")
+    _rules_once = once("rules", "rule id", "id")
+    _objectives_once = once("objectives", "objective id", "id")
+    _beats_once = once("script", "beat id", "id")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _references(cls, raw: Any, handler: ModelWrapValidatorHandler[CampaignSpec]) -> CampaignSpec:
+        """What objectives and beats name (a skill, a beat, an npc, a secret, a rule) exists: each
+        unknown name its own located line, read from the raw document (so even beside other errors)."""
+        character = raw.get("character") if isinstance(raw, dict) else None
+        skills = character.get("skills") if isinstance(character, dict) else None
+        found = [*references(raw, "objectives", "skill", skills if isinstance(skills, dict) else None,
+                             "skill", "on the character's sheet"),
+                 *references(raw, "objectives", "from_beat", names(raw, "script", "id"), "beat"),
+                 *references(raw, "script", "npc", names(raw, "npcs", "id"), "npc"),
+                 *references(raw, "script", "secret", names(character, "secrets", "id"), "secret"),
+                 *references(raw, "script", "rule", names(raw, "rules", "id"), "rule")]
+        return checked(lambda: handler(raw), found, cls.__name__)
+
     @model_validator(mode="after")
-    def _references(self) -> "CampaignSpec":
-        for what, ids in (("secret", [s.id for s in self.character.secrets]), ("npc", [n.id for n in self.npcs]),
-                          ("rule", [r.id for r in self.rules]), ("objective", [o.id for o in self.objectives]),
-                          ("beat", [b.id for b in self.script])):
-            twice = sorted({i for i in ids if ids.count(i) > 1})
-            if twice:
-                raise ValueError(f"duplicate {what} id(s): {', '.join(twice)}")
-        secrets = {s.id for s in self.character.secrets}
-        npcs = {n.id for n in self.npcs}
-        rules = {r.id for r in self.rules}
-        for o in self.objectives:
-            if o.skill is not None and o.skill not in self.character.skills:
-                raise ValueError(f"objective {o.id}: skill '{o.skill}' is not on the character's sheet "
-                                 f"(it has {', '.join(sorted(self.character.skills))})")
-            if o.skill is None and (o.dc is not None or o.dc_spread):
-                raise ValueError(f"objective {o.id}: a DC needs a skill to roll against it")
-        beats = {b.id for b in self.script}
-        for o in self.objectives:
-            if o.from_beat is not None and o.from_beat not in beats:
-                raise ValueError(f"objective {o.id}: from_beat names unknown beat '{o.from_beat}'")
-        for b in self.script:
-            if b.npc is not None and b.npc not in npcs:
-                raise ValueError(f"beat {b.id}: unknown npc '{b.npc}'")
-            if b.secret is not None and b.secret not in secrets:
-                raise ValueError(f"beat {b.id}: unknown secret '{b.secret}'")
-            if b.rule is not None and b.rule not in rules:
-                raise ValueError(f"beat {b.id}: unknown rule '{b.rule}'")
+    def _words(self) -> CampaignSpec:
         self.phrasebook()  # refuses a language with no words for the scripted facilitator
         return self
 

@@ -39,12 +39,13 @@ class EstateKit:
     name = "estate"
     summary = "an IT estate (hosts, tickets, alerts, backups) the agent works through tools"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
+    world_model = EstateSpec
     state_model = EstateState
     tools = ALL_TOOLS
     notes = ("Every tool call, a looking one too, advances clock.now.",)
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
-        return EstateSpec.model_validate(world)
+        return self.world_model.model_validate(world)
 
     def materialise(self, spec: BaseModel, seed: int) -> dict[str, Any]:
         assert isinstance(spec, EstateSpec)

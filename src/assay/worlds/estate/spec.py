@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from assay.located import at, checked, names, once, references, refuse, repeats, unknown
 
 NAME = r"^[a-z0-9][a-z0-9\-]*$"
 
@@ -29,9 +41,10 @@ class DiskSpec(_Strict):
     base_used_gb: StrictInt = Field(ge=0)
     files: list[FileSpec] = Field(default_factory=list)
 
+    _files_once = once("files", "file path", "path")
 
     @model_validator(mode="after")
-    def _fits(self) -> "DiskSpec":
+    def _fits(self) -> DiskSpec:
         used = self.base_used_gb + sum(f.size_gb for f in self.files)
         if used > self.size_gb:
             raise ValueError(f"disk {self.mount}: {used} GB used exceeds its size of {self.size_gb} GB")
@@ -62,6 +75,9 @@ class HostSpec(_Strict):
     disks: list[DiskSpec] = Field(default_factory=list)
     processes: list[ProcessSpec] = Field(default_factory=list)
     evidence: list[LogLine] = Field(default_factory=list, description="log lines staged among the noise")
+
+    _services_once = once("services", "service name", "name")
+    _disks_once = once("disks", "disk mount", "mount")
 
 
 class MetricSpec(_Strict):
@@ -124,25 +140,43 @@ class EstateSpec(_Strict):
     teams: list[str] = Field(default_factory=lambda: ["ops", "security", "storage", "database", "privacy"])
     noise: NoiseSpec = Field(default_factory=NoiseSpec)
 
-    @model_validator(mode="after")
-    def _references(self) -> "EstateSpec":
-        names = [h.name for h in self.hosts]
-        if len(set(names)) != len(names):
-            raise ValueError("duplicate host names")
-        known = set(names)
-        for h in self.hosts:
-            if h.tenant not in self.tenants:
-                raise ValueError(f"host {h.name}: unknown tenant '{h.tenant}'")
-            if h.replica_of is not None and h.replica_of not in known:
-                raise ValueError(f"host {h.name}: replica_of names unknown host '{h.replica_of}'")
-        for kind, items in (("metric", self.metrics), ("alert", self.alerts), ("backup", self.backups)):
-            for item in items:
-                if item.host not in known:
-                    raise ValueError(f"{kind} on unknown host '{item.host}'")
-        for t in self.tickets:
-            if t.tenant not in self.tenants:
-                raise ValueError(f"ticket {t.id}: unknown tenant '{t.tenant}'")
-        for tenant in self.customers:
-            if tenant not in self.tenants:
-                raise ValueError(f"customers of unknown tenant '{tenant}'")
-        return self
+    # Every id once (a repeat is located at its second use, naming the first), and every reference
+    # to a host or tenant known; each problem is its own located line. References are read from
+    # the raw document, so they are checked even when some field of it is invalid.
+
+    @field_validator("hosts", "metrics", "alerts", "tickets", "runbooks", "backups")
+    @classmethod
+    def _ids_once(cls, items: list[Any], info: ValidationInfo) -> list[Any]:
+        field = str(info.field_name)
+        if field == "hosts":
+            found = repeats(items, field, "host name", "name")
+        elif field == "metrics":
+            # a host's metric is `metrics.HOST.METRIC` in the state
+            found = repeats(items, field, "metric", "metric", value=lambda m: f"{m.host}.{m.metric}")
+        else:
+            found = repeats(items, field, f"{field[:-1]} id", "id")
+        refuse(found)
+        return items
+
+    @field_validator("customers")
+    @classmethod
+    def _customers_once(cls, customers: dict[str, list[CustomerSpec]]) -> dict[str, list[CustomerSpec]]:
+        refuse([p for tenant, listed in customers.items()
+                for p in repeats(listed, f"customers.{tenant}", "customer id", "id", prefix=(tenant,))])
+        return customers
+
+    _teams_once = once("teams", "team")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _references(cls, raw: Any, handler: ModelWrapValidatorHandler[EstateSpec]) -> EstateSpec:
+        tenants = sorted(raw["tenants"]) if isinstance(raw, dict) and isinstance(raw.get("tenants"), dict) else None
+        hosts = names(raw, "hosts", "name")
+        found = [*references(raw, "hosts", "tenant", tenants, "tenant"),
+                 *references(raw, "hosts", "replica_of", hosts, "host"),
+                 *(p for field in ("metrics", "alerts", "backups") for p in references(raw, field, "host", hosts, "host")),
+                 *references(raw, "tickets", "tenant", tenants, "tenant")]
+        customers = raw.get("customers") if isinstance(raw, dict) else None
+        if tenants is not None and isinstance(customers, dict):
+            found += [at(("customers", t), unknown("tenant", t, tenants), t) for t in customers if t not in tenants]
+        return checked(lambda: handler(raw), found, cls.__name__)
