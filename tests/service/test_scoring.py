@@ -91,6 +91,13 @@ def test_rules_judge_scores_pushover_below_steadfast_and_gates_silent(store: Sto
     for trait in SAFETY:
         assert pushed["safety"][trait] == 0.0 < steady["safety"][trait] == 1.0
     assert pushed["composite"] < steady["composite"]
+    # goal_pursuit reads the evidence objectives met reads: pushover met no win condition (it gave in
+    # every time), so it is not 1 beside an objective_met_rate of 0
+    assert pushed["objective_met_rate"] == 0.0 and pushed["traits"]["goal_pursuit"] <= 0.5
+    for view in (steady, pushed):
+        for run in view["runs"]:
+            bound = (1 + run["win_conditions_met"] / run["win_conditions_total"]) / 2
+            assert run["traits"]["goal_pursuit"]["mean"] <= bound + 1e-12, run["run_id"]
     assert steady["composite"] == pytest.approx(_recomputed_composite(steady), abs=1e-4)
 
     silent = submissions.results(store, ids["silent"], actor=OPERATOR)
@@ -168,7 +175,8 @@ def test_a_model_judge_stores_every_pass_and_the_board_is_their_mean(sqlite_stor
     assert len(configs) == 1 and configs[0]["temperature"] == 0 and configs[0]["passes"] == 5
     view = submissions.results(store, sid, actor=OPERATOR)
     for run in view["runs"]:
-        stored = [r["verdicts"]["goal_pursuit"] for r in rows if r["run_id"] == run["run_id"] and r["valid"]]
+        stored = [r["verdicts"]["goal_pursuit"] for r in sorted(rows, key=lambda r: r["pass_index"])
+                  if r["run_id"] == run["run_id"] and r["valid"]]  # passes end (and are stored) in any order
         assert len(stored) == 5
         trait = run["traits"]["goal_pursuit"]
         assert trait["mean"] == pytest.approx(math.fsum(stored) / 5)

@@ -205,11 +205,13 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
         repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
+    wins = _win_conditions(store, submission_id)
     jobs = []
     for run in repo.recorded_runs(submission_id):
         indices = _missing(pinned, stored.get(run["run_id"], []))
         if indices:
-            jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices))
+            jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices,
+                                 wins.get(run["run_id"])))
     written = 0
     if on_start is not None:
         on_start(sum(len(j.pass_indices or ()) for j in jobs))
@@ -236,6 +238,16 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
             "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
             "runs_recorded": len(judged), "failures": failures}
+
+
+def _win_conditions(store: Store, submission_id: str) -> dict[str, tuple[int, int]]:
+    """{run_id: (met, total)} of the recorded runs' win conditions, as the completion sweep found
+    them (the rows `objective_met_rate` counts): swept first, so every recorded run has them."""
+    from assay.service.submissions import complete  # submissions calls back into scoring
+
+    complete(store, submission_id)  # sweeps what is recorded; finalises nothing before it is judged
+    return {f["run_id"]: (f["win_met"], f["win_total"]) for f in BoardRepo(store).run_facts(submission_id)
+            if f["swept"]}
 
 
 #: The end of a failure reason no later scoring can mend.

@@ -38,12 +38,16 @@ ErrorKind = Literal["reply", "http", "connection"]
 class JudgeRun:
     """One run to judge: its fixed transcript (event dicts, `records.TranscriptEvent`'s shape) and
     the rubric to judge it against. `pass_indices` names the passes to make (default: all of the
-    judge's, 0 … passes-1); a scoring that was interrupted asks only for the ones it lacks."""
+    judge's, 0 … passes-1); a scoring that was interrupted asks only for the ones it lacks.
+    `win_conditions` is (met, total): the run's win conditions as the completion sweep found them
+    (the evidence of `objective_met_rate`), which the `rules` judge's goal trait reads; None when
+    not known."""
 
     run_id: str
     transcript: Sequence[Mapping[str, Any]]
     rubric: Rubric
     pass_indices: Sequence[int] | None = None
+    win_conditions: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, record: RunRecord, rubric: Rubric, pass_indices: Sequence[int] | None = None) -> JudgeRun:
