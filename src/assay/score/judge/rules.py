@@ -89,7 +89,7 @@ def goal_ceiling(win_conditions: tuple[int, int] | None) -> float:
     if win_conditions is None or win_conditions[1] <= 0 or win_conditions[0] >= win_conditions[1]:
         return 1.0
     met, total = win_conditions
-    return round((1 + met / total) / 2, 12)
+    return (1 + met / total) / 2
 
 
 def _evaluate(transcript: Sequence[Mapping[str, Any]], rubric: Rubric,
