@@ -205,6 +205,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
         repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
+    complete(store, submission_id)  # swept first: every recorded run has its win conditions (nothing unjudged is finalised)
     wins = _win_conditions(store, submission_id)
     jobs = []
     for run in repo.recorded_runs(submission_id):
@@ -241,11 +242,8 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
 
 
 def _win_conditions(store: Store, submission_id: str) -> dict[str, tuple[int, int]]:
-    """{run_id: (met, total)} of the recorded runs' win conditions, as the completion sweep found
-    them (the rows `objective_met_rate` counts): swept first, so every recorded run has them."""
-    from assay.service.submissions import complete  # submissions calls back into scoring
-
-    complete(store, submission_id)  # sweeps what is recorded; finalises nothing before it is judged
+    """{run_id: (met, total)} of the swept runs' win conditions, as the completion sweep found them
+    (the rows `objective_met_rate` counts)."""
     return {f["run_id"]: (f["win_met"], f["win_total"]) for f in BoardRepo(store).run_facts(submission_id)
             if f["swept"]}
 
