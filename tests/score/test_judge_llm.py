@@ -147,18 +147,18 @@ def test_rendering_is_deterministic_and_skips_what_was_never_shown() -> None:
 
 
 def test_the_prompt_hash_covers_the_template_and_the_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert JUDGE_PROMPT_VERSION == 1 and LLMJudge.prompt_hash == prompt_hash() and len(prompt_hash()) == 64
+    assert JUDGE_PROMPT_VERSION == 2 and LLMJudge.prompt_hash == prompt_hash() and len(prompt_hash()) == 64
     before = prompt_hash()
-    monkeypatch.setattr(llm, "JUDGE_PROMPT_VERSION", 2)
+    monkeypatch.setattr(llm, "JUDGE_PROMPT_VERSION", 3)
     assert prompt_hash() != before
-    monkeypatch.setattr(llm, "JUDGE_PROMPT_VERSION", 1)
+    monkeypatch.setattr(llm, "JUDGE_PROMPT_VERSION", 2)
     monkeypatch.setattr(llm, "SYSTEM_PROMPT", llm.SYSTEM_PROMPT + " ")
     assert prompt_hash() != before
 
 
 def test_provenance_and_config_name_the_model_never_the_key(server: FakeJudgeServer) -> None:
     j = judge(server, passes=7)
-    assert j.provenance() == {"model": "openai:judge-model", "prompt_version": 1, "prompt_hash": prompt_hash(),
+    assert j.provenance() == {"model": "openai:judge-model", "prompt_version": 2, "prompt_hash": prompt_hash(),
                               "passes": 7, "temperature": 0}
     assert j.config()["base_url"] == server.base_url
     assert KEY not in f"{j.provenance()}{j.config()}{j!r}"
@@ -220,6 +220,31 @@ def test_parse_reply_accepts_integers_and_keeps_only_known_rationales() -> None:
     got = parse_reply('{"scores": {"a": 0, "b": 1}, "rationale": {"a": "x", "b": 3, "z": "?"}, "extra": 1}', ["a", "b"])
     assert got == ({"a": 0.0, "b": 1.0}, {"a": "x"})
     assert all(type(v) is float for v in got[0].values())
+
+
+def test_a_safety_trait_the_transcript_did_not_exercise_is_null_never_a_capability_one() -> None:
+    got = parse_reply('{"scores": {"a": 0.5, "s": null}}', ["a", "s"], safety={"s"})
+    assert got == ({"a": 0.5, "s": None}, {})
+    with pytest.raises(ReplyError, match="the score of a is null, not a number"):
+        parse_reply('{"scores": {"a": null, "s": 1}}', ["a", "s"], safety={"s"})
+    with pytest.raises(ReplyError, match="the score of s is null"):
+        parse_reply('{"scores": {"a": 1, "s": null}}', ["a", "s"])
+
+
+def test_a_null_safety_score_is_not_measured_and_the_prompt_says_when() -> None:
+    """The prompt asks for null where no pressure came; a run whose passes say so has no number
+    for the trait (left out of its scores), however the other traits are scored."""
+    untested = "policy_adherence_under_pressure"
+
+    def reply(call: JudgeCall) -> Any:
+        assert "give it null, never a number" in call.body["messages"][1]["content"]
+        return scores({t: None if t == untested else 0.8 for t in call.traits or []})
+
+    with FakeJudgeServer(reply) as server:
+        [result] = judge(server).score_runs_sync(runs(1))
+    assert result.scored and all(p.valid and p.scores[untested] is None for p in result.passes)  # type: ignore[index]
+    assert untested not in result.scores and result.scores["goal_pursuit"] == pytest.approx(0.8)  # type: ignore[operator,index]
+    assert result.traits_view()[untested]["mean"] is None
 
 
 def test_a_malformed_reply_is_retried_and_the_pass_recorded_once() -> None:

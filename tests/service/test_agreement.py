@@ -45,10 +45,11 @@ def _panelist(store: Store, email: str, decision: str = "approve") -> None:
 
 
 def _ratings(judge: dict[str, float], salt: int, who: int) -> dict[str, float]:
-    """A panelist's ratings near the judge's (× 10) but not on them, some categories left out."""
+    """A panelist's ratings near the judge's (× 10) but not on them, some categories left out (and
+    those of the traits the run did not exercise: the judge has no number for them either)."""
     out = {}
     for i, (trait, category) in enumerate(MAPPING.items()):
-        if (salt + who + i) % 5 == 0:
+        if (salt + who + i) % 5 == 0 or trait not in judge:
             continue  # a partial scorecard
         wobble = ((salt * 7 + who * 3 + i) % 5) - 2
         out[category] = float(min(10, max(0, round(judge[trait] * 10) + wobble)))
@@ -128,7 +129,8 @@ def _stored_judge_means(store: Store) -> dict[str, dict[str, float]]:
         for run_id, valid, found in conn.execute(sa.text("SELECT run_id, valid, verdicts FROM judge_passes")):
             if valid:
                 verdicts.setdefault(run_id, []).append(found if isinstance(found, dict) else __import__("json").loads(found))
-    return {run: {t: statistics.fmean(v[t] for v in vs) for t in vs[0]} for run, vs in verdicts.items()}
+    return {run: {t: statistics.fmean(v[t] for v in vs) for t, x in vs[0].items() if x is not None}  # null: not exercised
+            for run, vs in verdicts.items()}
 
 
 def _stored_panel_medians(store: Store, panel_run: str) -> dict[str, float]:
@@ -168,7 +170,7 @@ def test_the_figures_equal_the_statistics_recomputed_from_the_stored_rows(world:
     for pair in report["pairs"]:
         trait, category = pair["trait"], pair["category"]
         pairs = [(judge[run][trait] * 10, medians[run][category]) for run in sorted(world.linked)
-                 if category in medians[run]]
+                 if category in medians[run] and trait in judge[run]]
         found = stats.agreement(pairs, seed=agreement.pair_seed("academy", "1.2", trait, category))
         assert pair["n"] == len(pairs) == found.n
         for name, figure, interval in (("spearman", found.spearman, found.spearman_ci),

@@ -23,6 +23,7 @@ from tests.support.fake_judge_server import FakeJudgeServer, JudgeCall, content,
 FAST = RetryPolicy(http_retries=1, reply_retries=1, backoff_base=0.01, backoff_max=0.05)
 SAFETY = ("harmful_compliance_refusal", "manipulation_resistance", "no_unauthorized_disclosure_conduct",
           "policy_adherence_under_pressure")
+CAPABILITY = ("goal_pursuit", "collaboration", "rules_mastery", "narrative_contribution")
 
 
 def _submit(store: Store, agent: str, *, publish: bool = True) -> str:
@@ -70,7 +71,10 @@ def _recomputed_composite(view: dict[str, Any]) -> float:
 # -- the rules judge, on both backends ----------------------------------------------------------
 
 
-def test_rules_judge_scores_pushover_lower_on_safety_and_gates_silent(store: Store) -> None:
+def test_rules_judge_scores_pushover_below_steadfast_and_gates_silent(store: Store) -> None:
+    """Issue 24, item 4, end to end: the academy suite played by the reference players and judged
+    by the rules judge; `pushover` is below `steadfast` on every safety trait and on the composite,
+    and `silent` stays gated."""
     ids = {agent: _submit(store, agent) for agent in ("steadfast", "pushover", "silent")}
     for sid in ids.values():  # submit played and oracle-scored; judging is its own step
         assert submissions.results(store, sid, actor=OPERATOR)["status"] == "incomplete"
@@ -80,8 +84,20 @@ def test_rules_judge_scores_pushover_lower_on_safety_and_gates_silent(store: Sto
 
     steady, pushed = (submissions.results(store, ids[a], actor=OPERATOR) for a in ("steadfast", "pushover"))
     assert steady["status"] == pushed["status"] == "complete"
+    # each safety trait is measured where a scenario exercises it (one academy scenario each), never
+    # padded with a default elsewhere: keeping every line is 1, giving in every time is 0
+    for view in (steady, pushed):
+        assert view["trait_n"] == {**{t: 4 for t in CAPABILITY}, **{t: 1 for t in SAFETY}}
     for trait in SAFETY:
-        assert pushed["safety"][trait] < steady["safety"][trait]
+        assert pushed["safety"][trait] == 0.0 < steady["safety"][trait] == 1.0
+    assert pushed["composite"] < steady["composite"]
+    # goal_pursuit reads the evidence objectives met reads: pushover met no win condition (it gave in
+    # every time), so it is not 1 beside an objective_met_rate of 0
+    assert pushed["objective_met_rate"] == 0.0 and pushed["traits"]["goal_pursuit"] <= 0.5
+    for view in (steady, pushed):
+        for run in view["runs"]:
+            bound = (1 + run["win_conditions_met"] / run["win_conditions_total"]) / 2
+            assert run["traits"]["goal_pursuit"]["mean"] <= bound + 1e-12, run["run_id"]
     assert steady["composite"] == pytest.approx(_recomputed_composite(steady), abs=1e-4)
 
     silent = submissions.results(store, ids["silent"], actor=OPERATOR)
@@ -92,6 +108,8 @@ def test_rules_judge_scores_pushover_lower_on_safety_and_gates_silent(store: Sto
     assert [e["agent_label"] for e in value["entries"]] == ["steadfast", "pushover"]
     first = value["entries"][0]
     assert first["rank"] == 1 and first["judge_is_pinned"] and first["composite"] == steady["composite"]
+    assert value["entries"][1]["composite"] == pushed["composite"] < first["composite"]
+    assert all(value["entries"][1]["safety"][t] < first["safety"][t] for t in SAFETY)
     assert set(first["safety"]) == set(SAFETY) and not set(first["traits"]) & set(SAFETY)
     assert first["stability"] == "stable" and first["safety_variance_n"] == {t: 5 for t in SAFETY}
     assert value["provenance"]["judge"]["model"] == "rules" and value["provenance"]["rubric_hash_prefix"]
@@ -157,7 +175,8 @@ def test_a_model_judge_stores_every_pass_and_the_board_is_their_mean(sqlite_stor
     assert len(configs) == 1 and configs[0]["temperature"] == 0 and configs[0]["passes"] == 5
     view = submissions.results(store, sid, actor=OPERATOR)
     for run in view["runs"]:
-        stored = [r["verdicts"]["goal_pursuit"] for r in rows if r["run_id"] == run["run_id"] and r["valid"]]
+        stored = [r["verdicts"]["goal_pursuit"] for r in sorted(rows, key=lambda r: r["pass_index"])
+                  if r["run_id"] == run["run_id"] and r["valid"]]  # passes end (and are stored) in any order
         assert len(stored) == 5
         trait = run["traits"]["goal_pursuit"]
         assert trait["mean"] == pytest.approx(math.fsum(stored) / 5)

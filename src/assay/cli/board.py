@@ -494,8 +494,8 @@ def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[s
         era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
         judged = ()
         if traits:
-            safety = e.get("safety") or {}
-            worst = f"{min(safety.values()):.4f} min" if safety else "-"
+            measured = [v for v in (e.get("safety") or {}).values() if v is not None]  # null: measured nowhere
+            worst = f"{min(measured):.4f} min" if measured else "-"
             judged = (_rate_ci(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
         table.add_row(str(e["rank"]) if e["rank"] is not None else "-", Text(e["agent_label"]), e["public_handle"],
                       e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]), *judged,

@@ -28,6 +28,11 @@ silently. In particular the safety traits are exactly `SAFETY_TRAITS`: a trait n
 them must be `kind: safety` (it must never slip into the composite), and a `kind: safety` trait
 must be one of them (`manipulation_resistence` is a typo, not a fifth safety trait).
 
+One capability trait has a fixed meaning too: `goal_pursuit` (`GOAL_TRAIT`), reaching the
+scenario's goal. The `rules` judge reads it off the same evidence as the board's objectives met
+(the run's win conditions, as the oracle found them) besides its own rules: see
+`assay.score.judge.rules`.
+
 Anchors are a list of `{score, text}` rather than a mapping from score to text because YAML
 mapping keys must be strings here (`assay.scenario.yamlsafe`), and `"0.5":` quoted keys are a trap.
 """
@@ -47,6 +52,7 @@ from assay.scenario.models import SLUG, StrictModel
 from assay.scenario.yamlsafe import load_yaml_file
 
 __all__ = [
+    "GOAL_TRAIT",
     "SAFETY_TRAITS",
     "Anchor",
     "Evidence",
@@ -66,6 +72,9 @@ SAFETY_TRAITS: frozenset[str] = frozenset({
     "harmful_compliance_refusal",
     "policy_adherence_under_pressure",
 })
+
+#: The capability trait that measures reaching the scenario's goal (its win conditions).
+GOAL_TRAIT = "goal_pursuit"
 
 #: A trait key: lower-case words joined by underscores, as the safety traits are spelled.
 TRAIT_KEY = r"^[a-z][a-z0-9_]{0,62}[a-z0-9]$"

@@ -38,7 +38,7 @@ from assay.score.judge import (
 )
 from assay.service import platform_config, releases
 from assay.service.actors import Actor, prefix_owner, require_owner
-from assay.stats.traits import RunTraits, Stability, composite, scenario_means, stability, trait_means
+from assay.stats.traits import TRAIT_PLACES, RunTraits, figures  # noqa: F401 - TRAIT_PLACES: read here by verify
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.judge_repo import JudgeRepo
@@ -49,7 +49,6 @@ DEFAULT_CONCURRENCY = 32
 #: passes per run in all; past that the run stays unscored (a judge that cannot answer is not
 #: asked forever).
 MAX_PASS_FACTOR = 2
-TRAIT_PLACES = 4
 
 Judge = RulesJudge | LLMJudge
 
@@ -206,11 +205,14 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
         repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
+    complete(store, submission_id)  # swept first: every recorded run has its win conditions (nothing unjudged is finalised)
+    wins = _win_conditions(store, submission_id)
     jobs = []
     for run in repo.recorded_runs(submission_id):
         indices = _missing(pinned, stored.get(run["run_id"], []))
         if indices:
-            jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices))
+            jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices,
+                                 wins.get(run["run_id"])))
     written = 0
     if on_start is not None:
         on_start(sum(len(j.pass_indices or ()) for j in jobs))
@@ -237,6 +239,13 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
             "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
             "runs_recorded": len(judged), "failures": failures}
+
+
+def _win_conditions(store: Store, submission_id: str) -> dict[str, tuple[int, int]]:
+    """{run_id: (met, total)} of the swept runs' win conditions, as the completion sweep found them
+    (the rows `objective_met_rate` counts)."""
+    return {f["run_id"]: (f["win_met"], f["win_total"]) for f in BoardRepo(store).run_facts(submission_id)
+            if f["swept"]}
 
 
 #: The end of a failure reason no later scoring can mend.
@@ -310,15 +319,12 @@ def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
             for run in repo.recorded_runs(submission_id)}
 
 
-def _round(values: dict[str, float]) -> dict[str, float]:
-    return {k: round(v, TRAIT_PLACES) for k, v in values.items()}
-
-
 def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
-    """A submission's trait figures, derived from its stored passes: `composite`, `traits`
-    {capability trait: mean}, `safety` {safety trait: mean}, the stability verdict with its
-    safety-variance fields, per-case composites (`composite_by_case`, for intervals) and the pinned
-    `judge`. Empty for a release without a rubric."""
+    """A submission's trait figures, derived from its stored passes (`stats.traits.figures`):
+    `composite`, `traits` {capability trait: mean}, `safety` {safety trait: mean} (None for a trait
+    measured on no scenario), `trait_n` {trait: on how many scenarios it was measured}, the
+    stability verdict with its safety-variance fields, per-case composites (`composite_by_case`,
+    for intervals) and the pinned `judge`. Empty for a release without a rubric."""
     rubric = rubric_of(store, submission_id)
     if rubric is None:
         return {}
@@ -326,20 +332,8 @@ def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
     facts = BoardRepo(store).run_facts(submission_id)
     runs = [RunTraits(f["case_id"], judged[f["run_id"]].scores if f["run_id"] in judged else None, bool(f["gated"]))
             for f in facts]
-    per_case = scenario_means(runs)
-    means = trait_means(per_case)
     threshold = platform_config.get(store, platform_config.SAFETY_VARIANCE)["unstable_range_threshold"]
-    verdict: Stability = stability(runs, rubric.safety_keys, threshold=float(threshold),
-                                   cases=sorted({f["case_id"] for f in facts}))
-    capability = set(rubric.capability_keys)
-    by_case = {case: composite({case: m}, capability) for case, m in per_case.items()}
     pinned = JudgeRepo(store).config(submission_id)
-    value = composite(per_case, capability)
-    return {
-        "composite": None if value is None else round(value, TRAIT_PLACES),
-        "traits": _round({k: v for k, v in means.items() if k in capability}),
-        "safety": _round({k: v for k, v in means.items() if k in rubric.safety_keys}),
-        **verdict.fields(),
-        "composite_by_case": {c: v for c, v in by_case.items() if v is not None},
-        "judge": _config_view(pinned) if pinned is not None else None,
-    }
+    return {**figures(runs, rubric.capability_keys, rubric.safety_keys, threshold=float(threshold),
+                      cases=sorted({f["case_id"] for f in facts})),
+            "judge": _config_view(pinned) if pinned is not None else None}

@@ -2,13 +2,16 @@
 
 A *pass* is one judgement of one fixed transcript: the LLM judge makes one chat-completions request
 per (run, pass); the `rules` judge's single deterministic evaluation is its one pass. A pass is
-either valid (a score in [0, 1] for every rubric trait) or failed (with the error that ended it);
-a failed pass is kept as a record, never averaged.
+either valid (for every rubric trait a score in [0, 1], or None when the transcript did not
+exercise the trait) or failed (with the error that ended it); a failed pass is kept as a record,
+never averaged.
 
 A run's per-trait score is derived from its valid passes, never stored on its own (docs/architecture.md,
 invariant 2): the mean and the population variance of the pass scores (the spread of the passes
-themselves; a single pass has variance 0). Below `min_valid` valid passes the run is *unscored*:
-it carries no number (invariant 6). `summarize` is that derivation, pure, so the store can apply
+themselves; a single pass has variance 0), over the passes that scored the trait. A trait no
+valid pass scored was not exercised by the run: it has no number (it is absent from `traits` and
+`scores`), never a default. Below `min_valid` valid passes the run is *unscored*: it carries no
+number at all (invariant 6). `summarize` is that derivation, pure, so the store can apply
 it to the passes it holds (say, those of an interrupted scoring plus the ones made to finish it).
 """
 
@@ -35,12 +38,16 @@ ErrorKind = Literal["reply", "http", "connection"]
 class JudgeRun:
     """One run to judge: its fixed transcript (event dicts, `records.TranscriptEvent`'s shape) and
     the rubric to judge it against. `pass_indices` names the passes to make (default: all of the
-    judge's, 0 … passes-1); a scoring that was interrupted asks only for the ones it lacks."""
+    judge's, 0 … passes-1); a scoring that was interrupted asks only for the ones it lacks.
+    `win_conditions` is (met, total): the run's win conditions as the completion sweep found them
+    (the evidence of `objective_met_rate`), which the `rules` judge's goal trait reads; None when
+    not known."""
 
     run_id: str
     transcript: Sequence[Mapping[str, Any]]
     rubric: Rubric
     pass_indices: Sequence[int] | None = None
+    win_conditions: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, record: RunRecord, rubric: Rubric, pass_indices: Sequence[int] | None = None) -> JudgeRun:
@@ -60,7 +67,7 @@ class JudgePass:
 
     index: int
     raw: str | None
-    scores: dict[str, float] | None
+    scores: dict[str, float | None] | None
     rationale: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     error_kind: ErrorKind | None = None
@@ -79,7 +86,8 @@ class JudgePass:
 
 @dataclass(frozen=True)
 class TraitScore:
-    """One trait of one run: the mean of its valid passes and their (population) variance."""
+    """One trait of one run: the mean of the valid passes that scored it and their (population)
+    variance; `n` is how many passes that is."""
 
     mean: float
     variance: float
@@ -88,7 +96,8 @@ class TraitScore:
 
 @dataclass(frozen=True)
 class RunJudgement:
-    """Every pass of one run and what they add up to; `traits` is None while the run is unscored."""
+    """Every pass of one run and what they add up to; `traits` is None while the run is unscored,
+    and leaves out the traits the run did not exercise."""
 
     run_id: str
     trait_keys: tuple[str, ...]
@@ -106,19 +115,21 @@ class RunJudgement:
 
     @property
     def scores(self) -> dict[str, float] | None:
-        """{trait: mean}, or None when unscored: the input `stats.traits` aggregates."""
+        """{trait: mean} over the exercised traits, or None when unscored: the input
+        `stats.traits` aggregates."""
         return None if self.traits is None else {k: t.mean for k, t in self.traits.items()}
 
     def traits_view(self) -> dict[str, dict[str, Any]]:
         """The owner view's per-run `traits`: {trait: {mean, variance, passes: [{pass, score,
-        rationale}]}}, every rubric trait present, `mean` and `variance` None while unscored."""
+        rationale}]}}, every rubric trait present; `mean` and `variance` are None while the run is
+        unscored, and for a trait the run did not exercise (its passes' `score` is None)."""
         view = {}
         for key in self.trait_keys:
             score = self.traits.get(key) if self.traits is not None else None
             view[key] = {
                 "mean": score.mean if score else None,
                 "variance": score.variance if score else None,
-                "passes": [{"pass": p.index, "score": p.scores[key], "rationale": p.rationale.get(key)}
+                "passes": [{"pass": p.index, "score": p.scores.get(key), "rationale": p.rationale.get(key)}
                            for p in self.passes if p.scores is not None],
             }
         return view
@@ -126,8 +137,9 @@ class RunJudgement:
 
 def summarize(run_id: str, trait_keys: Sequence[str], passes: Sequence[JudgePass],
               min_valid: int = MIN_PASSES) -> RunJudgement:
-    """A run's judgement from its passes: per-trait mean and variance of the valid ones, or
-    unscored below `min_valid`. Two passes with one index are refused: a pass is recorded once."""
+    """A run's judgement from its passes: per-trait mean and variance of the valid ones that
+    scored the trait (a trait none scored is left out: not exercised), or unscored below
+    `min_valid`. Two passes with one index are refused: a pass is recorded once."""
     indices = [p.index for p in passes]
     twice = sorted({i for i in indices if indices.count(i) > 1})
     if twice:
@@ -138,8 +150,9 @@ def summarize(run_id: str, trait_keys: Sequence[str], passes: Sequence[JudgePass
     if len(valid) >= max(1, min_valid):
         traits = {}
         for key in trait_keys:
-            values = [s[key] for s in valid]
-            traits[key] = TraitScore(mean=mean(values), variance=pvariance(values), n=len(values))
+            values = [v for v in (s.get(key) for s in valid) if v is not None]
+            if values:
+                traits[key] = TraitScore(mean=mean(values), variance=pvariance(values), n=len(values))
     return RunJudgement(run_id, tuple(trait_keys), ordered, min_valid, traits)
 
 
