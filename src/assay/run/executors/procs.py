@@ -132,9 +132,15 @@ class ProcessAsyncExecutor:
         source = iter(tasks)
         exhausted = False
 
-        def feed(i: int) -> None:
+        def feed() -> None:
+            """Top up the children's windows, each task to the child with the fewest runs per
+            slot (so a batch no larger than `workers` is spread over every child, all in flight)."""
             nonlocal exhausted
-            while not exhausted and len(in_flight[i]) < 2 * at_once[i]:
+            alive = [i for i, child in enumerate(children) if child.is_alive()]
+            while alive and not exhausted:
+                i = min(alive, key=lambda j: len(in_flight[j]) / at_once[j])
+                if len(in_flight[i]) >= 2 * at_once[i]:
+                    return
                 task = next(source, None)
                 if task is None:
                     exhausted = True
@@ -158,9 +164,7 @@ class ProcessAsyncExecutor:
 
         try:
             while True:
-                for i, child in enumerate(children):
-                    if child.is_alive():
-                        feed(i)
+                feed()
                 if not any(in_flight):
                     if exhausted or not any(c.is_alive() for c in children):
                         break

@@ -29,7 +29,8 @@ How `workers` is spent (the number of runs in flight overall), with C the cluste
 
 - slots = min(workers, C) groups play at once, each a Ray task holding one CPU;
 - each group plays a = workers // slots of its runs at once, and holds a whole number of rounds
-  of a runs: two rounds at first, then as many as the groups so far say fill `GROUP_SECONDS` of a
+  of a runs: one round for each slot's first group (so `workers` runs or fewer all play at once),
+  two rounds next, then as many as the groups so far say fill `GROUP_SECONDS` of a
   worker's time (so a task amortises Ray's per-task cost over fast scripted runs, while slow model
   runs travel one round at a time and come back round by round), never more than `MAX_GROUP`
   runs unless a alone is more;
@@ -159,17 +160,26 @@ class Sizing:
     most: int  # the largest group
     rounds: int = 2  # rounds of `at_once` runs in the next group
     round_seconds: float | None = None  # what a round has taken so far (a moving average)
+    single: int = 0  # groups still to hold one round only: the first of each slot
 
     @classmethod
     def of(cls, workers: int, cpus: int) -> Sizing:
         slots = max(1, min(workers, cpus))
         at_once = max(1, workers // slots)
         window = 2 * slots if workers >= cpus else slots
-        return cls(at_once, window, max(at_once, MAX_GROUP))
+        return cls(at_once, window, max(at_once, MAX_GROUP), single=slots)
 
     @property
     def size(self) -> int:
         return min(self.most, self.at_once * self.rounds)
+
+    def take(self) -> int:
+        """The size of the next group: one round for each slot's first (a batch of `workers`
+        runs or fewer then plays all at once, over every slot), then `size`."""
+        if self.single:
+            self.single -= 1
+            return min(self.most, self.at_once)
+        return self.size
 
     def learn(self, seconds: float, runs: int) -> None:
         """A group of `runs` played in `seconds`: size the next ones to fill `GROUP_SECONDS`."""
@@ -261,7 +271,7 @@ class RayExecutor:
         source = iter(tasks)
 
         def submit() -> bool:
-            group = list(islice(source, sizing.size))
+            group = list(islice(source, sizing.take()))
             if not group:
                 return False
             refs, options = {}, {}
