@@ -66,7 +66,7 @@ def play(executor: Any, forge: SuiteBundle, gate: Gate) -> list[RunRecord]:
     return seen
 
 
-@pytest.mark.parametrize("executor", [AsyncExecutor(WANT, processes=1), ProcessAsyncExecutor(WANT, 2)],
+@pytest.mark.parametrize("executor", [AsyncExecutor(WANT), ProcessAsyncExecutor(WANT, 2)],
                          ids=["one-loop", "two-processes"])
 def test_a_batch_of_n_runs_at_n_workers_has_n_calls_in_flight(forge: SuiteBundle, executor: Any) -> None:
     gate = Gate(WANT)
