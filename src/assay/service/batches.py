@@ -41,7 +41,7 @@ from assay.store.board_repo import BoardRepo
 #: ahead costs little if the process dies (its claims are free again once it is seen gone), and a
 #: claim is a write transaction: a scripted batch plays hundreds of runs a second. Concurrent
 #: resumes split a batch at this grain.
-CLAIM_CHUNK = 64
+CLAIM_CHUNK = 256
 #: The agent row's spec of a submission a remote agent plays over the agent API (`service.remote`).
 REMOTE_AGENT = "remote"
 
