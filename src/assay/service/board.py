@@ -261,8 +261,14 @@ def ranked_entries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                        figures_of.statistical_rank(r["rank_high"], lows) if r["ranked"] else None) for r in ordered]
 
 
-def _rank(repo: BoardRepo, row: dict[str, Any]) -> int | None:
-    return 1 + repo.ranked_above(row["release_id"], row["rank_high"]) if row["ranked"] else None
+def _ranks(repo: BoardRepo, rows: Sequence[dict[str, Any]]) -> list[int | None]:
+    """The statistical ranks of some listed entries' rows (a page), counted over the stored intervals
+    of the whole board (1 + the ranked entries whose lower bound lies above each one's upper bound)."""
+    ranked = [r for r in rows if r["ranked"]]
+    if not ranked:
+        return [None] * len(rows)
+    above = iter(repo.ranked_above(ranked[0]["release_id"], [r["rank_high"] for r in ranked]))
+    return [1 + next(above) if r["ranked"] else None for r in rows]
 
 
 def listed_entry(store: Store, submission_id: str) -> dict[str, Any] | None:
@@ -273,7 +279,7 @@ def listed_entry(store: Store, submission_id: str) -> dict[str, Any] | None:
 def rank_of(store: Store, row: dict[str, Any] | None) -> int | None:
     """The statistical rank of a listed entry's row (None when unranked or not listed): one count
     over the stored intervals, never the board."""
-    return None if row is None else _rank(BoardRepo(store), row)
+    return None if row is None else _ranks(BoardRepo(store), [row])[0]
 
 
 def entry_rank(store: Store, submission_id: str) -> int | None:
@@ -345,7 +351,7 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor, l
         return {**value, "entries": ranked_entries(rows)}
     more = limit is not None and len(rows) > limit
     shown = rows[:limit] if limit is not None else rows
-    entries = [entry_view(r, json.loads(r["figures"]), _rank(repo, r)) for r in shown]
+    entries = [entry_view(r, json.loads(r["figures"]), rank) for r, rank in zip(shown, _ranks(repo, shown))]
     return {**value, "entries": entries,
             "page": {"limit": limit, "search": search or None,
                      "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}}
@@ -372,7 +378,7 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
         "suite": _suite(release, history[0]["version"] if history else None),
         "provenance": provenance(store, release),
         "listed": listed is not None,
-        "entry": entry_view(found, json.loads(found["figures"]), _rank(repo, found) if listed is not None else None),
+        "entry": entry_view(found, json.loads(found["figures"]), _ranks(repo, [found])[0] if listed is not None else None),
     }
 
 

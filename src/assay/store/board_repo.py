@@ -11,6 +11,7 @@ whose rows `put_figures` replaces.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -664,10 +665,18 @@ class BoardRepo(Repository):
         with self.read() as conn:
             return [float(v) for v in conn.execute(query).scalars()]
 
-    def ranked_above(self, release_id: int, upper: float) -> int:
-        """How many ranked, listed entries of a release have a lower end above `upper`."""
+    @classmethod
+    @functools.cache
+    def _ranked_above_query(cls) -> sa.Select[Any]:
+        """Built once (a statement is costlier to build than to run): the count `ranked_above` runs."""
         e = entry_figures
-        base = self._entries_query(release_id, listed=True, digest_version=0)
-        query = base.with_only_columns(sa.func.count()).where(e.c.ranked, e.c.rank_low > upper)
+        return (cls._entries_query(None, listed=True, digest_version=0).with_only_columns(sa.func.count())
+                .where(e.c.release_id == sa.bindparam("release_id"), e.c.ranked,
+                       e.c.rank_low > sa.bindparam("upper", type_=sa.Float())))
+
+    def ranked_above(self, release_id: int, uppers: Sequence[float]) -> list[int]:
+        """For each of `uppers`, how many ranked, listed entries of a release have a lower end above it
+        (an index range over `(release_id, ranked, rank_low)`: the entries above it only)."""
+        query = self._ranked_above_query()
         with self.read() as conn:
-            return int(conn.execute(query).scalar_one())
+            return [int(conn.execute(query, {"release_id": release_id, "upper": u}).scalar_one()) for u in uppers]
