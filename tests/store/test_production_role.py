@@ -105,7 +105,7 @@ def test_the_service_role_has_exactly_the_grants_the_code_needs(pg_server: Any, 
     assert grants.pop("alembic_version") == {"SELECT"}
     assert grants.pop("claim_holders") == {"SELECT", "INSERT", "UPDATE(heartbeat_at)", "UPDATE(ended_at)"}
     for table in rls.SERVICE_REPLACES:  # 0018: derived rows are replaced (DELETE, then INSERT)
-        assert grants.pop(table) == {"SELECT", "INSERT", "DELETE"}
+        assert grants.pop(table) == {"SELECT", "INSERT", "DELETE", "UPDATE(listed)"}
     assert grants and all(privileges == {"SELECT", "INSERT"} for privileges in grants.values()), grants
 
 
@@ -122,6 +122,7 @@ def test_the_service_role_edits_no_claim_holder_column_but_liveness_and_no_resul
                           "UPDATE alembic_version SET version_num = 'x'", "DELETE FROM alembic_version",
                           "INSERT INTO alembic_version VALUES ('x')", "TRUNCATE alembic_version",
                           "UPDATE entry_figures SET ranked = true", "TRUNCATE entry_figures",
+                          "UPDATE entry_figures SET figures = '{}'",
                           "DELETE FROM run_verdicts"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)

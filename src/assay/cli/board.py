@@ -476,7 +476,7 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
     if recompute:
         report = rebuild(open_store_at(db), actor=OPERATOR)
         if as_json:
-            emit_json(report)
+            print_json(report)
             return
         for d in report["differences"]:
             out.print(f"{d['submission_id']}: {d['field']} was {json.dumps(d['stored'])}, the rows give "

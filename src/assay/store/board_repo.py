@@ -194,6 +194,8 @@ class BoardRepo(Repository):
                 if current == handle:
                     raise Conflict(f"the account already holds the handle '{handle}'", "account", value=name)
             conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=utcnow()))
+            self.relist(conn, entry_figures.c.submission_id.in_(sa.select(submissions.c.id)
+                                                                .where(submissions.c.account == name)))
 
     # -- submissions --------------------------------------------------------------------------
 
@@ -304,6 +306,7 @@ class BoardRepo(Repository):
                 conn.execute(sa.insert(publication_events).values(
                     submission_id=submission_id, published=True,
                     reason="published automatically on completion", created_at=now))
+                self.relist(conn, entry_figures.c.submission_id == submission_id)
         return True
 
     @staticmethod
@@ -346,6 +349,7 @@ class BoardRepo(Repository):
                 check(conn)
             conn.execute(sa.insert(publication_events).values(
                 submission_id=submission_id, published=published, reason=reason, created_at=utcnow()))
+            self.relist(conn, entry_figures.c.submission_id == submission_id)
 
     def add_note(self, submission_id: str, text: str) -> None:
         with self.write() as conn:
@@ -572,7 +576,23 @@ class BoardRepo(Repository):
             chunk = rows[i:i + 1000]
             conn.execute(sa.delete(entry_figures).where(entry_figures.c.submission_id.in_(ids)),
                          {"ids": [r["submission_id"] for r in chunk]})
-            conn.execute(sa.insert(entry_figures), [{**r, "created_at": now} for r in chunk])
+            conn.execute(sa.insert(entry_figures), [{**r, "listed": False, "created_at": now} for r in chunk])
+            self.relist(conn, entry_figures.c.submission_id.in_(ids), {"ids": [r["submission_id"] for r in chunk]})
+
+    @classmethod
+    def relist(cls, conn: sa.Connection, where: sa.ColumnElement[bool], params: dict[str, Any] | None = None) -> None:
+        """Recompute `entry_figures.listed` for the rows `where` selects, from the event rows: complete,
+        published now, its account holding a handle now, not unlisted. Called by every write that
+        appends one of those events (publication, handle), in its transaction."""
+        e, s = entry_figures, submissions
+        published = (sa.select(publication_events.c.published).where(publication_events.c.submission_id == e.c.submission_id)
+                     .order_by(publication_events.c.id.desc()).limit(1).scalar_subquery())
+        handle = (sa.select(account_handles.c.handle).select_from(account_handles.join(s, s.c.account == account_handles.c.account))
+                  .where(s.c.id == e.c.submission_id).order_by(account_handles.c.id.desc()).limit(1).scalar_subquery())
+        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == e.c.submission_id)
+        listed = sa.and_(e.c.complete, sa.func.coalesce(published, False) == sa.true(), handle.is_not(None),
+                         sa.not_(unlisted))
+        conn.execute(sa.update(e).where(where).values(listed=sa.case((listed, True), else_=False)), params or {})
 
     def stored_figures(self, release_id: int | None = None) -> Iterator[dict[str, Any]]:
         """Every stored figures row (of one release), in submission order."""
@@ -624,9 +644,11 @@ class BoardRepo(Repository):
                            batches.c.harness_version, batches.c.config_signature, digest.label("digest"))
                  .select_from(e.join(s, s.c.id == e.c.submission_id)
                               .join(batches, batches.c.id == s.c.id)
-                              .outerjoin(submission_finalisations, submission_finalisations.c.submission_id == s.c.id))
-                 .where(e.c.complete, published == sa.true(), handle.is_not(None),
-                        sa.not_(unlisted) if listed else unlisted))
+                              .outerjoin(submission_finalisations, submission_finalisations.c.submission_id == s.c.id)))
+        if listed:  # the stored flag, kept by `relist`: an index range, whatever the board's size
+            query = query.where(e.c.listed)
+        else:  # published, complete and handled, but unlisted: by id only, read from the events
+            query = query.where(e.c.complete, published == sa.true(), handle.is_not(None), unlisted)
         if release_id is not None:
             query = query.where(e.c.release_id == release_id)
         return query
@@ -657,21 +679,13 @@ class BoardRepo(Repository):
             row = conn.execute(query).first()
         return self._info(row) if row is not None else None
 
-    def ranked_lows(self, release_id: int) -> list[float]:
-        """The lower ends of the ranking intervals of a release's ranked, listed entries, sorted."""
-        e = entry_figures
-        base = self._entries_query(release_id, listed=True, digest_version=0)
-        query = base.with_only_columns(e.c.rank_low).where(e.c.ranked).order_by(e.c.rank_low)
-        with self.read() as conn:
-            return [float(v) for v in conn.execute(query).scalars()]
-
     @classmethod
     @functools.cache
     def _ranked_above_query(cls) -> sa.Select[Any]:
         """Built once (a statement is costlier to build than to run): the count `ranked_above` runs."""
         e = entry_figures
-        return (cls._entries_query(None, listed=True, digest_version=0).with_only_columns(sa.func.count())
-                .where(e.c.release_id == sa.bindparam("release_id"), e.c.ranked,
+        return (sa.select(sa.func.count()).select_from(e)
+                .where(e.c.release_id == sa.bindparam("release_id"), e.c.listed, e.c.ranked,
                        e.c.rank_low > sa.bindparam("upper", type_=sa.Float())))
 
     def ranked_above(self, release_id: int, uppers: Sequence[float]) -> list[int]:

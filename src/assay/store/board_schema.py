@@ -191,7 +191,9 @@ unlisted_submissions = sa.Table(
 #: Derived, not a result: its rows are replaced (`BoardRepo.put_figures`), never appended to, and no
 #: export holds it. `order_key` sorts a release's entries in the board's order (pages read a range
 #: of it); `rank_low`/`rank_high` are the ranking figure's rounded interval of a `ranked` entry, from
-#: which a statistical rank is counted at read time.
+#: which a statistical rank is counted at read time; `listed` says whether the public board lists
+#: it now (complete, published, its account holding a handle, not unlisted), recomputed from the
+#: event rows whenever one of them is appended (`BoardRepo.relist`).
 entry_figures = sa.Table(
     "entry_figures",
     metadata,
@@ -200,13 +202,14 @@ entry_figures = sa.Table(
     sa.Column("method", sa.String, nullable=False),
     sa.Column("complete", sa.Boolean, nullable=False),
     sa.Column("ranked", sa.Boolean, nullable=False),
+    sa.Column("listed", sa.Boolean, nullable=False),
     sa.Column("order_key", sa.String, nullable=False),
     sa.Column("rank_low", sa.Float, nullable=True),
     sa.Column("rank_high", sa.Float, nullable=True),
     sa.Column("figures", sa.Text, nullable=False),  # canonical JSON text: key order kept on both backends
     sa.Column("created_at", UTCDateTime(), nullable=False),
-    sa.Index("ix_entry_figures_order", "release_id", "order_key"),
-    sa.Index("ix_entry_figures_rank", "release_id", "ranked", "rank_low"),
+    sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
+    sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),
 )
 
 BOARD_TABLES: tuple[str, ...] = (

@@ -16,7 +16,7 @@ or two migrations at once, may race to create them):
   `assay run` ends one), and it only reads `alembic_version`, which nobody but the owner writes
   (TRUNCATE, which row-level security does not cover, is refused there by a trigger). Migration
   0018 made a third (`SERVICE_REPLACES`): it may DELETE rows of `entry_figures`, the derived table
-  of every entry's figures, to replace them.
+  of every entry's figures, to replace them, and UPDATE their `listed` column.
 
 Besides, every table gets a policy for the role that ran the migration (`CURRENT_USER` at that
 moment: the tables' owner), so an owner that is not a superuser keeps working under FORCE.
@@ -50,7 +50,8 @@ SERVICE_UPDATES: dict[str, tuple[str, ...]] = {"claim_holders": ("heartbeat_at",
 #: Tables the service role reads and never writes (migration 0015).
 SERVICE_READ_ONLY = ("alembic_version",)
 #: Derived tables whose rows the service role replaces (DELETE, then INSERT), through the policy
-#: `assay_service_replace` (migration 0018): every entry's stored figures. No result table is one.
+#: `assay_service_replace`, and whose `listed` column it updates, through `assay_service_relist`
+#: (migration 0018): every entry's stored figures. No result table is one.
 SERVICE_REPLACES = ("entry_figures",)
 
 #: Policy names `secure` creates on every table.

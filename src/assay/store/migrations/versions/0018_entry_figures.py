@@ -9,7 +9,9 @@
   again only when what it depends on changes. Derived, not a result: the one table whose rows the
   service replaces, so it has no append-only trigger; on PostgreSQL it is under row-level security
   like every table, and the service role may also DELETE its rows (a replacement is a DELETE and an
-  INSERT), through a policy of its own (`assay_service_replace`). It starts empty: the service fills
+  INSERT), through a policy of its own (`assay_service_replace`), and UPDATE its `listed` column
+  (whether the public board lists the entry now, recomputed when a publication or handle event is
+  appended), through `assay_service_relist`. It starts empty: the service fills
   it for the finalised submissions of a release the first time that board is read (or
   `assay board --recompute` does), from the rows.
 Spelled out here (the table, and the grants as literal SQL), so this revision stays what it was.
@@ -37,8 +39,12 @@ depends_on: str | Sequence[str] | None = None
 _POSTGRESQL = (
     "GRANT DELETE ON entry_figures TO assay_service",
     "CREATE POLICY assay_service_replace ON entry_figures FOR DELETE TO assay_service USING (true)",
+    "GRANT UPDATE (listed) ON entry_figures TO assay_service",
+    "CREATE POLICY assay_service_relist ON entry_figures FOR UPDATE TO assay_service USING (true) WITH CHECK (true)",
 )
 _POSTGRESQL_DOWN = (
+    "DROP POLICY IF EXISTS assay_service_relist ON entry_figures",
+    "REVOKE UPDATE (listed) ON entry_figures FROM assay_service",
     "DROP POLICY IF EXISTS assay_service_replace ON entry_figures",
     "REVOKE DELETE ON entry_figures FROM assay_service",
 )
@@ -52,13 +58,14 @@ def upgrade() -> None:
         sa.Column("method", sa.String, nullable=False),
         sa.Column("complete", sa.Boolean, nullable=False),
         sa.Column("ranked", sa.Boolean, nullable=False),
+        sa.Column("listed", sa.Boolean, nullable=False),
         sa.Column("order_key", sa.String, nullable=False),
         sa.Column("rank_low", sa.Float, nullable=True),
         sa.Column("rank_high", sa.Float, nullable=True),
         sa.Column("figures", sa.Text, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Index("ix_entry_figures_order", "release_id", "order_key"),
-        sa.Index("ix_entry_figures_rank", "release_id", "ranked", "rank_low"),
+        sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
+        sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),
     )
     recreate(op.execute, board_0013.VIEWS, board_0018.VIEWS)
     if op.get_bind().dialect.name == "postgresql":
