@@ -47,12 +47,12 @@ import sqlalchemy as sa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from assay.agents.loader import load_agent  # noqa: E402
-from assay.service import accounts, releases, submissions  # noqa: E402
-from assay.service import board as boards  # noqa: E402
-from assay.service.actors import OPERATOR, PUBLIC  # noqa: E402
-from assay.store import Store, open_store  # noqa: E402
-from assay.store.schema import metadata  # noqa: E402
+from assay.agents.loader import load_agent
+from assay.service import accounts, releases, submissions
+from assay.service import board as boards
+from assay.service.actors import OPERATOR, PUBLIC
+from assay.store import Store, open_store
+from assay.store.schema import metadata
 
 #: The tables one entry's rows live in, parents first; each row is copied with new ids.
 TABLES = ("batches", "planned_runs", "runs", "run_verdicts", "check_outcomes", "submissions", "submission_runs",

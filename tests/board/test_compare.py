@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from assay.service.actors import OPERATOR
-
 from pathlib import Path
 
 import pytest
@@ -11,13 +9,12 @@ import pytest
 from assay.cli.board import COMPARE_METRICS
 from assay.errors import Conflict, Invalid, NotFound, http_status
 from assay.service import releases
+from assay.service.actors import OPERATOR
 from assay.service.board import board, case_counts, case_rates, entry_rank
 from assay.service.compare import METRICS, compare
 from assay.store import Store
-from assay.store.board_repo import BoardRepo
 
 from ._support import account, flaky, set_version, submit
-
 
 
 def test_case_counts_are_the_runs_that_count_case_by_case(mini: Store) -> None:

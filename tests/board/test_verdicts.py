@@ -11,14 +11,13 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command
 
+from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
 from assay.service import platform_config, results, submissions
 from assay.service.actors import OPERATOR
 from assay.service.board import board, round_rate
-from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.store import Store
 from assay.store import db as store_db
-from assay.store.board_repo import BoardRepo
 from assay.store.views import board_0002, board_0011, board_0013
 
 from ._support import flaky, submit
@@ -155,7 +154,7 @@ def test_an_upgraded_store_shows_the_numbers_it_showed_before(mini: Store) -> No
     assert _figures(mini) == figures
     backfilled = _verdicts(mini)
     assert set(backfilled) == set(written) and len(written) == 12
-    strip = lambda rows: {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}  # noqa: E731
+    strip = lambda rows: {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}
                           for k, r in rows.items()}
     assert strip(backfilled) == strip(written)
     assert {r["scorer_version"] for r in backfilled.values()} == {"oracle/1"}

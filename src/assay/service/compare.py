@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.service.actors import Actor, prefix_owner
 from assay.service import board as boards
+from assay.service.actors import Actor, prefix_owner
 from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
 from assay.stats.pairwise import ALPHA, paired_comparison
 from assay.store.board_repo import BoardRepo
