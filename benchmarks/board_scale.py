@@ -18,7 +18,8 @@ API and pages call):
 * `first page`: `service.board.board(..., limit=50)`, the page the web board shows (median of 5,
   after one read; `first page (cold)` is the first read of the process, which also checks once
   that every finalised entry has stored figures);
-* `full JSON`: `board_text(board(...))`, every entry (median of 3; 1 above 20,000 entries);
+* `full JSON`: `board_json(...)`, every entry, the text `assay board KEY --json` prints and
+  `GET /api/leaderboard/KEY` serves (median of 3; 1 above 20,000 entries);
 * `entry`: `service.board.entry(...)` for an entry in the middle of the board (median of 5);
 * `complete`: completing one more submission — `submissions.complete` (sweep, finalise, digest,
   store its figures) for a freshly played forge entry; `submit` is the whole submission with its
@@ -170,7 +171,7 @@ def measure(store: Store, size: int) -> dict[str, Any]:
     middle = boards.board(store, "forge", limit=1, actor=PUBLIC)["entries"][0]["submission_id"]
     entry = _timed(lambda: boards.entry(store, middle, actor=PUBLIC), 5)
     full_text: list[int] = []
-    full = _timed(lambda: full_text.append(len(boards.board_text(boards.board(store, "forge", actor=PUBLIC)))),
+    full = _timed(lambda: full_text.append(len(boards.board_json(store, "forge", actor=PUBLIC))),
                   3 if size <= 20000 else 1)
     complete, whole = _completion(store)
     return {"entries": size, "first_page_cold_s": round(cold, 4), "first_page_s": round(page, 4),

@@ -55,6 +55,17 @@ def test_completing_a_submission_stores_its_figures_and_the_board_reads_them(min
         e["submission_id"]: e["rank"] for e in shown}
 
 
+def test_the_served_text_is_the_board_json_whole_and_paged(mini: Store, board_of_four: dict[str, str]) -> None:
+    """`board_json` splices each entry's stored members without decoding them: the same bytes as
+    `board_text(board(...))`, which the pages and the exports use."""
+    for page in ({}, {"limit": 2}, {"limit": 3, "search": "a"}):
+        assert boards.board_json(mini, "mini", actor=PUBLIC, **page) == boards.board_text(
+            boards.board(mini, "mini", actor=PUBLIC, **page))
+    text = boards.board_json(mini, "mini", actor=PUBLIC)
+    assert json.loads(text) == boards.board(mini, "mini", actor=PUBLIC)
+    assert sum(line.startswith('    {"submission_id": ') for line in text.splitlines()) == 4  # one line each
+
+
 def test_pages_walk_the_whole_board_in_order_and_search_finds_by_label_or_handle(
         mini: Store, board_of_four: dict[str, str]) -> None:
     whole = boards.board(mini, "mini", actor=PUBLIC)

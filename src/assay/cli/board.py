@@ -471,7 +471,7 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
           as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """The public board of a suite version (default: the latest public one); or, with --recompute,
     every entry's stored figures rebuilt from the rows, and what differed."""
-    from assay.service.board import MAX_PAGE, board as build, board_text, recompute as rebuild
+    from assay.service.board import MAX_PAGE, board as build, board_json, recompute as rebuild
 
     if recompute:
         report = rebuild(open_store_at(db), actor=OPERATOR)
@@ -489,10 +489,10 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
         raise BadInput("give a suite key (or --recompute)", "KEY")
     if limit is not None and limit > MAX_PAGE:
         raise BadInput(f"at most {MAX_PAGE} entries a page", "--limit")
-    value = build(open_store_at(db), key, version, actor=OPERATOR, limit=limit)
     if as_json:
-        sys.stdout.write(board_text(value))
+        sys.stdout.write(board_json(open_store_at(db), key, version, actor=OPERATOR, limit=limit))
         return
+    value = build(open_store_at(db), key, version, actor=OPERATOR, limit=limit)
     s = value["suite"]
     out.print(f"{s['key']} {s['version']} — {s['title']} ({s['language']})", markup=False)
     out.print("pinned: " + " ".join(f"{p['case_id']}@{p['hash_prefix']}" for p in value["provenance"]["scenarios"]),

@@ -126,11 +126,21 @@ def _trait_figures(store: Store, release: dict[str, Any], submission_id: str) ->
     return scoring.trait_figures(store, submission_id) if release.get("rubric") is not None else None
 
 
+def shown_fields(figures: dict[str, Any]) -> list[str]:
+    """The figure fields an entry shows on its board, in order."""
+    return ["leaderboard_class", "status", "n_runs", "n_cases",
+            *(key for rate in RATES for key in (rate, f"{rate}_ci")), "facilitator_models",
+            *figures_of.trait_fields(figures)]
+
+
 def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> dict[str, Any]:
     """An `entry_figures` row: the figures as canonical text (the same bytes on both backends, key
-    order kept), with the columns a board sorts, filters and ranks by."""
+    order kept), the members the board shows of them as its text writes them (`shown`), and the
+    columns a board sorts, filters and ranks by."""
     ranked, interval = figures_of.ranking(figures)
+    shown = json.dumps({k: figures[k] for k in shown_fields(figures)}, ensure_ascii=False)[1:-1]
     return {
+        "shown": shown,
         "submission_id": submission_id, "release_id": release_id, "method": figures_of.METHOD,
         "complete": figures["status"] == "complete", "ranked": ranked,
         "order_key": figures_of.order_key(submission_id, figures),
@@ -225,9 +235,9 @@ def _differences(row: dict[str, Any], held: dict[str, Any] | None) -> list[dict[
 # -- entries ----------------------------------------------------------------------------------------
 
 
-def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None) -> dict[str, Any]:
-    """An entry as a board shows it: what the submission is (`info`: label, handle, note, era,
-    digest, pinned agent), its stored figures, and its statistical rank."""
+def _about(info: dict[str, Any]) -> dict[str, Any]:
+    """What an entry shows of its submission (not a figure): label, handle, note, era, digest, agent."""
+    current = info["measurement_era_is_current"]
     return {
         "submission_id": info["submission_id"],
         "agent_label": info["label"],
@@ -236,29 +246,39 @@ def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None) 
         "public_handle": info["public_handle"],
         "play_model": info["play_model"],
         "model_provenance": info["model_provenance"],
-        "leaderboard_class": figures["leaderboard_class"],
-        "status": figures["status"],
-        "n_runs": figures["n_runs"],
-        "n_cases": figures["n_cases"],
-        **{key: figures[key] for rate in RATES for key in (rate, f"{rate}_ci")},
         "measurement_era": info["measurement_era"],
-        "measurement_era_is_current": info["measurement_era_is_current"],
+        "measurement_era_is_current": None if current is None else bool(current),
         "variance_note": info["variance_note"],
-        "facilitator_models": figures["facilitator_models"],
         "harness_version": info.get("harness_version"),
         "digest": info.get("digest"),
-        "rank": rank,
-        **{k: figures[k] for k in figures_of.trait_fields(figures)},
     }
+
+
+def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None) -> dict[str, Any]:
+    """An entry as a board shows it: what the submission is (`_about`), its statistical rank, and
+    the figures it shows (`shown_fields`), in that order."""
+    return {**_about(info), "rank": rank, **{k: figures[k] for k in shown_fields(figures)}}
+
+
+def _entry_line(row: dict[str, Any], rank: int | None) -> str:
+    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: the stored
+    `shown` members spliced after what the submission is and its rank (the same bytes)."""
+    about = json.dumps({**_about(row), "rank": rank}, ensure_ascii=False)
+    return f"{about[:-1]}, {row['shown']}}}"
+
+
+def _whole(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int | None]]:
+    """Whole-board rows in board order, each with its statistical rank among the ranked ones
+    (`stats.board.statistical_rank` over the stored intervals)."""
+    lows = sorted(r["rank_low"] for r in rows if r["ranked"])
+    return [(r, figures_of.statistical_rank(r["rank_high"], lows) if r["ranked"] else None)
+            for r in sorted(rows, key=lambda r: r["order_key"])]
 
 
 def ranked_entries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Whole-board entries (rows of info, `figures` text and the stored ranking columns) in board
-    order, each with its statistical rank among the ranked ones (`stats.board.statistical_rank`)."""
-    lows = sorted(r["rank_low"] for r in rows if r["ranked"])
-    ordered = sorted(rows, key=lambda r: r["order_key"])
-    return [entry_view(r, json.loads(r["figures"]),
-                       figures_of.statistical_rank(r["rank_high"], lows) if r["ranked"] else None) for r in ordered]
+    order, each with its statistical rank among the ranked ones."""
+    return [entry_view(r, json.loads(r["figures"]), rank) for r, rank in _whole(rows)]
 
 
 def _ranks(repo: BoardRepo, rows: Sequence[dict[str, Any]]) -> list[int | None]:
@@ -330,6 +350,18 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor, l
     """A suite version's public board (the latest public version by default), whoever asks: every
     entry, or with `limit` a page of them from `cursor` on (`page.next_cursor`: the next page's, None
     at the end), optionally only those whose handle or label contains `search`."""
+    return _board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=False)
+
+
+def board_json(store: Store, key: str, version: str | None = None, *, actor: Actor, limit: int | None = None,
+               cursor: str | None = None, search: str | None = None) -> str:
+    """`board_text(board(...))`, the same bytes, without decoding any entry's stored figures: what the
+    CLI's --json and the API serve (a whole board of 100,000 entries in seconds)."""
+    return board_text(_board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=True))
+
+
+def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: int | None, cursor: str | None,
+           search: str | None, text: bool) -> dict[str, Any]:
     if limit is not None and not 1 <= limit <= MAX_PAGE:
         raise Invalid(f"a page holds 1 to {MAX_PAGE} entries", "limit", value=limit)
     release = releases.find_release(store, key, version, public=True, actor=actor)
@@ -340,21 +372,22 @@ def board(store: Store, key: str, version: str | None = None, *, actor: Actor, l
     paged = limit is not None or after is not None or bool(search)
     rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
                         limit=None if limit is None else limit + 1, search=search)
+    more = limit is not None and len(rows) > limit
+    shown = rows[:limit] if limit is not None else rows
+    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
     value = {
         "suite": _suite(release, history[0]["version"] if history else None),
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
         "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
+        "entries": [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank)
+                    for r, rank in ranked],
     }
-    if not paged:
-        return {**value, "entries": ranked_entries(rows)}
-    more = limit is not None and len(rows) > limit
-    shown = rows[:limit] if limit is not None else rows
-    entries = [entry_view(r, json.loads(r["figures"]), rank) for r, rank in zip(shown, _ranks(repo, shown))]
-    return {**value, "entries": entries,
-            "page": {"limit": limit, "search": search or None,
-                     "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}}
+    if paged:
+        value["page"] = {"limit": limit, "search": search or None,
+                         "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}
+    return value
 
 
 def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
@@ -387,13 +420,13 @@ _ENTRIES = "@@assay-board-entries@@"
 
 def board_text(value: dict[str, Any]) -> str:
     """The board JSON as printed and written: one canonical text for both backends — indented, each
-    entry on a line of its own (compact: the C encoder writes 100,000 entries in about a second,
+    entry on a line of its own (an entry already rendered, `board_json`'s, is written as it is) (compact: the C encoder writes 100,000 entries in about a second,
     where indenting every entry's fields took several)."""
     entries = value.get("entries")
     if not isinstance(entries, list):
         return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
     text = json.dumps({**value, "entries": _ENTRIES}, indent=2, ensure_ascii=False)
-    lines = ",\n    ".join(json.dumps(e, ensure_ascii=False) for e in entries)
+    lines = ",\n    ".join(e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in entries)
     # anchored on the key: a string value holding the placeholder is escaped (\"), so never matches
     return text.replace(f'"entries": {json.dumps(_ENTRIES)}', f'"entries": [\n    {lines}\n  ]' if entries
                         else '"entries": []', 1) + "\n"

@@ -632,15 +632,26 @@ class BoardRepo(Repository):
 
     @classmethod
     def _entries_query(cls, release_id: int | None, *, listed: bool, digest_version: int) -> sa.Select[Any]:
-        e, s = entry_figures, submissions
-        info = cls._info_columns()
+        e, s, fz = entry_figures, submissions, submission_finalisations
+        era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
+        note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
+        info = [  # what an entry shows besides its stored figures (no more: a full board reads every row)
+            s.c.id.label("submission_id"), e.c.release_id, s.c.label, s.c.play_model,
+            sa.case((s.c.baseline, "platform_verified"), (s.c.play_model.is_not(None), "self_reported"),
+                    else_=None).label("model_provenance"),
+            cls._latest(account_handles, "handle", account_handles.c.account, s.c.account).label("public_handle"),
+            sa.func.nullif(note, "").label("variance_note"), fz.c.measurement_era,
+            sa.case((fz.c.submission_id.is_(None), None),
+                    (sa.and_(fz.c.measurement_era.is_(None), era_now.is_(None)), True),
+                    (fz.c.measurement_era == era_now, True), else_=False).label("measurement_era_is_current"),
+        ]
         digest = (sa.select(digest_stamps.c.digest)
                   .where(digest_stamps.c.submission_id == s.c.id, digest_stamps.c.digest_version == digest_version)
                   .scalar_subquery())
         published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
         handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
         unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
-        query = (sa.select(*info, e.c.figures, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
+        query = (sa.select(*info, e.c.figures, e.c.shown, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
                            batches.c.harness_version, batches.c.config_signature, digest.label("digest"))
                  .select_from(e.join(s, s.c.id == e.c.submission_id)
                               .join(batches, batches.c.id == s.c.id)

@@ -207,6 +207,7 @@ entry_figures = sa.Table(
     sa.Column("rank_low", sa.Float, nullable=True),
     sa.Column("rank_high", sa.Float, nullable=True),
     sa.Column("figures", sa.Text, nullable=False),  # canonical JSON text: key order kept on both backends
+    sa.Column("shown", sa.Text, nullable=False),  # the board's figure members, as the board text writes them
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
     sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from assay.service import catalog, releases
 from assay.service.actors import Actor
-from assay.service.board import MAX_PAGE, board, board_text, entry
+from assay.service.board import MAX_PAGE, board_json, entry
 from assay.service.cards import card
 from assay.store.db import Store
 from assay.web.deps import agent_actor, get_store, public_actor
@@ -84,8 +84,8 @@ def leaderboard(key: str,
                 q: str | None = Query(None, max_length=200,
                                       description="Only entries whose public handle or label contains this."),
                 store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
-    found = board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=q)
-    return Response(board_text(found), media_type="application/json")
+    return Response(board_json(store, key, version, actor=actor, limit=limit, cursor=cursor, search=q),
+                    media_type="application/json")
 
 
 @router.get("/entries/{submission_id}", tags=["boards"], response_model=PublishedEntry,

@@ -369,7 +369,7 @@ def test_a_database_error_that_is_not_an_outage_is_a_500_never_could_not_be_reac
     monkeypatch.setattr(board_service, "board", broken)
     from assay.web import api
 
-    monkeypatch.setattr(api, "board", broken)
+    monkeypatch.setattr(api, "board_json", broken)
     page = pages_client.get("/suites/mini")
     assert page.status_code == 500 and "Retry-After" not in page.headers
     assert "could not be reached" not in _plain(page.text) and "too many" not in page.text

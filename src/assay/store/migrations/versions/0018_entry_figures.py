@@ -63,6 +63,7 @@ def upgrade() -> None:
         sa.Column("rank_low", sa.Float, nullable=True),
         sa.Column("rank_high", sa.Float, nullable=True),
         sa.Column("figures", sa.Text, nullable=False),
+        sa.Column("shown", sa.Text, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
         sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),
