@@ -371,7 +371,7 @@ def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: 
     after = _uncursor(cursor) if cursor else None
     paged = limit is not None or after is not None or bool(search)
     rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
-                        limit=None if limit is None else limit + 1, search=search)
+                        limit=None if limit is None else limit + 1, search=search, figures=not text)
     more = limit is not None and len(rows) > limit
     shown = rows[:limit] if limit is not None else rows
     ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)

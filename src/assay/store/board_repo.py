@@ -631,7 +631,8 @@ class BoardRepo(Repository):
     # -- board entries: stored figures of the published, complete, handled entries --------------
 
     @classmethod
-    def _entries_query(cls, release_id: int | None, *, listed: bool, digest_version: int) -> sa.Select[Any]:
+    def _entries_query(cls, release_id: int | None, *, listed: bool, digest_version: int,
+                       figures: bool = True) -> sa.Select[Any]:
         e, s, fz = entry_figures, submissions, submission_finalisations
         era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
         note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
@@ -651,7 +652,8 @@ class BoardRepo(Repository):
         published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
         handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
         unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
-        query = (sa.select(*info, e.c.figures, e.c.shown, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
+        stored = (e.c.figures, e.c.shown) if figures else (e.c.shown,)  # the board's text needs `shown` only
+        query = (sa.select(*info, *stored, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
                            batches.c.harness_version, batches.c.config_signature, digest.label("digest"))
                  .select_from(e.join(s, s.c.id == e.c.submission_id)
                               .join(batches, batches.c.id == s.c.id)
@@ -665,11 +667,13 @@ class BoardRepo(Repository):
         return query
 
     def entries(self, release_id: int, *, digest_version: int, after: str | None = None, limit: int | None = None,
-                search: str | None = None) -> list[dict[str, Any]]:
+                search: str | None = None, figures: bool = True) -> list[dict[str, Any]]:
         """A release's listed entries in board order (`order_key`), from `after` on, at most `limit`,
-        those whose handle or label contains `search` (case-insensitively)."""
+        those whose handle or label contains `search` (case-insensitively); without `figures`, only
+        the members a board shows of them (`shown`)."""
         e = entry_figures
-        query = self._entries_query(release_id, listed=True, digest_version=digest_version).order_by(e.c.order_key)
+        query = self._entries_query(release_id, listed=True, digest_version=digest_version,
+                                    figures=figures).order_by(e.c.order_key)
         if after is not None:
             query = query.where(e.c.order_key > after)
         if search:
@@ -680,7 +684,7 @@ class BoardRepo(Repository):
         if limit is not None:
             query = query.limit(limit)
         with self.read() as conn:
-            return [self._info(r) for r in conn.execution_options(yield_per=5000).execute(query)]
+            return [dict(r._mapping) for r in conn.execution_options(yield_per=5000).execute(query)]
 
     def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> dict[str, Any] | None:
         """A listed board entry by its full id (with `unlisted`, the unlisted one instead), or None."""
