@@ -300,13 +300,15 @@ def list_submissions(store: Store, account: str | None = None, suite: str | None
                      actor: Actor) -> list[dict[str, Any]]:
     """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
     submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
+    from assay.service.board import submission_facts
     from assay.store.board_repo import BoardRepo
 
     if not actor.is_staff:  # an account lists its own, whatever it asked for
         if actor.kind != "account" or account not in (None, actor.account):
             return []
         account = actor.account
-    rows = BoardRepo(store).submission_listing(account, suite)
+    rows = [{**r, **(submission_facts(store, r["submission_id"]) or {})}
+            for r in BoardRepo(store).submission_listing(account, suite)]
     return [{
         "id": r["submission_id"], "account": r["account"], "suite": r["suite_key"], "version": r["version"],
         "label": r["label"], "status": r["status"] if r["finalised"] else "pending",
