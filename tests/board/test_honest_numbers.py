@@ -2,9 +2,10 @@
 
 On forge (5 cases × 3 reps), for a diligent, a mixed and two idle submissions:
 
-- every entry's `…_ci` equals the rule recomputed here from the owner's runs: per-case means
-  (failures count as 0); when they vary, mean ± t(0.975, 4) · sd / √5 clipped to [0, 1]; when they
-  do not, the Wilson interval with n = 5 — so 15/15 reads [0.5655, 1];
+- every entry's `…_ci` equals the rule recomputed here from the owner's runs (docs/statistics.md):
+  per case (numerator, denominator), failures counting as 0; the figure p = Σnum/Σden; the
+  score interval {π : (p − π)² ≤ c² π(1 − π) / n_eff} with c = t(0.975, K − 1) and the Kish
+  n_eff = (Σden)²/Σden² — so 15/15 on 5 cases reads [0.3934, 1] and 0/15 [0, 0.6066];
 - `rank` is 1 + the ranked entries whose pass_rate interval lies wholly above; the idle pair share;
 - `assay compare` gives the mean per-case difference and the exact sign-flip p (0.0625 for
   diligent against idle: the smallest p five cases allow, which the output says cannot reach 0.05);
@@ -31,31 +32,34 @@ T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom
 Z = 1.959963984540054
 
 
-def _wilson(p: float, n: int) -> tuple[float, float]:
-    denom = 1 + Z * Z / n
-    centre = (p + Z * Z / (2 * n)) / denom
-    half = Z / denom * sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+def _score(p: float, n: float, c: float) -> tuple[float, float]:
+    denom = 1 + c * c / n
+    centre = (p + c * c / (2 * n)) / denom
+    half = c / denom * sqrt(p * (1 - p) / n + c * c / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def expected_ci(means: list[float]) -> list[float]:
-    k = len(means)
-    m = sum(means) / k
-    if max(means) == min(means):
-        lo, hi = _wilson(m, k)
-    else:
-        assert k == 5, "the t quantile above is for 5 cases"
-        sd = sqrt(sum((x - m) ** 2 for x in means) / (k - 1))
-        lo, hi = max(0.0, m - T_975_4 * sd / sqrt(k)), min(1.0, m + T_975_4 * sd / sqrt(k))
+def expected_ci(parts: list[tuple[float, float]]) -> list[float]:
+    assert len(parts) == 5, "the t quantile above is for 5 cases"
+    total = sum(d for _, d in parts)
+    p = sum(n for n, _ in parts) / total
+    n_eff = total * total / sum(d * d for _, d in parts)
+    lo, hi = _score(p, n_eff, T_975_4)
     return [round(lo, 4), round(hi, 4)]
 
 
 def per_case(view: dict[str, Any], value: Any) -> list[float]:
     """Per-case means of `value(run)` over the owner's runs of a submission, in case order."""
-    cases: dict[str, list[float]] = defaultdict(list)
+    return [n / d for n, d in parts(view, value)]
+
+
+def parts(view: dict[str, Any], value: Any, weight: Any = lambda run: 1) -> list[tuple[float, float]]:
+    """Per case, in case order: (Σ value(run), Σ weight(run)) over the owner's runs of a submission."""
+    cases: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for run in view["runs"]:
-        cases[run["scenario"]].append(float(value(run)))
-    return [sum(v) / len(v) for v in cases.values()]
+        cases[run["scenario"]][0] += float(value(run))
+        cases[run["scenario"]][1] += float(weight(run))
+    return [(n, d) for n, d in cases.values()]
 
 
 @pytest.fixture
@@ -87,16 +91,16 @@ def test_forge_intervals_statistical_ranks_and_paired_comparison(cli: Cli, tmp_p
     for label, entry in shown.items():
         view = views[label]
         assert (entry["n_cases"], entry["n_runs"]) == (5, 15)
-        assert entry["pass_rate_ci"] == expected_ci(per_case(view, lambda r: r["passed"])), label
-        assert entry["false_success_rate_ci"] == expected_ci(per_case(view, lambda r: r["false_success"])), label
+        assert entry["pass_rate_ci"] == expected_ci(parts(view, lambda r: r["passed"])), label
+        assert entry["false_success_rate_ci"] == expected_ci(parts(view, lambda r: r["false_success"])), label
         assert entry["objective_met_rate_ci"] == expected_ci(
-            per_case(view, lambda r: r["win_conditions_met"] / r["win_conditions_total"])), label
-        assert entry["consistency_ci"] == expected_ci([1.0] * 5), label  # every case agrees with itself
+            parts(view, lambda r: r["win_conditions_met"], lambda r: r["win_conditions_total"])), label
+        assert entry["consistency_ci"] == expected_ci([(1.0, 1.0)] * 5), label  # every case agrees with itself
         for rate in ("pass_rate", "false_success_rate", "objective_met_rate", "consistency"):
             lo, hi = entry[f"{rate}_ci"]
             assert 0.0 <= lo <= entry[rate] <= hi <= 1.0
-    assert shown["diligent"]["pass_rate_ci"] == [0.5655, 1.0]  # 15/15 on 5 cases, not [1, 1]
-    assert shown["idle-1"]["pass_rate_ci"] == [0.0, 0.4345]
+    assert shown["diligent"]["pass_rate_ci"] == [0.3934, 1.0]  # 15/15 on 5 cases, not [1, 1]
+    assert shown["idle-1"]["pass_rate_ci"] == [0.0, 0.6066]
 
     # Ranks: only what the intervals separate. Diligent's lower bound (0.5655) is above the idle
     # entries' upper bound (0.4345); the mixed entry's [0, 1] overlaps everyone.

@@ -74,7 +74,7 @@ def test_a_trait_entry_keeps_every_key_trait_figures_gives_and_ranks_on_the_comp
     assert "composite_by_case" not in found and found["trait_n"] == {"planning": 2}
     assert found["judge_is_pinned"] is True and found["composite_ci"][0] <= 0.75 <= found["composite_ci"][1]
     fields = figures.trait_fields(found)
-    assert fields[:4] == ["composite", "composite_ci", "traits", "safety"] and fields[-1] == "trait_n"
+    assert fields[:5] == ["composite", "composite_ci", "traits", "safety", "trait_n"]
     ranked, interval = figures.ranking(found)
     assert ranked and interval == found["composite_ci"]
     other = figures.entry_figures(runs, traits, {"model": "another", "prompt_hash": "f00d"})
