@@ -3,6 +3,9 @@ two reps), an account `alice` with a public handle, and room for many submission
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,22 @@ def mini(store: Store, tmp_path: Path) -> Store:
     account(store, "alice", "Alice")
     platform_config.set_value(store, "submission_cap", {"max_per_account_per_version": 10}, actor=OPERATOR)
     return store
+
+
+@pytest.fixture
+def clock_behind(monkeypatch: pytest.MonkeyPatch) -> Callable[[], datetime]:
+    """The store's clock (`assay.store.schema.utcnow`, the one every `created_at` comes from) set two
+    seconds behind the database's; returns that clock. Which era is in force is decided in SQL by the
+    database's CURRENT_TIMESTAMP, which SQLite counts in whole seconds: an era that begins "now" by
+    this clock has begun by the database's at once, where the real clock would need a second's wait."""
+    from assay.store import schema
+
+    real = schema.utcnow
+
+    def behind() -> datetime:
+        return real() - timedelta(seconds=2)
+
+    for module in list(sys.modules.values()):  # every `from assay.store.schema import utcnow`
+        if getattr(module, "__name__", "").startswith("assay") and getattr(module, "utcnow", None) is real:
+            monkeypatch.setattr(module, "utcnow", behind)
+    return behind

@@ -13,9 +13,9 @@ import re
 import shutil
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +223,8 @@ def test_refusals_are_one_line_and_store_nothing(cli: Cli, tmp_path: Path) -> No
     assert cli.counts() == before
 
 
-def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> None:
+def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path,
+                                                  clock_behind: Callable[[], datetime]) -> None:
     cli("suite", "release", str(mini_suite(tmp_path / "mini")))
     cli("account", "create", "alice", "--public-handle", "Alice")
 
@@ -254,9 +255,9 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
 
     assert "before a submission already finalised" in cli.refused(
         "era", "add", "2026-a", "--from", "2020-01-01", "--reason", "back-dated")
-    # from now on: after every finalised submission
-    cli("era", "add", "2026-a", "--from", datetime.now(timezone.utc).isoformat(), "--reason", "first boundary")
-    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is in force, counts whole seconds
+    # from now on: after every finalised submission ("now" by the store's clock, already past by
+    # the database's: see `clock_behind`)
+    cli("era", "add", "2026-a", "--from", clock_behind().isoformat(), "--reason", "first boundary")
     eras = cli("era", "list", "--json").json()
     assert [(e["name"], e["current"]) for e in eras] == [("2026-a", True)]
     assert re.search(r"\* 2026-a", cli("era", "list").stdout)

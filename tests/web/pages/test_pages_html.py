@@ -8,7 +8,6 @@ an incomplete entry), it hands the page a board dict in the service's shape.
 from __future__ import annotations
 
 import copy
-import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
