@@ -3,7 +3,6 @@ two reps), an account `alice` with a public handle, and room for many submission
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,6 +12,8 @@ import pytest
 from assay.service import platform_config, releases
 from assay.service.actors import OPERATOR
 from assay.store import Store
+
+from tests.support.clock import set_store_clock
 
 from ._support import account, mini_suite
 
@@ -38,7 +39,5 @@ def clock_behind(monkeypatch: pytest.MonkeyPatch) -> Callable[[], datetime]:
     def behind() -> datetime:
         return real() - timedelta(seconds=2)
 
-    for module in list(sys.modules.values()):  # every `from assay.store.schema import utcnow`
-        if getattr(module, "__name__", "").startswith("assay") and getattr(module, "utcnow", None) is real:
-            monkeypatch.setattr(module, "utcnow", behind)
+    set_store_clock(monkeypatch, behind)
     return behind
