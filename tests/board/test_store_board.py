@@ -164,6 +164,7 @@ def _populate(store: Store, tmp_path: Path, now: Callable[[], datetime]) -> list
     return sids
 
 
+@pytest.mark.heavy  # starts a process
 def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg_url: str,
                                                                clock_behind: Callable[[], datetime]) -> None:
     lite = open_store(f"sqlite:///{tmp_path / 'a.db'}")

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
 except ModuleNotFoundError:  # pragma: no cover

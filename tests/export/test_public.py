@@ -231,6 +231,7 @@ def test_one_byte_changed_in_any_file_is_named_with_its_line(built: Built, tmp_p
             shutil.rmtree(target)
 
 
+@pytest.mark.heavy  # starts a process
 def test_the_cli_writes_both_kinds_and_verify_exits_0_then_1(built: Built, tmp_path: Path) -> None:
     from tests.board.test_cli_board import ASSAY, Cli
 

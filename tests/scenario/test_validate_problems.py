@@ -342,6 +342,7 @@ def test_cli_validate_of_a_valid_suite_prints_ok_lines_as_before() -> None:
     assert result.stdout.splitlines() == expected and result.stderr == ""
 
 
+@pytest.mark.heavy  # starts a process
 def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -> None:
     write(tmp_path / "a.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
     write(tmp_path / "b.yaml", doc(id="forge-other", language="en_GB"))
@@ -355,6 +356,7 @@ def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -
     ]
 
 
+@pytest.mark.heavy  # starts a process
 def test_cli_run_of_a_scenario_with_a_bad_path_refuses_with_one_line(tmp_path: Path) -> None:
     path = write(tmp_path / "case.yaml", doc(
         language="en_GB", checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
