@@ -78,7 +78,7 @@ class Cli:
                               capture_output=True, text=True, timeout=300)
         return Done(proc.returncode, proc.stdout, proc.stderr)
 
-    def _in_process(self, args: tuple[str, ...]) -> Done:
+    def _in_process(self, args: tuple[str, ...], *, db: bool = True) -> Done:
         import contextlib
         import io
         import signal
@@ -87,7 +87,7 @@ class Cli:
 
         stdout, stderr = io.StringIO(), io.StringIO()
         saved = (sys.argv, os.getcwd(), os.environ.pop("ASSAY_DB", None), signal.getsignal(signal.SIGTERM))
-        sys.argv = ["assay", *args, "--db", self.db_url]
+        sys.argv = ["assay", *args, *(("--db", self.db_url) if db else ())]
         os.chdir(self.cwd)
         code: Any = 0
         try:
