@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.support.cli import run_main
+
 from ._support import AGENTS, edit_scenario, mini_suite, set_version
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,31 +81,8 @@ class Cli:
         return Done(proc.returncode, proc.stdout, proc.stderr)
 
     def _in_process(self, args: tuple[str, ...], *, db: bool = True) -> Done:
-        import contextlib
-        import io
-        import signal
-
-        from assay.cli import main
-
-        stdout, stderr = io.StringIO(), io.StringIO()
-        saved = (sys.argv, os.getcwd(), os.environ.pop("ASSAY_DB", None), signal.getsignal(signal.SIGTERM))
-        sys.argv = ["assay", *args, *(("--db", self.db_url) if db else ())]
-        os.chdir(self.cwd)
-        code: Any = 0
-        try:
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                try:
-                    main()
-                except SystemExit as exc:
-                    code = exc.code
-        finally:
-            sys.argv = saved[0]
-            os.chdir(saved[1])
-            if saved[2] is not None:
-                os.environ["ASSAY_DB"] = saved[2]
-            signal.signal(signal.SIGTERM, saved[3])
-        code = code if isinstance(code, int) else (0 if code is None else 1)
-        return Done(code, stdout.getvalue(), stderr.getvalue())
+        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
+        return Done(*run_main([*args, *(("--db", self.db_url) if db else ())], cwd=self.cwd, env=env))
 
     def refused(self, *args: str) -> str:
         return self(*args, expect=2).stderr.strip()
