@@ -258,6 +258,8 @@ def ray_address() -> Iterator[str]:
 # marked `@pytest.mark.heavy` (a test that starts a process itself: a subprocess, a sandboxed agent,
 # an executor's worker processes). Under --pure the heavy tests are deselected, and a test that still
 # starts a process fails, saying to mark it: so a new test lands on the right side without a list.
+# A pure test that takes seconds (a property test with many examples, a whole export built) is marked
+# `@pytest.mark.slow` and is left out of --pure too, to keep `make check` near a minute.
 
 HEAVY_FIXTURES = frozenset({
     "pg_server", "login_role", "ray_address",  # a PostgreSQL server, Ray
@@ -273,8 +275,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "Ray or subprocess): the fast loop of `make check`")
 
 
-def is_heavy(item: pytest.Item) -> bool:
-    if item.get_closest_marker("heavy") is not None:
+def left_out_of_pure(item: pytest.Item) -> bool:
+    if item.get_closest_marker("heavy") is not None or item.get_closest_marker("slow") is not None:
         return True
     if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
         return True
@@ -290,10 +292,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     an `asyncio.run` in a later test on the same worker would fail; last in the collection, the
     browser group is also the last work xdist hands its worker."""
     if config.getoption("pure"):
-        heavy = [item for item in items if is_heavy(item)]
-        if heavy:
-            config.hook.pytest_deselected(items=heavy)
-            items[:] = [item for item in items if not is_heavy(item)]
+        left_out = [item for item in items if left_out_of_pure(item)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not left_out_of_pure(item)]
 
     def in_browser_group(item: pytest.Item) -> bool:
         return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))

@@ -28,6 +28,8 @@ from tests.board.test_cli_board import Cli
 
 from ._support import MIXED, lines, populate, reseal, rewrite_rows, submit
 
+pytestmark = pytest.mark.slow  # each builds and exports a populated store: left out of `pytest --pure`
+
 
 @pytest.fixture
 def cli(db_url: str, tmp_path: Path) -> Cli:

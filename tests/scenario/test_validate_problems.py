@@ -294,6 +294,7 @@ def tags(draw: st.DrawFn) -> str:
     return "-".join(draw(st.sampled_from(CASINGS))(p) for p in parts)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=300, deadline=None)
 @given(tags())
 def test_canonicalisation_is_idempotent_and_case_insensitive(tag: str) -> None:

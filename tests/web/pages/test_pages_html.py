@@ -25,6 +25,8 @@ from ..conftest import free_port
 from .conftest import (INJECTION, INJECTION_CARD, INJECTION_LABEL, INJECTION_LIMITATION, INJECTION_MODEL,
                        INJECTION_NOTE, SECRET, Site)
 
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
+
 NOT_EVIDENCE = pages.NOT_EVIDENCE
 
 
