@@ -349,10 +349,10 @@ def test_the_layout_hides_the_protected_paths(tmp_path: Path, monkeypatch: pytes
 
 def test_the_async_executors_child_processes_make_their_own_pools(sqlite_store: Store) -> None:
     """Each child of the async executor loads the agent from its portable spec: sandboxed there too."""
-    from assay.run.executors.aio import AsyncExecutor
+    from assay.run.executors.procs import ProcessAsyncExecutor
 
     factory = load_agent(f"python:{FIXTURES / 'honest.py'}:agent")
-    batch = run_suite("forge", factory=factory, trials=1, store=sqlite_store, executor=AsyncExecutor(2, processes=2))
+    batch = run_suite("forge", factory=factory, trials=1, store=sqlite_store, executor=ProcessAsyncExecutor(2, 2))
     results = results_json(sqlite_store, batch.batch_id, actor=OPERATOR)
     assert {t["status"] for c in results["cases"] for t in c["trials"]} == {"completed"}
 

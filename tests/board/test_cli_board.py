@@ -251,3 +251,27 @@ def test_submit_forge_works_on_a_fresh_database(real_cli: Cli) -> None:
     board = cli("board", "forge", "--json").json()
     assert board["entries"][0]["submission_id"] == view["id"] and board["entries"][0]["rank"] == 1
     assert "forge-all-quiet" in cli("card", "forge").stdout
+
+
+def test_board_limit_and_recompute(cli: Cli, tmp_path: Path) -> None:
+    root = mini_suite(tmp_path / "mini")
+    cli("suite", "release", str(root))
+    cli("account", "create", "alice", "--public-handle", "Alice")
+    cli("account", "create", "bob", "--public-handle", "Bob")
+    first = _submit(cli, "--publish")
+    _submit(cli, "--publish", account="bob", agent="reference:idle", label="idle")
+    whole = cli("board", "mini", "--json").json()
+    page = cli("board", "mini", "--limit", "1", "--json").json()
+    assert page["entries"] == whole["entries"][:1] and page["page"]["next_cursor"] is not None
+    assert whole["entries"][0]["submission_id"] == first["id"]
+    assert cli("board", "--recompute", "--json").json() == {"entries": 2, "differences": []}
+    engine = sa.create_engine(cli.db_url)
+    try:
+        with engine.begin() as conn:  # the derived table loses a row: recompute says so and restores it
+            conn.execute(sa.text("DELETE FROM entry_figures WHERE submission_id = :s"), {"s": first["id"]})
+    finally:
+        engine.dispose()
+    said = cli("board", "--recompute").stdout
+    assert f"{first['id']}: * was null" in said and "1 differed from what was stored (now replaced)" in said
+    assert cli("board", "mini", "--json").json() == whole
+    assert "suite key" in cli.refused("board")

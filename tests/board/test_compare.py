@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from assay.service.actors import OPERATOR
-
 from pathlib import Path
 
 import pytest
@@ -11,18 +9,17 @@ import pytest
 from assay.cli.board import COMPARE_METRICS
 from assay.errors import Conflict, Invalid, NotFound, http_status
 from assay.service import releases
-from assay.service.board import board, case_rates, entry_rank
+from assay.service.actors import OPERATOR
+from assay.service.board import board, case_counts, case_rates, entry_rank
 from assay.service.compare import METRICS, compare
 from assay.store import Store
-from assay.store.board_repo import BoardRepo
 
 from ._support import account, flaky, set_version, submit
 
 
-
 def test_case_counts_are_the_runs_that_count_case_by_case(mini: Store) -> None:
     sid = submit(mini, agent=flaky("CrashOnce"))
-    cases = BoardRepo(mini).case_counts([sid])[sid]
+    cases = case_counts(mini, [sid])[sid]
     assert [c["case_id"] for c in cases] == ["forge-all-quiet", "forge-wrong-fix"]  # release order
     assert [c["n_runs"] for c in cases] == [2, 2]  # the crashed run counts, as a failure
     assert sorted(c["n_passed"] for c in cases) == [1, 2]
@@ -30,7 +27,7 @@ def test_case_counts_are_the_runs_that_count_case_by_case(mini: Store) -> None:
     rates = case_rates(cases, "pass_rate")
     assert sorted(rates.values()) == [0.5, 1.0]
     assert sorted(case_rates(cases, "consistency").values()) == [0.0, 1.0]
-    assert BoardRepo(mini).case_counts([]) == {}
+    assert case_counts(mini, []) == {}
 
 
 def test_compare_pairs_cases_and_refuses_with_domain_errors(mini: Store, tmp_path: Path) -> None:

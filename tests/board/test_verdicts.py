@@ -11,13 +11,13 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command
 
+from assay.score.oracle import SCORER_VERSION, run_verdict
+from assay.service import board as boards
 from assay.service import platform_config, results, submissions
 from assay.service.actors import OPERATOR
 from assay.service.board import board, round_rate
-from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.store import Store
 from assay.store import db as store_db
-from assay.store.board_repo import BoardRepo
 from assay.store.views import board_0002, board_0011, board_0013
 
 from ._support import flaky, submit
@@ -33,17 +33,23 @@ def _verdicts(store: Store) -> dict[str, dict[str, Any]]:
         return {r.run_id: dict(r._mapping) for r in conn.execute(sa.text("SELECT * FROM run_verdicts"))}
 
 
-def _figures(store: Store) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every row of the board's run, case and submission facts, in a fixed order."""
+FACTS = ("n_planned", "n_recorded", "n_scored", "n_gated", "n_runs", "n_passed", "n_false_successes", "n_cases",
+         "n_consistent_cases", "win_total", "win_met", "pass_rate", "consistency", "false_success_rate",
+         "objective_met_rate", "status", "leaderboard_class")
+
+
+def _figures(store: Store) -> dict[str, dict[str, Any]]:
+    """Every submission's figures as the board computes them now (`stats.board`, over the run facts)."""
     with store.engine.connect() as conn:
-        runs = [dict(r._mapping) for r in conn.execute(sa.text("SELECT * FROM board_run_facts ORDER BY run_id"))]
-        cases = [dict(r._mapping) for r in conn.execute(
-            sa.text("SELECT * FROM board_case_facts ORDER BY submission_id, case_id"))]
-        subs = [dict(r._mapping) for r in conn.execute(
-            sa.text("SELECT * FROM board_submission_facts ORDER BY submission_id"))]
-    for row in runs:  # booleans read back as 0/1 on SQLite, true/false on PostgreSQL
-        row.update({k: None if v is None else int(v) for k, v in row.items() if isinstance(v, bool)})
-    return runs, cases, subs
+        ids = list(conn.execute(sa.text("SELECT id FROM submissions ORDER BY id")).scalars())
+    return {sid: {k: boards.submission_facts(store, sid)[k] for k in FACTS} for sid in ids}
+
+
+def _figures_0012(store: Store) -> dict[str, dict[str, Any]]:
+    """Every submission's figures as the views of a store at 0012 computed them (the rule in SQL)."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT * FROM board_submission_facts ORDER BY submission_id")).mappings().all()
+    return {r["submission_id"]: {k: r[k] for k in FACTS} for r in rows}
 
 
 def _shared(summary: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +123,7 @@ def test_a_gated_run_leaves_the_results_json_as_it_leaves_the_board(mini: Store)
             continue  # the owner view has no n_cases; the board's facts do
         expected = round_rate(summary[key]) if board_key != "n_runs" else summary[key]
         assert owner[board_key] == (expected if summary["trials"] else None), key
-    assert summary["cases"] == BoardRepo(mini).submission_facts(sid)["n_cases"]
+    assert summary["cases"] == boards.submission_facts(mini, sid)["n_cases"]
 
 
 def test_a_crash_stays_in_both_denominators(mini: Store) -> None:
@@ -142,14 +148,13 @@ def test_an_upgraded_store_shows_the_numbers_it_showed_before(mini: Store) -> No
     with mini.engine.connect().execution_options(assay_write=True) as conn, conn.begin():
         command.downgrade(store_db._alembic_config(conn), "0012")
     assert "run_verdicts" not in sa.inspect(mini.engine).get_table_names()
-    old_runs, old_cases, old_subs = _figures(mini)
-    # 0011's views, deciding the rule themselves, give what the verdict rows gave
-    assert (old_runs, old_cases, old_subs) == figures
+    # 0011's views, deciding the rule themselves, gave what the verdict rows give
+    assert _figures_0012(mini) == figures
     assert store_db.migrate(mini.engine) is True
     assert _figures(mini) == figures
     backfilled = _verdicts(mini)
     assert set(backfilled) == set(written) and len(written) == 12
-    strip = lambda rows: {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}  # noqa: E731
+    strip = lambda rows: {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}
                           for k, r in rows.items()}
     assert strip(backfilled) == strip(written)
     assert {r["scorer_version"] for r in backfilled.values()} == {"oracle/1"}

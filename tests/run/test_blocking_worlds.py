@@ -76,7 +76,7 @@ def test_only_a_world_with_a_model_facilitator_says_its_steps_block() -> None:
 def test_model_facilitated_runs_overlap_under_the_async_executor_and_match_threads() -> None:
     with FakeJudgeServer(_gm, latency=DELAY) as server:
         tasks = _tasks(_modelled(server.base_url))
-        on_loop = _play(AsyncExecutor(RUNS, processes=1), tasks)
+        on_loop = _play(AsyncExecutor(RUNS), tasks)
         overlapped = server.max_in_flight
         asked_async = len(server.calls)
         on_threads = _play(ThreadExecutor(RUNS), tasks)

@@ -51,7 +51,7 @@ def test_child_event_loops_play_exactly_what_one_loop_plays(forge: SuiteBundle, 
         seen = []
         for processes in (1, 2):
             batch = run_suite(forge, agent_spec="openai:fake-model", trials=3, seed=11, store=sqlite_store,
-                              agent_options=options, executor=AsyncExecutor(6, processes=processes))
+                              agent_options=options, executor=AsyncExecutor(6) if processes == 1 else ProcessAsyncExecutor(6, processes))
             seen.append(_by_run(results_json(sqlite_store, batch.batch_id, actor=OPERATOR)))
     assert len(seen[0]) == 3 * len(forge.scenarios)
     assert {v[1] for v in seen[0].values()} == {"completed"}
@@ -61,7 +61,7 @@ def test_child_event_loops_play_exactly_what_one_loop_plays(forge: SuiteBundle, 
 def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_store: Store) -> None:
     # in process: the agent reports the pid of the process that plays it (a sandboxed one is pid 1)
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:async_agent", trials=2, store=sqlite_store,
-                      executor=AsyncExecutor(4, processes=2), agent_options={"in_process": True})
+                      executor=ProcessAsyncExecutor(4, 2), agent_options={"in_process": True})
     rows = sqlite_store.runs_for_batch(batch.batch_id)
     pids = {r["claim_summary"].split(" ", 1)[0] for r in rows}
     assert [r["status"] for r in rows] == ["completed"] * len(rows)
@@ -152,3 +152,42 @@ except KeyboardInterrupt:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "stopped after 3"
+
+
+def test_make_executor_picks_the_multi_process_variant_for_a_model_batch_with_many_runs_in_flight(
+        monkeypatch) -> None:  # noqa: ANN001
+    from assay.run.executors import aio, make_executor
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setattr(aio, "_main_is_ours", lambda: True)
+    monkeypatch.setattr(aio.os, "cpu_count", lambda: 2)
+    model = load_agent("openai:m", base_url="http://127.0.0.1:9/v1")
+    wide = make_executor("async", 100, model)
+    assert isinstance(wide, ProcessAsyncExecutor) and (wide.workers, wide.processes) == (100, 2)
+    assert type(make_executor("async", 40, model)) is AsyncExecutor
+    assert type(make_executor(None, 1000, load_agent("reference:diligent"))).__name__ == "ThreadExecutor"
+
+
+def test_a_record_crosses_the_process_boundary_whole_and_its_final_state_as_text_once(forge: SuiteBundle) -> None:
+    import pickle
+
+    from assay.run.engine import open_episode
+    from assay.run.drivers import play_sync
+    from assay.run.executors import wire
+
+    planned = plan_batch(forge, 1, 3)[0]
+    loaded = next(s for s in forge.scenarios if s.content_hash == planned.scenario_hash)
+    episode = open_episode(loaded, planned, Limits())
+    record = play_sync(episode, load_agent("reference:diligent"))
+    result = pickle.loads(pickle.dumps(wire.encode(record, episode.steps)))
+    run_id, fields, text, steps = result
+    assert fields is not None and "final_state" not in fields and text == record.final_state_text
+    seen: list[tuple[RunRecord, int]] = []
+    in_flight = {run_id: Task(loaded, planned)}
+    wire.settle(result, in_flight, lambda r, s: seen.append((r, s)), "here")
+    wire.settle(result, in_flight, lambda r, s: seen.append((r, s)), "here")  # a second copy: dropped
+    [(back, back_steps)] = seen
+    assert back.model_dump() == record.model_dump() and back.final_state_text == text and back_steps == steps
+    failed: list[RunRecord] = []
+    wire.settle(wire.failed(run_id, "no"), {run_id: Task(loaded, planned)}, lambda r, _s: failed.append(r), "here")
+    assert [(r.status, r.reason) for r in failed] == [("error", "no")]

@@ -157,3 +157,13 @@ def test_workers_are_runs_in_flight_spread_over_the_clusters_cpus() -> None:
     slow = Sizing.of(workers=4, cpus=2)
     slow.learn(seconds=60.0, runs=4)  # ... model runs travel one round at a time
     assert slow.size == 2
+
+
+def test_a_batch_of_n_model_runs_at_n_workers_has_n_calls_in_flight_on_ray(
+        forge: SuiteBundle, ray_address: str) -> None:
+    from tests.run.test_in_flight import WANT, Gate, play
+
+    gate = Gate(WANT)
+    seen = play(RayExecutor(WANT, address=ray_address), forge, gate)
+    assert len(seen) == WANT and gate.calls == WANT
+    assert gate.most == WANT  # every slot's first group holds one round: all of them play at once

@@ -63,6 +63,12 @@ def test_a_remote_submission_completes_when_the_service_runs_as_the_production_r
         board = client.get("/api/leaderboard/forge").json()
         entry = next(e for e in board["entries"] if e["submission_id"] == submission_id)
         assert entry["pass_rate"] == 1.0
+        with store.engine.connect() as conn:  # its figures were stored by the service role on completion
+            assert conn.exec_driver_sql("SELECT COUNT(*) FROM entry_figures WHERE submission_id = %(s)s",
+                                        {"s": submission_id}).scalar_one() == 1
+        from assay.service import board as boards
+        from assay.service.actors import OPERATOR
+        assert boards.recompute(store, actor=OPERATOR)["differences"] == []  # replaced as the service role
         with store.engine.connect() as conn:  # every lease holder was ended by the service role
             assert conn.exec_driver_sql("SELECT current_user").scalar_one() == web
             assert conn.exec_driver_sql("SELECT COUNT(*) FROM claim_holders WHERE ended_at IS NULL").scalar_one() == 0
@@ -98,6 +104,8 @@ def test_the_service_role_has_exactly_the_grants_the_code_needs(pg_server: Any, 
     grants = _table_grants(pg_server, owned, rls.SERVICE_ROLE)
     assert grants.pop("alembic_version") == {"SELECT"}
     assert grants.pop("claim_holders") == {"SELECT", "INSERT", "UPDATE(heartbeat_at)", "UPDATE(ended_at)"}
+    for table in rls.SERVICE_REPLACES:  # 0018: derived rows are replaced (DELETE, then INSERT)
+        assert grants.pop(table) == {"SELECT", "INSERT", "DELETE", "UPDATE(listed)"}
     assert grants and all(privileges == {"SELECT", "INSERT"} for privileges in grants.values()), grants
 
 
@@ -112,7 +120,10 @@ def test_the_service_role_edits_no_claim_holder_column_but_liveness_and_no_resul
         for statement in ("UPDATE claim_holders SET host = 'elsewhere'", "DELETE FROM claim_holders",
                           "TRUNCATE claim_holders", "UPDATE runs SET turns = 0", "DELETE FROM run_claims",
                           "UPDATE alembic_version SET version_num = 'x'", "DELETE FROM alembic_version",
-                          "INSERT INTO alembic_version VALUES ('x')", "TRUNCATE alembic_version"):
+                          "INSERT INTO alembic_version VALUES ('x')", "TRUNCATE alembic_version",
+                          "UPDATE entry_figures SET ranked = true", "TRUNCATE entry_figures",
+                          "UPDATE entry_figures SET figures = '{}'",
+                          "DELETE FROM run_verdicts"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
 

@@ -464,15 +464,35 @@ def era_list(as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
 # -- the board and cards ------------------------------------------------------------------------
 
 
-def board(key: str = typer.Argument(..., help="Suite key."), version: Optional[str] = VersionOpt,
+def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version: Optional[str] = VersionOpt,
+          limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Show at most this many entries (the first page)."),
+          recompute: bool = typer.Option(False, "--recompute", help=(
+              "Rebuild every entry's stored figures from the rows and report what differed (operator).")),
           as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
-    """The public board of a suite version (default: the latest public one)."""
-    from assay.service.board import board as build, board_text
+    """The public board of a suite version (default: the latest public one); or, with --recompute,
+    every entry's stored figures rebuilt from the rows, and what differed."""
+    from assay.service.board import MAX_PAGE, board as build, board_json, recompute as rebuild
 
-    value = build(open_store_at(db), key, version, actor=OPERATOR)
-    if as_json:
-        sys.stdout.write(board_text(value))
+    if recompute:
+        report = rebuild(open_store_at(db), actor=OPERATOR)
+        if as_json:
+            print_json(report)
+            return
+        for d in report["differences"]:
+            out.print(f"{d['submission_id']}: {d['field']} was {json.dumps(d['stored'])}, the rows give "
+                      f"{json.dumps(d['recomputed'])}", markup=False)
+        n = len({d["submission_id"] for d in report["differences"]})
+        out.print(f"recomputed {report['entries']} entries from the rows: "
+                  + (f"{n} differed from what was stored (now replaced)" if n else "every one as stored"), markup=False)
         return
+    if key is None:
+        raise BadInput("give a suite key (or --recompute)", "KEY")
+    if limit is not None and limit > MAX_PAGE:
+        raise BadInput(f"at most {MAX_PAGE} entries a page", "--limit")
+    if as_json:
+        sys.stdout.write(board_json(open_store_at(db), key, version, actor=OPERATOR, limit=limit))
+        return
+    value = build(open_store_at(db), key, version, actor=OPERATOR, limit=limit)
     s = value["suite"]
     out.print(f"{s['key']} {s['version']} — {s['title']} ({s['language']})", markup=False)
     out.print("pinned: " + " ".join(f"{p['case_id']}@{p['hash_prefix']}" for p in value["provenance"]["scenarios"]),

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from assay.agents.protocol import NotAReply, parse_reply
 from assay.canonical import SharedSections, canonical_bytes, sha256_hex

@@ -41,7 +41,7 @@ from assay.store.board_repo import BoardRepo
 #: ahead costs little if the process dies (its claims are free again once it is seen gone), and a
 #: claim is a write transaction: a scripted batch plays hundreds of runs a second. Concurrent
 #: resumes split a batch at this grain.
-CLAIM_CHUNK = 64
+CLAIM_CHUNK = 256
 #: The agent row's spec of a submission a remote agent plays over the agent API (`service.remote`).
 REMOTE_AGENT = "remote"
 
@@ -300,13 +300,15 @@ def list_submissions(store: Store, account: str | None = None, suite: str | None
                      actor: Actor) -> list[dict[str, Any]]:
     """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
     submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
+    from assay.service.board import submission_facts
     from assay.store.board_repo import BoardRepo
 
     if not actor.is_staff:  # an account lists its own, whatever it asked for
         if actor.kind != "account" or account not in (None, actor.account):
             return []
         account = actor.account
-    rows = BoardRepo(store).submission_listing(account, suite)
+    rows = [{**r, **(submission_facts(store, r["submission_id"]) or {})}
+            for r in BoardRepo(store).submission_listing(account, suite)]
     return [{
         "id": r["submission_id"], "account": r["account"], "suite": r["suite_key"], "version": r["version"],
         "label": r["label"], "status": r["status"] if r["finalised"] else "pending",

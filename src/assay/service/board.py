@@ -1,12 +1,20 @@
-"""The public board of one suite version: entries from the `board_entries` view, formatted.
+"""The public board of one suite version, and each entry's stored figures (issue 24).
 
-Every count comes from the SQL views over append-only rows. The uncertainty on each figure and
-the statistical rank come from pure functions in `stats/` fed with per-case counts read from the
-same views (issue 12): a 95% interval clustered by case on every rate, and a rank that only
-separates entries whose intervals do not overlap. This module shapes them into JSON, with rates
-and interval ends rounded to 4 places and a fixed order, so the same submissions give
-byte-identical board JSON on SQLite and PostgreSQL. Nothing public carries a seed: seeds are for
-the suite owner (`assay results SUBMISSION`), never for the board.
+Every figure, interval, class, status and rank is computed once, in `stats.board`, from the per-run
+facts the store gives (`board_run_facts`), for the board, the entry pages, the owner's view and
+`assay verify` alike. A finalised submission's figures are computed when it completes (and again
+when a judgement or a sweep changes them, or the method changes: `stats.board.METHOD`) and kept in
+the derived table `entry_figures` (`refresh`); reads never recompute them. Which entries a board
+lists (published, listed, complete, their account holding a handle) and what they show besides
+figures (handle, note, era, digest) are read with the entries, in one query; the statistical rank
+is counted from the stored intervals at read time (1 + the ranked entries whose lower bound lies
+above this one's upper bound). `recompute` (`assay board --recompute`) rebuilds the table from the
+rows and reports what differed.
+
+Rates and interval ends are rounded to 4 places, and the entries have a fixed order (the stored
+`order_key`), so the same submissions give byte-identical board JSON on SQLite and PostgreSQL.
+Nothing public carries a seed: seeds are for the suite owner (`assay results SUBMISSION`), never
+for the board. Boards are read whole or a page at a time (`limit`, an opaque `cursor`, `search`).
 
 Visibility: the default is the latest *public* version, with the history of public versions;
 an unlisted version only when named; internal suites never (they do not exist here).
@@ -14,25 +22,27 @@ an unlisted version only when named; internal suites never (they do not exist he
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from assay.errors import NotFound
+from assay.errors import Invalid, NotFound
 from assay.service import releases, scoring
 from assay.service.actors import Actor
-from assay.stats.intervals import case_interval
-from assay.stats.ranks import statistical_ranks
+from assay.stats import board as figures_of
+from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
-from assay.store.export_repo import ExportRepo
 from assay.store.db import Store
 
-RATE_PLACES = 4
-RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
-#: The figure ranks are decided on (its interval), and the point estimates entries are listed by.
-RANKING_FIGURE = "pass_rate"
-#: What a trait suite's entries carry besides the oracle figures (`scoring.trait_figures`).
-TRAIT_FIELDS = ("composite", "composite_ci", "traits", "safety", "stability", "safety_variance_n",
-                "safety_variance_range", "safety_variance_stddev", "judge", "judge_is_pinned")
+RATE_PLACES = figures_of.RATE_PLACES
+RATES = figures_of.RATES
+RANKING_FIGURE = figures_of.RANKING_FIGURE
+TRAIT_FIELDS = figures_of.TRAIT_FIELDS
+#: Entries a page shows unless asked for fewer; the most a page may hold.
+PAGE = 50
+MAX_PAGE = 1000
 TRAIT_RANKING = (
     "platform-class, complete entries only, listed by composite desc (the mean over capability "
     "traits of their per-scenario means; safety traits never enter it), then pass_rate desc; "
@@ -47,22 +57,21 @@ RANKING = (
     "so ties and entries the data cannot tell apart share a rank"
 )
 
-#: For each rate: per-case (numerator, denominator) from `BoardRepo.case_counts` rows.
+round_rate = figures_of.rounded
+
+
+def entry_numbers(facts: dict[str, Any]) -> dict[str, Any]:
+    """The aggregates an entry shows (rates rounded); None where nothing counts yet."""
+    return {"n_runs": facts["n_runs"], **{k: round_rate(facts[k]) for k in RATES}}
+
+
+#: For each rate: per-case (numerator, denominator) from `case_counts` rows.
 _CASE_PARTS: dict[str, tuple[str, str | None]] = {
     "pass_rate": ("n_passed", "n_runs"),
     "false_success_rate": ("n_false_successes", "n_runs"),
     "objective_met_rate": ("win_met", "win_total"),
     "consistency": ("consistent", None),  # 0 or 1 per case with counted runs
 }
-
-
-def round_rate(value: float | None) -> float | None:
-    return None if value is None else round(float(value), RATE_PLACES)
-
-
-def entry_numbers(facts: dict[str, Any]) -> dict[str, Any]:
-    """The aggregates an entry shows (rates rounded); None where nothing counts yet."""
-    return {"n_runs": facts["n_runs"], **{k: round_rate(facts[k]) for k in RATES}}
 
 
 def case_rates(cases: list[dict[str, Any]], metric: str) -> dict[str, float]:
@@ -83,76 +92,230 @@ def case_rates(cases: list[dict[str, Any]], metric: str) -> dict[str, float]:
     return out
 
 
-def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
-    return None if interval is None else [round(interval[0], RATE_PLACES), round(interval[1], RATE_PLACES)]
+# -- one submission's facts, computed from its runs ------------------------------------------------
 
 
-def entry_intervals(facts: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, list[float] | None]:
-    """`<rate>_ci` for every rate: the case-clustered 95% interval, rounded as the rates are;
-    None wherever the figure itself is None."""
-    return {f"{k}_ci": None if facts[k] is None else _rounded(case_interval(list(case_rates(cases, k).values())))
-            for k in RATES}
+def _planned(rows: Iterable[dict[str, Any]]) -> list[figures_of.PlannedRunFacts]:
+    return [figures_of.from_row(r) for r in rows]
 
 
-def _rankable(facts: dict[str, Any]) -> bool:
-    # Which entries are ranked is the view's decision (it ranks only complete platform entries);
-    # its RANK() value itself is the point-estimate order, superseded by the statistical rank.
-    return facts["rank"] is not None
-
-
-def statistical_ranks_of(rows: list[dict[str, Any]], figure: str = RANKING_FIGURE) -> dict[str, int]:
-    """The statistical rank of each rankable entry among the rankable ones, on the rounded
-    interval of `figure` — the interval the board shows, so anyone can recount a rank from the
-    JSON alone. `rows` carry the `<figure>_ci` keys (`entry_intervals`, `_trait_entry`)."""
-    ranked = [r for r in rows if _rankable(r) and r[f"{figure}_ci"] is not None]
-    ranks = statistical_ranks([tuple(r[f"{figure}_ci"]) for r in ranked])
-    return {r["submission_id"]: rank for r, rank in zip(ranked, ranks)}
-
-
-def _with_figures(store: Store, rows: list[dict[str, Any]], release: dict[str, Any]) -> list[dict[str, Any]]:
-    """Entry rows with their intervals, `n_cases`, and their trait figures when the release pins
-    a rubric (with `judge_is_pinned`)."""
-    cases = BoardRepo(store).case_counts([r["submission_id"] for r in rows])
-    rows = [{**r, **entry_intervals(r, cases[r["submission_id"]])} for r in rows]
-    if release.get("rubric") is not None:
-        declared = scoring.judge_provenance(release)
-        rows = [{**r, **_trait_entry(scoring.trait_figures(store, r["submission_id"]), declared)} for r in rows]
-    return rows
-
-
-def release_entries(store: Store, release_id: int) -> list[dict[str, Any]]:
-    """The `board_entries` rows of a release, each with its intervals, `n_cases`, its trait
-    figures when the release pins a rubric, and its statistical `rank` (None when unranked):
-    on the pass-rate interval for an oracle suite, on the composite's for a trait suite."""
+def submission_facts(store: Store, submission_id: str, conn: Any = None) -> dict[str, Any] | None:
+    """A submission as its owner sees it: what it is (`BoardRepo.submission_info`) and its figures
+    now, computed from its runs (`stats.board.submission_facts`: rates unrounded, provisional until
+    complete), or None."""
     repo = BoardRepo(store)
-    release = repo.release_by_id(release_id)
+    info = repo.submission_info(submission_id, conn)
+    if info is None:
+        return None
+    return {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))}
+
+
+def case_counts(store: Store, submission_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per submission, one row per planned case, in case order: the counts its per-case means are
+    made of, over the runs that count (`stats.board.case_counts`)."""
+    repo = BoardRepo(store)
+    return {sid: [c.as_dict() for c in figures_of.case_counts(_planned(repo.run_rows(sid)))] for sid in submission_ids}
+
+
+# -- stored figures -------------------------------------------------------------------------------
+
+
+def _trait_figures(store: Store, release: dict[str, Any], submission_id: str) -> dict[str, Any] | None:
+    """`scoring.trait_figures` for an entry of a release that pins a rubric (the board shows trait
+    figures there only), else None."""
+    return scoring.trait_figures(store, submission_id) if release.get("rubric") is not None else None
+
+
+def shown_fields(figures: dict[str, Any]) -> list[str]:
+    """The figure fields an entry shows on its board, in order."""
+    return ["leaderboard_class", "status", "n_runs", "n_cases",
+            *(key for rate in RATES for key in (rate, f"{rate}_ci")), "facilitator_models",
+            *figures_of.trait_fields(figures)]
+
+
+def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> dict[str, Any]:
+    """An `entry_figures` row: the figures as canonical text (the same bytes on both backends, key
+    order kept), the members the board shows of them as its text writes them (`shown`), and the
+    columns a board sorts, filters and ranks by."""
+    ranked, interval = figures_of.ranking(figures)
+    shown = json.dumps({k: figures[k] for k in shown_fields(figures)}, ensure_ascii=False)[1:-1]
+    return {
+        "shown": shown,
+        "submission_id": submission_id, "release_id": release_id, "method": figures_of.METHOD,
+        "complete": figures["status"] == "complete", "ranked": ranked,
+        "order_key": figures_of.order_key(submission_id, figures),
+        "rank_low": interval[0] if interval else None, "rank_high": interval[1] if interval else None,
+        "figures": json.dumps(figures, ensure_ascii=False, separators=(",", ":")),
+    }
+
+
+def _computed(store: Store, release: dict[str, Any], submission_id: str,
+              rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    figures = figures_of.entry_figures(_planned(rows), _trait_figures(store, release, submission_id),
+                                       scoring.judge_provenance(release))
+    return stored_row(submission_id, release["id"], figures)
+
+
+def refresh(store: Store, submission_id: str) -> None:
+    """Compute one finalised submission's figures from its runs and store them (replacing any): what
+    completing it, or judging it again, costs — one submission's rows, whatever the board's size."""
+    repo = BoardRepo(store)
+    submission = repo.submission(submission_id)
+    assert submission is not None
+    release = repo.release_by_id(submission["release_id"])
     assert release is not None
-    rows = _with_figures(store, repo.entries(release_id), release)
-    if release.get("rubric") is not None:
-        # an entry scored by another judge than the release pins is shown, never ranked among them
-        ranks = statistical_ranks_of([r for r in rows if r["judge_is_pinned"]], "composite")
-    else:
-        ranks = statistical_ranks_of(rows)
-    return [{**r, "rank": ranks.get(r["submission_id"])} for r in rows]
+    repo.put_figures([_computed(store, release, submission_id, repo.run_rows(submission_id))])
 
 
-def _trait_entry(figures: dict[str, Any], declared: dict[str, Any] | None) -> dict[str, Any]:
-    """An entry's trait fields, with the composite's 95% interval clustered by case, and whether
-    its judge is the one the release pins (`judge_is_pinned`: same model and prompt hash)."""
-    by_case = figures.pop("composite_by_case")
-    interval = case_interval(list(by_case.values())) if figures["composite"] is not None else None
-    judge = figures["judge"]
-    pinned = bool(judge and declared and (judge["model"], judge["prompt_hash"]) == (declared["model"], declared["prompt_hash"]))
-    return {**figures, "composite_ci": _rounded(interval), "judge_is_pinned": pinned}
+def _compute_release(store: Store, release: dict[str, Any], which: Any = None) -> Iterable[dict[str, Any]]:
+    repo = BoardRepo(store)
+    for sid, rows in repo.release_run_rows(release["id"], which):
+        yield _computed(store, release, sid, rows)
+
+
+#: (store URL, release, method) whose finalised submissions all have figures: checked once a process.
+_FIGURED: set[tuple[str, int, str]] = set()
+
+
+def ensure(store: Store, release: dict[str, Any]) -> None:
+    """Store the figures of any finalised submission of a release that has none under the current
+    method (a store upgraded to 0018, a method changed since): once per process and release."""
+    key = (str(store.engine.url), int(release["id"]), figures_of.METHOD)
+    if key in _FIGURED:
+        return
+    repo = BoardRepo(store)
+    if repo.has_unfigured(release["id"], figures_of.METHOD):
+        missing = repo.unfigured(release["id"], figures_of.METHOD)
+        batch: list[dict[str, Any]] = []
+        for row in _compute_release(store, release, missing):
+            batch.append(row)
+            if len(batch) >= 1000:
+                repo.put_figures(batch)
+                batch = []
+        repo.put_figures(batch)
+    _FIGURED.add(key)
+
+
+def recompute(store: Store, *, actor: Actor) -> dict[str, Any]:
+    """Rebuild every finalised submission's stored figures from the rows (staff only), and say what
+    differed from what was stored: {"entries", "differences": [{submission_id, field, stored,
+    recomputed}]} (`field` "*" when a row was missing)."""
+    from assay.service.actors import require_staff
+
+    require_staff(actor, "recompute the board's figures", "recompute")
+    repo = BoardRepo(store)
+    stored = {r["submission_id"]: r for r in repo.stored_figures()}
+    differences: list[dict[str, Any]] = []
+    n = 0
+    for release_id in repo.release_ids():
+        release = repo.release_by_id(release_id)
+        assert release is not None
+        rows = list(_compute_release(store, release, repo.finalised(release_id)))
+        for row in rows:
+            n += 1
+            differences.extend(_differences(row, stored.get(row["submission_id"])))
+        repo.put_figures(rows)
+        _FIGURED.add((str(store.engine.url), release_id, figures_of.METHOD))
+    return {"entries": n, "differences": differences}
+
+
+def _differences(row: dict[str, Any], held: dict[str, Any] | None) -> list[dict[str, Any]]:
+    sid = row["submission_id"]
+    if held is None:
+        return [{"submission_id": sid, "field": "*", "stored": None, "recomputed": "figures"}]
+    mine, theirs = json.loads(row["figures"]), json.loads(held["figures"])
+    out = [{"submission_id": sid, "field": k, "stored": theirs.get(k), "recomputed": mine.get(k)}
+           for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+    for column in ("method", "complete", "ranked", "order_key", "rank_low", "rank_high"):
+        if row[column] != held[column]:
+            out.append({"submission_id": sid, "field": column, "stored": held[column], "recomputed": row[column]})
+    return out
+
+
+# -- entries ----------------------------------------------------------------------------------------
+
+
+def _about(info: dict[str, Any]) -> dict[str, Any]:
+    """What an entry shows of its submission (not a figure): label, handle, note, era, digest, agent."""
+    current = info["measurement_era_is_current"]
+    return {
+        "submission_id": info["submission_id"],
+        "agent_label": info["label"],
+        "label_self_declared": True,
+        "config_signature": info.get("config_signature"),
+        "public_handle": info["public_handle"],
+        "play_model": info["play_model"],
+        "model_provenance": info["model_provenance"],
+        "measurement_era": info["measurement_era"],
+        "measurement_era_is_current": None if current is None else bool(current),
+        "variance_note": info["variance_note"],
+        "harness_version": info.get("harness_version"),
+        "digest": info.get("digest"),
+    }
+
+
+def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None) -> dict[str, Any]:
+    """An entry as a board shows it: what the submission is (`_about`), its statistical rank, and
+    the figures it shows (`shown_fields`), in that order."""
+    return {**_about(info), "rank": rank, **{k: figures[k] for k in shown_fields(figures)}}
+
+
+def _entry_line(row: dict[str, Any], rank: int | None) -> str:
+    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: the stored
+    `shown` members spliced after what the submission is and its rank (the same bytes)."""
+    about = json.dumps({**_about(row), "rank": rank}, ensure_ascii=False)
+    return f"{about[:-1]}, {row['shown']}}}"
+
+
+def _whole(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int | None]]:
+    """Whole-board rows in board order, each with its statistical rank among the ranked ones
+    (`stats.board.statistical_rank` over the stored intervals)."""
+    lows = sorted(r["rank_low"] for r in rows if r["ranked"])
+    return [(r, figures_of.statistical_rank(r["rank_high"], lows) if r["ranked"] else None)
+            for r in sorted(rows, key=lambda r: r["order_key"])]
+
+
+def ranked_entries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Whole-board entries (rows of info, `figures` text and the stored ranking columns) in board
+    order, each with its statistical rank among the ranked ones."""
+    return [entry_view(r, json.loads(r["figures"]), rank) for r, rank in _whole(rows)]
+
+
+def _ranks(repo: BoardRepo, rows: Sequence[dict[str, Any]]) -> list[int | None]:
+    """The statistical ranks of some listed entries' rows (a page), counted over the stored intervals
+    of the whole board (1 + the ranked entries whose lower bound lies above each one's upper bound)."""
+    ranked = [r for r in rows if r["ranked"]]
+    if not ranked:
+        return [None] * len(rows)
+    above = iter(repo.ranked_above(ranked[0]["release_id"], [r["rank_high"] for r in ranked]))
+    return [1 + next(above) if r["ranked"] else None for r in rows]
+
+
+def listed_entry(store: Store, submission_id: str) -> dict[str, Any] | None:
+    """The stored board row of a listed entry (published, listed, complete, handled), or None."""
+    return BoardRepo(store).entry(submission_id, digest_version=DIGEST_VERSION)
+
+
+def rank_of(store: Store, row: dict[str, Any] | None) -> int | None:
+    """The statistical rank of a listed entry's row (None when unranked or not listed): one count
+    over the stored intervals, never the board."""
+    return None if row is None else _ranks(BoardRepo(store), [row])[0]
 
 
 def entry_rank(store: Store, submission_id: str) -> int | None:
-    """The board rank of one submission (None when it is not a ranked entry)."""
-    entry = BoardRepo(store).entry(submission_id)
-    if entry is None or not _rankable(entry):
-        return None
-    found = {r["submission_id"]: r for r in release_entries(store, entry["release_id"])}
-    return found[submission_id]["rank"]
+    """The board rank of one submission (None when it is not a ranked, listed entry)."""
+    return rank_of(store, listed_entry(store, submission_id))
+
+
+def _cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
+def _uncursor(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise Invalid("not a cursor this board gave", "cursor", value=cursor) from None
 
 
 def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
@@ -171,52 +334,6 @@ def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _entry(facts: dict[str, Any], models: list[str], pinned: dict[str, str]) -> dict[str, Any]:
-    return {
-        "submission_id": facts["submission_id"],
-        "agent_label": facts["label"],
-        "label_self_declared": True,
-        "config_signature": pinned.get("config_signature"),
-        "public_handle": facts["public_handle"],
-        "play_model": facts["play_model"],
-        "model_provenance": facts["model_provenance"],
-        "leaderboard_class": facts["leaderboard_class"],
-        "status": facts["status"],
-        "n_runs": facts["n_runs"],
-        "n_cases": facts["n_cases"],
-        **{key: value for rate in RATES
-           for key, value in ((rate, round_rate(facts[rate])), (f"{rate}_ci", facts[f"{rate}_ci"]))},
-        "measurement_era": facts["measurement_era"],
-        "measurement_era_is_current": facts["measurement_era_is_current"],
-        "variance_note": facts["variance_note"],
-        "facilitator_models": models,
-        "harness_version": pinned.get("harness_version"),
-        "digest": facts.get("digest"),
-        "rank": facts["rank"],
-        **{k: facts[k] for k in TRAIT_FIELDS if k in facts},
-    }
-
-
-def _order(entry: dict[str, Any]) -> tuple[Any, ...]:
-    # Ranked entries first, then the unranked; each by point estimate (a trait suite: best
-    # composite first — never a safety trait; then best pass rate, fewest false successes, most
-    # consistent), ties by id (stable). A statistical rank is not an order: two entries that share
-    # rank 1 are still listed best estimate first.
-    return (entry["rank"] is None, -(entry.get("composite") or 0.0), -(entry["pass_rate"] or 0.0),
-            entry["false_success_rate"] or 0.0, -(entry["consistency"] or 0.0), entry["submission_id"])
-
-
-def _shaped(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Entry rows (with figures and ranks) as the board shows them, in the board's order."""
-    repo = BoardRepo(store)
-    ids = [r["submission_id"] for r in rows]
-    models = repo.facilitator_models(ids)
-    pinned = repo.pinned_agents(ids)
-    digests = ExportRepo(store).digests(ids)  # what each entry was stamped with when finalised
-    return sorted((_entry({**r, "digest": digests.get(r["submission_id"])}, models.get(r["submission_id"], []),
-                          pinned.get(r["submission_id"], {})) for r in rows), key=_order)
-
-
 def _suite(release: dict[str, Any], latest_public: str | None) -> dict[str, Any]:
     return {"key": release["suite_key"], "version": release["version"], "title": release["title"],
             "language": release["language"], "visibility": release["visibility"],
@@ -228,18 +345,49 @@ def _public_history(repo: BoardRepo, key: str) -> list[dict[str, Any]]:
                   key=lambda r: releases.version_key(r["version"]), reverse=True)
 
 
-def board(store: Store, key: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
-    """A suite version's public board (the latest public version by default), whoever asks."""
+def board(store: Store, key: str, version: str | None = None, *, actor: Actor, limit: int | None = None,
+          cursor: str | None = None, search: str | None = None) -> dict[str, Any]:
+    """A suite version's public board (the latest public version by default), whoever asks: every
+    entry, or with `limit` a page of them from `cursor` on (`page.next_cursor`: the next page's, None
+    at the end), optionally only those whose handle or label contains `search`."""
+    return _board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=False)
+
+
+def board_json(store: Store, key: str, version: str | None = None, *, actor: Actor, limit: int | None = None,
+               cursor: str | None = None, search: str | None = None) -> str:
+    """`board_text(board(...))`, the same bytes, without decoding any entry's stored figures: what the
+    CLI's --json and the API serve (a whole board of 100,000 entries in seconds)."""
+    return board_text(_board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=True))
+
+
+def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: int | None, cursor: str | None,
+           search: str | None, text: bool) -> dict[str, Any]:
+    if limit is not None and not 1 <= limit <= MAX_PAGE:
+        raise Invalid(f"a page holds 1 to {MAX_PAGE} entries", "limit", value=limit)
     release = releases.find_release(store, key, version, public=True, actor=actor)
-    history = _public_history(BoardRepo(store), key)
-    return {
+    repo = BoardRepo(store)
+    history = _public_history(repo, key)
+    ensure(store, release)
+    after = _uncursor(cursor) if cursor else None
+    paged = limit is not None or after is not None or bool(search)
+    rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
+                        limit=None if limit is None else limit + 1, search=search, figures=not text)
+    more = limit is not None and len(rows) > limit
+    shown = rows[:limit] if limit is not None else rows
+    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
+    value = {
         "suite": _suite(release, history[0]["version"] if history else None),
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
         "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
-        "entries": _shaped(store, release_entries(store, release["id"])),
+        "entries": [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank)
+                    for r, rank in ranked],
     }
+    if paged:
+        value["page"] = {"limit": limit, "search": search or None,
+                         "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}
+    return value
 
 
 def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
@@ -247,26 +395,38 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
     its rank), or an unlisted one (a bring-your-own submission published by id: never listed,
     never ranked). `{"suite", "provenance", "listed", "entry"}`.
 
-    Only the full id finds it: a prefix would let anyone enumerate unlisted entries."""
+    Only the full id finds it: a prefix would let anyone enumerate unlisted entries. Its figures are
+    the stored ones and its rank one count over the stored intervals: the board is never computed."""
     repo = BoardRepo(store)
-    listed = repo.entry(submission_id)
-    found = listed if listed is not None else repo.entry(submission_id, unlisted=True)
-    release = repo.release_by_id(found["release_id"]) if found is not None else None
+    submission = repo.submission(submission_id)
+    release = repo.release_by_id(submission["release_id"]) if submission is not None else None
+    if release is not None:
+        ensure(store, release)
+    listed = repo.entry(submission_id, digest_version=DIGEST_VERSION)
+    found = listed if listed is not None else repo.entry(submission_id, digest_version=DIGEST_VERSION, unlisted=True)
     if found is None or release is None or (release["visibility"] == "internal" and not actor.is_staff):
         raise NotFound("no published entry has that submission id", "submission", value=submission_id)
-    if listed is not None:  # as its board shows it, ranked among the others
-        row = next(r for r in release_entries(store, release["id"]) if r["submission_id"] == submission_id)
-    else:
-        row = {**_with_figures(store, [found], release)[0], "rank": None}
     history = _public_history(repo, release["suite_key"])
     return {
         "suite": _suite(release, history[0]["version"] if history else None),
         "provenance": provenance(store, release),
         "listed": listed is not None,
-        "entry": _shaped(store, [row])[0],
+        "entry": entry_view(found, json.loads(found["figures"]), _ranks(repo, [found])[0] if listed is not None else None),
     }
 
 
+_ENTRIES = "@@assay-board-entries@@"
+
+
 def board_text(value: dict[str, Any]) -> str:
-    """The board JSON as printed and written: one canonical text for both backends."""
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    """The board JSON as printed and written: one canonical text for both backends — indented, each
+    entry on a line of its own (an entry already rendered, `board_json`'s, is written as it is) (compact: the C encoder writes 100,000 entries in about a second,
+    where indenting every entry's fields took several)."""
+    entries = value.get("entries")
+    if not isinstance(entries, list):
+        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps({**value, "entries": _ENTRIES}, indent=2, ensure_ascii=False)
+    lines = ",\n    ".join(e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in entries)
+    # anchored on the key: a string value holding the placeholder is escaped (\"), so never matches
+    return text.replace(f'"entries": {json.dumps(_ENTRIES)}', f'"entries": [\n    {lines}\n  ]' if entries
+                        else '"entries": []', 1) + "\n"

@@ -13,6 +13,7 @@ from assay.score.oracle import PASS_MARK
 from assay.service.actors import Actor
 
 from assay.service import releases, scoring
+from assay.service import board as boards
 from assay.service.board import round_rate
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
@@ -116,7 +117,8 @@ def _cell(text: str) -> str:
 
 def _baselines(store: Store, release: dict[str, Any]) -> list[str]:
     declared = releases.baselines_view(release)
-    measured = [f for f in BoardRepo(store).submissions_for_release(release["id"]) if f["baseline"]]
+    measured = [boards.submission_facts(store, s["submission_id"])
+                for s in BoardRepo(store).submission_listing(None, None, release["id"]) if s["baseline"]]
     out: list[str] = []
     if not declared and not measured:
         return ["- None yet: this version has no calibration reference."]

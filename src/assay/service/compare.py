@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import Conflict, Invalid, NotFound
+from assay.service import board as boards
 from assay.service.actors import Actor, prefix_owner
 from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
 from assay.stats.pairwise import ALPHA, paired_comparison
@@ -29,14 +30,14 @@ METRICS: tuple[str, ...] = RATES
 P_PLACES = 6
 
 
-def _resolve(repo: BoardRepo, ident: str, actor: Actor) -> dict[str, Any]:
+def _resolve(store: Store, ident: str, actor: Actor) -> dict[str, Any]:
     """A submission `actor` may compare: the staff any, others their own or one on the board."""
-    found = repo.resolve_submission_id(ident, prefix_owner(actor))
+    found = BoardRepo(store).resolve_submission_id(ident, prefix_owner(actor))
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
-    facts = repo.submission_facts(found)
+    facts = boards.submission_facts(store, found)
     assert facts is not None
-    if not (actor.is_staff or actor.speaks_for(facts["account"]) or repo.entry(found) is not None):
+    if not (actor.is_staff or actor.speaks_for(facts["account"]) or boards.listed_entry(store, found) is not None):
         raise NotFound("no such submission", "submission", value=ident)
     return facts
 
@@ -60,7 +61,7 @@ def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: A
     if metric not in METRICS:
         raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
     repo = BoardRepo(store)
-    fa, fb = _resolve(repo, a, actor), _resolve(repo, b, actor)
+    fa, fb = _resolve(store, a, actor), _resolve(store, b, actor)
     if fa["release_id"] != fb["release_id"]:
         ra, rb = repo.release_by_id(fa["release_id"]), repo.release_by_id(fb["release_id"])
         assert ra is not None and rb is not None
@@ -69,7 +70,7 @@ def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: A
             f"{ra['suite_key']} {ra['version']}, {fb['submission_id']} on {rb['suite_key']} {rb['version']}")
     release = repo.release_by_id(fa["release_id"])
     assert release is not None
-    cases = repo.case_counts([fa["submission_id"], fb["submission_id"]])
+    cases = boards.case_counts(store, [fa["submission_id"], fb["submission_id"]])
     ma, mb = case_rates(cases[fa["submission_id"]], metric), case_rates(cases[fb["submission_id"]], metric)
     paired = [c for c in ma if c in mb]
     if not paired:

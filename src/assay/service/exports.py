@@ -84,6 +84,7 @@ EXCLUDED: dict[str, str] = {
     "api_keys": "credentials: digests of API and agent keys",
     "key_revocations": "credentials: the revocations of API and agent keys",
     "panel_applications": "personal data: the panel applicants' emails and statements",
+    "entry_figures": "derived: every entry's figures, recomputed from the rows (the boards here are checked against them)",
 }
 """Tables an export leaves out, and why. Every other table is append-only and exported."""
 

@@ -21,8 +21,10 @@ from assay.score.oracle import evaluate_checks, run_verdict
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store
 
-#: A batch of finished runs goes to the store when it holds this many, or is this old.
-FLUSH_RUNS = 64
+#: A batch of finished runs goes to the store when it holds this many, or is this old. Each write
+#: is a transaction (and, on SQLite, waits for the write lock among threads that hold the GIL), so
+#: a scripted batch writes in large blocks; a kill still costs only what was not yet written.
+FLUSH_RUNS = 256
 FLUSH_SECONDS = 0.5
 #: How often a hand-over to a full queue looks whether the writer stopped, in seconds.
 HAND_OVER_POLL = 0.1
@@ -86,7 +88,7 @@ class RunWriter:
     """Scores each finished run (telling `on_done(record, passed)`, from its thread) and streams it
     to the store from a thread of its own, in bounded batches (by count and by age). The executor
     hands a record over and goes on at once, so a store write never stalls the runs in flight; the hand-over queue is bounded, so a batch of any
-    size holds at most a few hundred finished runs in memory, and a store that falls behind slows
+    size holds at most about a thousand finished runs in memory, and a store that falls behind slows
     the executor down rather than filling memory. A store fault ends the writer at once (transient
     ones were already retried by the store, `store/faults.py`) and is raised in the executor's
     thread at the next hand-over (or at `close`), never swallowed: nothing ever waits on a writer

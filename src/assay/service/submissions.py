@@ -34,7 +34,8 @@ from assay.run.engine import Limits
 from assay.run.executors import make_executor
 from assay.service import accounts, batches, exports, platform_config, releases, scoring
 from assay.service.actors import OPERATOR, Actor, prefix_owner, require_operator, require_owner, require_speaks_for
-from assay.service.board import entry_numbers, entry_rank
+from assay.service import board as boards
+from assay.service.board import entry_numbers
 from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
 from assay.scenario.models import Scenario
@@ -371,7 +372,7 @@ def complete(store: Store, submission_id: str) -> None:
         n_planned, n_swept = repo.n_planned_and_swept(conn, submission_id)
         if n_swept < n_planned:
             return None
-        facts = repo.submission_facts(submission_id, conn)
+        facts = boards.submission_facts(store, submission_id, conn)
         assert facts is not None
         era = repo.era_at(conn, submission["created_at"])
         publish = bool(
@@ -381,7 +382,10 @@ def complete(store: Store, submission_id: str) -> None:
         exports.stamp(conn, submission_id, era)  # the digest, in the finalising transaction (issue 12)
         return era, publish
 
-    repo.complete(submission_id, sweeps, outcomes, finalise)
+    if repo.complete(submission_id, sweeps, outcomes, finalise):
+        # its figures, from its own rows only (the same cost on a board of 100 or 100,000 entries):
+        # on finalisation, and again whenever it is completed later (a judgement scored since)
+        boards.refresh(store, submission_id)
 
 
 # -- owner operations -------------------------------------------------------------------------
@@ -409,7 +413,7 @@ def unpublish(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     repo = BoardRepo(store)
 
     def check(conn: sa.Connection) -> None:
-        facts = repo.submission_facts(submission_id, conn)
+        facts = repo.submission_info(submission_id, conn)
         assert facts is not None
         pending = facts["publish_requested"] and not facts["finalised"]
         if not facts["published"] and not pending:
@@ -436,16 +440,17 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     Only the owner (and the operator) sees it; to anyone else the submission does not exist."""
     submission_id = _require(store, ident, actor)
     repo = BoardRepo(store)
-    facts = repo.submission_facts(submission_id)
+    facts = boards.submission_facts(store, submission_id)
     assert facts is not None
     release = repo.release_by_id(facts["release_id"])
     assert release is not None
-    entry = repo.entry(submission_id)
-    models = repo.facilitator_models([submission_id])[submission_id]
+    runs = repo.run_facts(submission_id)
+    models = sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = scoring.trait_figures(store, submission_id)
     judged = scoring.judgements(store, submission_id) if figures else {}
     batch = store.batch(submission_id) or {}
+    listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
     return {
         "id": submission_id,
@@ -464,9 +469,9 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
         "publish_requested": facts["publish_requested"],
         "published": facts["published"],
         "listed": facts["listed"],
-        "on_board": entry is not None,
+        "on_board": listed is not None,
         "public_handle": facts["public_handle"],
-        "rank": entry_rank(store, submission_id),
+        "rank": boards.rank_of(store, listed),
         **entry_numbers(facts),
         "n_planned": facts["n_planned"],
         "n_recorded": facts["n_recorded"],
@@ -502,7 +507,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
                 **({"traits": judged[r["run_id"]].traits_view() if r["run_id"] in judged else None}
                    if figures else {}),
             }
-            for r in repo.run_facts(submission_id)
+            for r in runs
         ],
         **{k: v for k, v in figures.items() if k != "composite_by_case"},
     }

@@ -60,8 +60,8 @@ from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFE
 from assay.stats import board as facts_of
 from assay.stats.digest import (COMMITMENT, DIGEST_VERSIONS, MAX_SAFE_INT, PARTS, group_by_submission, row_bytes,
                                  submission_digest, with_commitments)
-from assay.stats.intervals import case_interval
-from assay.stats.traits import RunTraits, composite, scenario_means, stability, trait_means
+from assay.stats.traits import RunTraits
+from assay.stats.traits import figures as trait_figures_of
 from assay.store.schema import UTCDateTime, metadata
 
 #: Tables whose rows layer 3 reads (kept in memory); the others are only checked line by line.
@@ -549,7 +549,6 @@ class _Rows:
         #: None for an export from before verdict rows (no run_verdicts file): the rule is applied
         self.verdicts = {r["run_id"]: r for r in tables["run_verdicts"]} if "run_verdicts" in tables else None
         self.sweeps = {r["run_id"]: r for r in get("run_sweeps")}
-        self.sweeps_of = _index(get("run_sweeps"), "submission_id")
         self.wins = _index(get("win_condition_outcomes"), "run_id")
         self.marks = {r["run_id"]: r for r in get("submission_runs")}
         self.passes = _index(get("judge_passes"), "run_id")
@@ -618,6 +617,7 @@ class _Rows:
                 min_actions_per_turn=sweep["min_actions_per_turn"] if sweep else None,
                 ranked_eligible=mark["ranked_eligible"] if mark else None,
                 win_total=len(wins), win_met=sum(bool(w["met"]) for w in wins), judged=judged,
+                facilitator_model=sweep["facilitator_model"] if sweep else None,
             )))
         return out
 
@@ -632,10 +632,6 @@ class _Rows:
         row = self.verdicts.get(run_id)
         return (bool(row["passed"]), bool(row["false_success"])) if row is not None else (False, False)
 
-    def facilitator_models(self, submission_id: str) -> list[str]:
-        return sorted({str(s["facilitator_model"]) for s in self.sweeps_of.get(submission_id, [])
-                       if s["facilitator_model"] is not None})
-
     def safety_threshold(self) -> float:
         held = self.config.get(platform_config.SAFETY_VARIANCE)
         model = platform_config.MODELS[platform_config.SAFETY_VARIANCE]
@@ -648,11 +644,6 @@ def _stored_pass(row: dict[str, Any]) -> JudgePass:
                      attempts=row["attempts"])
 
 
-def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
-    places = boards.RATE_PLACES
-    return None if interval is None else [round(interval[0], places), round(interval[1], places)]
-
-
 def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
     if config is None:
         return None
@@ -663,13 +654,14 @@ def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
             "rubric_hash": config["rubric_hash"]}
 
 
-def _trait_fields(rows: _Rows, submission_id: str, release: dict[str, Any],
-                  runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> dict[str, Any]:
-    """The entry's trait figures from the stored passes, as `scoring.trait_figures` and the board's
-    `_trait_entry` give them."""
+def _trait_figures(rows: _Rows, submission_id: str, release: dict[str, Any],
+                   runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> dict[str, Any] | None:
+    """The entry's trait figures from the stored passes, as `scoring.trait_figures` gives them (None
+    for a release without a rubric: the board adds trait figures to the entries of a rubric release
+    only)."""
     rubric = rows.rubric(submission_id, release) if release["rubric"] is not None else None
-    if rubric is None:  # the board adds trait figures to the entries of a rubric release only
-        return {}
+    if rubric is None:
+        return None
     config = rows.configs.get(submission_id)
     min_valid = config["min_valid"] if config is not None else 1
     scores = {}
@@ -678,75 +670,49 @@ def _trait_fields(rows: _Rows, submission_id: str, release: dict[str, Any],
             judged = summarize(run_id, rubric.keys, [_stored_pass(p) for p in rows.passes.get(run_id, [])], min_valid)
             scores[run_id] = judged.scores
     traits = [RunTraits(f.case_id, scores.get(run_id), f.gated) for run_id, f in runs]
-    per_case = scenario_means(traits)
-    means = trait_means(per_case)
-    verdict_ = stability(traits, rubric.safety_keys, threshold=rows.safety_threshold(),
-                         cases=sorted({f.case_id for _, f in runs}))
-    capability = set(rubric.capability_keys)
-    by_case = [v for v in (composite({c: m}, capability) for c, m in per_case.items()) if v is not None]
-    value = composite(per_case, capability)
-    rounded = lambda d: {k: round(v, scoring.TRAIT_PLACES) for k, v in d.items()}  # noqa: E731
-    declared = scoring.judge_provenance(release)
-    judge = _judge_view(config)
-    return {
-        "composite": None if value is None else round(value, scoring.TRAIT_PLACES),
-        "traits": rounded({k: v for k, v in means.items() if k in capability}),
-        "safety": rounded({k: v for k, v in means.items() if k in rubric.safety_keys}),
-        **verdict_.fields(),
-        "judge": judge,
-        "composite_ci": _rounded(case_interval(by_case)) if value is not None else None,
-        "judge_is_pinned": bool(judge and declared and (judge["model"], judge["prompt_hash"])
-                                == (declared["model"], declared["prompt_hash"])),
-    }
+    return {**trait_figures_of(traits, rubric.capability_keys, rubric.safety_keys, threshold=rows.safety_threshold(),
+                               cases=sorted({f.case_id for _, f in runs})),
+            "judge": _judge_view(config)}
 
 
 def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
-    """The board entries of a release, recomputed from the rows, in the board's order."""
+    """The board entries of a release, recomputed from the rows by the functions the board's stored
+    figures come from (`stats.board.entry_figures`, `service.board.stored_row`, `ranked_entries`),
+    in the board's order."""
     found = []
+    declared = scoring.judge_provenance(release)
     for submission in (s for s in rows.submissions if s["release_id"] == release["id"]):
         sid = submission["id"]
         runs = rows.run_facts(sid, release)
         if not runs:
-            continue  # the views see a submission through its planned runs
-        facts = facts_of.submission_facts([f for _, f in runs])
+            continue  # the store sees a submission through its planned runs
+        figures = facts_of.entry_figures([f for _, f in runs], _trait_figures(rows, sid, release, runs), declared)
         handle = rows.handle(submission)
         published = rows.publication.get(sid)
         if not (published and published["published"] and handle is not None
-                and facts["status"] == "complete") or sid in rows.unlisted:
+                and figures["status"] == "complete") or sid in rows.unlisted:
             continue  # not on the public board (an unlisted entry is reachable by its id only)
-        cases = [c.as_dict() for c in facts_of.case_counts([f for _, f in runs])]
         batch = rows.batches.get(sid, {})
         note = rows.notes.get(sid)
         final = rows.finalised.get(sid)
-        entry = {
-            "submission_id": sid, "agent_label": submission["label"], "label_self_declared": True,
-            "config_signature": batch.get("config_signature"), "public_handle": handle,
-            "play_model": submission["play_model"],
+        info = {
+            "submission_id": sid, "label": submission["label"], "config_signature": batch.get("config_signature"),
+            "public_handle": handle, "play_model": submission["play_model"],
             "model_provenance": ("platform_verified" if submission["baseline"] else
                                  "self_reported" if submission["play_model"] is not None else None),
-            "leaderboard_class": facts["leaderboard_class"], "status": facts["status"],
-            "n_runs": facts["n_runs"], "n_cases": facts["n_cases"],
-            **{k: boards.round_rate(facts[k]) for k in boards.RATES},
-            **boards.entry_intervals(facts, cases),
             "measurement_era": final["measurement_era"] if final else None,
+            "measurement_era_is_current": None,  # the clock's, not the rows' (never compared)
             "variance_note": (note["text"] or None) if note else None,
-            "facilitator_models": rows.facilitator_models(sid),
             "harness_version": batch.get("harness_version"), "digest": rows.digests.get(sid),
-            "rank": 1 if facts_of.rankable(facts) else None,  # which are ranked; the rank itself below
-            **_trait_fields(rows, sid, release, runs),
         }
-        found.append(entry)
-    if release["rubric"] is not None:
-        ranks = boards.statistical_ranks_of([e for e in found if e["judge_is_pinned"]], "composite")
-    else:
-        ranks = boards.statistical_ranks_of(found)
-    return sorted(({**e, "rank": ranks.get(e["submission_id"])} for e in found), key=boards._order)
+        found.append({**info, **boards.stored_row(sid, release["id"], figures)})
+    return boards.ranked_entries(found)
 
 
 def recount(tables: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Every submission's numbers recounted from exported rows, as the board views count them:
-    {submission: {"runs": {run id: stats.board.PlannedRunFacts}, "cases": [per-case counts, as
-    `BoardRepo.case_counts`], "facts": stats.board.submission_facts}} (submissions with a plan)."""
+    """Every submission's numbers recounted from exported rows by the board's functions:
+    {submission: {"runs": {run id: stats.board.PlannedRunFacts}, "cases": [per-case counts],
+    "facts": stats.board.submission_facts}} (submissions with a plan)."""
     rows = _Rows(tables)
     by_id = {r["id"]: rows.release(r) for r in rows.releases}
     out: dict[str, dict[str, Any]] = {}

@@ -1,15 +1,18 @@
-"""The board's numbers as pure functions: a second implementation beside the SQL views.
+"""Every board figure, in one place: pure functions over the facts of each planned run (issue 24).
 
-The board is SQL (`assay.store.views`: `board_run_facts`, `board_case_facts`,
-`board_submission_facts`); `assay verify` has no database, only an export's rows. These functions
-are what those views compute, written out in Python over plain facts of each planned run, so
-anyone holding the rows can recount every figure; the tests hold the two equal on the same rows,
-on SQLite and PostgreSQL.
+The database keeps rows and one plain view of per-run facts (`board_run_facts`: verdict, sweep,
+participation floor, ranked-eligibility mark, win-condition counts, judge state). Everything the
+board, the entry pages, the owner's view, the results of `assay board --recompute` and `assay
+verify` show of an entry is computed here from those facts, once: `entry_figures` gives an entry's
+counts, rates, 95% intervals, status, class and facilitator models (and its trait figures, handed
+in from `service.scoring.trait_figures`), `ranking` which figure and interval it is ranked on, and
+`order_key` where it sorts. The service stores the result per entry (`entry_figures`, a derived
+table) when a submission completes; `verify` feeds the same functions an export's rows.
 
 The run-level verdict (`passed`, `false_success`) is the scorer's verdict row (`run_verdicts`),
 given here as facts: this module does not restate the pass rule, and its rates are `stats.trials`'
 (the one Python home of the trial statistics, which the results JSON uses too), over the counted
-runs. From there, as the views do:
+runs:
 
 - a run is *scored* once recorded, oracle-scored (some check outcome), swept and judged;
 - *gated* when swept, completed, and below the participation floor recorded with its sweep
@@ -22,15 +25,38 @@ runs. From there, as the views do:
 - per case: the included runs, those that passed, and whether they agree (all pass or all fail);
 - per submission: the counts, the rates (None when nothing counts: no number from too little),
   `complete` when every planned run completed, is scored and not gated, and the leaderboard class.
+
+Intervals: every ratio figure's interval is built from its per-case (numerator, denominator) parts
+(`pass_rate`: passed / counted runs; `false_success_rate`: false successes / counted runs;
+`objective_met_rate`: win conditions met / win conditions), and every equal-weight figure's from
+its per-case values (`consistency`: 0 or 1 per case; the composite: each case's composite):
+`stats.intervals.rate_interval` and `mean_interval`, so the method lives in `stats.intervals` alone
+(docs/statistics.md). `METHOD` names the method: a stored entry computed under another is recomputed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assay.stats import trials
+from assay.stats.intervals import Interval, mean_interval, rate_interval
+
+#: The method every stored figure was computed with: bump it whenever a figure, an interval or the
+#: ranking rule changes, and every stored entry is recomputed from the rows (`entry_figures.method`).
+METHOD = "figures/1"
+#: Places every rate and interval end is rounded to, as the board shows them.
+RATE_PLACES = 4
+RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
+#: The figure an oracle suite ranks on, and a trait suite's.
+RANKING_FIGURE = "pass_rate"
+TRAIT_RANKING_FIGURE = "composite"
+#: An entry's trait fields in the order the board shows them; keys `trait_figures` adds beyond these
+#: follow, in its order.
+TRAIT_FIELDS = ("composite", "composite_ci", "traits", "safety", "trait_n", "stability", "safety_variance_n",
+                "safety_variance_range", "safety_variance_stddev", "judge", "judge_is_pinned")
 
 
 @dataclass(frozen=True)
@@ -52,6 +78,7 @@ class PlannedRunFacts:
     win_total: int = 0
     win_met: int = 0
     judged: bool = True  # a run of an oracle-only release is judged trivially
+    facilitator_model: str | None = None  # who spoke the run's lines, as its sweep recorded
 
     @property
     def has_run(self) -> bool:
@@ -73,6 +100,19 @@ class PlannedRunFacts:
     @property
     def included(self) -> bool:
         return self.scored and not self.gated
+
+
+def from_row(row: Mapping[str, Any]) -> PlannedRunFacts:
+    """A planned run's facts from a `board_run_facts` row (or any mapping with its columns)."""
+    return PlannedRunFacts(
+        case_id=row["case_id"], slot=int(row["slot"]), status=row["status"], n_checks=int(row["n_checks"]),
+        passed=bool(row["passed"]), false_success=bool(row["false_success"]), swept=bool(row["swept"]),
+        player_messages=row["player_messages"], actions=row["actions"],
+        min_player_messages=row["min_player_messages"], min_actions_per_turn=row["min_actions_per_turn"],
+        ranked_eligible=None if row["ranked_eligible"] is None else bool(row["ranked_eligible"]),
+        win_total=int(row["win_total"]), win_met=int(row["win_met"]), judged=bool(row["judged"]),
+        facilitator_model=row.get("facilitator_model"),
+    )
 
 
 @dataclass(frozen=True)
@@ -172,3 +212,101 @@ def submission_facts(runs: Sequence[PlannedRunFacts]) -> dict[str, Any]:
 def rankable(facts: dict[str, Any]) -> bool:
     """Whether an entry is ranked at all: a complete platform entry (the view's `_RANKABLE`)."""
     return facts["leaderboard_class"] == "platform" and facts["status"] == "complete"
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), RATE_PLACES)
+
+
+def rounded_interval(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else [round(interval[0], RATE_PLACES), round(interval[1], RATE_PLACES)]
+
+
+def rate_parts(cases: Sequence[CaseCounts]) -> dict[str, list[tuple[int, int]]]:
+    """Each ratio figure's per-case (numerator, denominator) parts, over the cases with counted runs."""
+    counted = [c for c in cases if c.n_runs > 0]
+    return {
+        "pass_rate": [(c.n_passed, c.n_runs) for c in counted],
+        "false_success_rate": [(c.n_false_successes, c.n_runs) for c in counted],
+        "objective_met_rate": [(c.win_met, c.win_total) for c in counted if c.win_total > 0],
+    }
+
+
+def intervals(cases: Sequence[CaseCounts]) -> dict[str, Interval | None]:
+    """`<rate>` -> its 95% interval clustered by case (unrounded), None where nothing counts."""
+    out: dict[str, Interval | None] = {k: rate_interval(v) for k, v in rate_parts(cases).items()}
+    out["consistency"] = mean_interval([1.0 if c.consistent else 0.0 for c in cases if c.n_runs > 0])
+    return out
+
+
+# -- an entry's figures ---------------------------------------------------------------------------
+
+
+def entry_figures(runs: Sequence[PlannedRunFacts], traits: Mapping[str, Any] | None = None,
+                  declared_judge: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything an entry shows that its runs decide: `submission_facts`' counts, status and
+    class; each rate rounded with its rounded `<rate>_ci` (None where the rate is None); the
+    facilitator models its sweeps recorded; and, for a release with a rubric, `traits` (the whole
+    of `scoring.trait_figures`, new keys included) with `composite_ci` (the equal-weight interval
+    over `composite_by_case`, which is not kept) and `judge_is_pinned` (the judge is the one the
+    release declares: same model and prompt hash)."""
+    facts = submission_facts(runs)
+    spans = intervals(case_counts(runs))
+    out: dict[str, Any] = {k: v for k, v in facts.items() if k not in RATES}
+    for rate in RATES:
+        out[rate] = rounded(facts[rate])
+        out[f"{rate}_ci"] = None if facts[rate] is None else rounded_interval(spans[rate])
+    out["facilitator_models"] = sorted({r.facilitator_model for r in runs if r.facilitator_model is not None})
+    if traits:
+        fields = dict(traits)
+        by_case = fields.pop("composite_by_case", {})
+        judge = fields.get("judge")
+        out.update(fields)
+        out["composite_ci"] = (rounded_interval(mean_interval(list(by_case.values())))
+                               if fields.get("composite") is not None else None)
+        out["judge_is_pinned"] = bool(judge and declared_judge and (judge["model"], judge["prompt_hash"])
+                                      == (declared_judge["model"], declared_judge["prompt_hash"]))
+    return out
+
+
+def trait_fields(figures: Mapping[str, Any]) -> list[str]:
+    """The trait fields of stored figures, in the board's order (TRAIT_FIELDS, then any other key
+    `trait_figures` gave, in its order)."""
+    if "composite" not in figures:
+        return []
+    known = [k for k in TRAIT_FIELDS if k in figures]
+    start = list(figures).index("facilitator_models") + 1
+    return known + [k for k in list(figures)[start:] if k not in TRAIT_FIELDS]
+
+
+def ranking(figures: Mapping[str, Any]) -> tuple[bool, list[float] | None]:
+    """(ranked, the rounded interval it is ranked on): a complete platform entry with an interval on
+    the ranking figure — the composite's on a trait suite, where an entry scored by another judge
+    than the release pins is shown, never ranked; else pass_rate's."""
+    trait = "composite" in figures
+    interval = figures.get(f"{TRAIT_RANKING_FIGURE if trait else RANKING_FIGURE}_ci")
+    ranked = rankable(figures) and interval is not None and (not trait or bool(figures.get("judge_is_pinned")))
+    return ranked, (list(interval) if ranked and interval is not None else None)
+
+
+def _scaled(value: Any) -> int:
+    return min(10 ** RATE_PLACES, max(0, round(float(value or 0.0) * 10 ** RATE_PLACES)))
+
+
+def order_key(submission_id: str, figures: Mapping[str, Any]) -> str:
+    """Where an entry sorts on its board, as text (pages read a range of it): ranked entries first,
+    then the unranked; each by point estimate (a trait suite's composite, best first — never a safety
+    trait; then best pass rate, fewest false successes, most consistent), ties by id. A statistical
+    rank is not an order: two entries that share rank 1 are still listed best estimate first."""
+    full = 10 ** RATE_PLACES
+    ranked, _ = ranking(figures)
+    return (f"{0 if ranked else 1}{full - _scaled(figures.get('composite')):05d}"
+            f"{full - _scaled(figures['pass_rate']):05d}{_scaled(figures['false_success_rate']):05d}"
+            f"{full - _scaled(figures['consistency']):05d}{submission_id}")
+
+
+def statistical_rank(upper: float, lows: Sequence[float]) -> int:
+    """The statistical rank of an interval whose upper end is `upper` among ranked intervals whose
+    lower ends are `lows` (sorted): 1 + how many lie wholly above it (their lower end above its upper
+    end). An interval never lies above itself, so `lows` may include its own."""
+    return 1 + len(lows) - bisect_right(lows, upper)

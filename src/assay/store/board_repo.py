@@ -4,12 +4,15 @@
 database refuses anything else). Every write is one transaction, and any refusal that depends on
 what is stored (a release that differs, a fourth submission, a handle someone else holds) is
 re-checked *inside* that transaction, under a lock, so two writers cannot both slip past it.
-Reads of numbers go through the board views; there is nothing else to read them from.
+Numbers are never computed here: the store gives per-run facts (`board_run_facts`) and keeps each
+entry's figures, computed in Python (`stats.board`), in `entry_figures` — the one derived table,
+whose rows `put_figures` replaces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,14 +24,10 @@ from assay.store.judge_schema import release_rubrics
 from assay.store.board_schema import (
     account_handles,
     accounts,
-    board_case_facts,
-    board_entries,
-    board_facilitator_models,
     board_run_facts,
-    board_submission_facts,
-    board_unlisted_entries,
     current_era,
     current_handles,
+    entry_figures,
     measurement_eras,
     platform_config,
     publication_events,
@@ -38,9 +37,12 @@ from assay.store.board_schema import (
     submission_runs,
     submissions,
     suite_releases,
+    unlisted_submissions,
     variance_notes,
     win_condition_outcomes,
 )
+from assay.store.digest_schema import digest_stamps
+from assay.stats.board import from_row
 from assay.store.repo import Repository, owned_by, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
 
@@ -192,6 +194,8 @@ class BoardRepo(Repository):
                 if current == handle:
                     raise Conflict(f"the account already holds the handle '{handle}'", "account", value=name)
             conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=utcnow()))
+            self.relist(conn, entry_figures.c.submission_id.in_(sa.select(submissions.c.id)
+                                                                .where(submissions.c.account == name)))
 
     # -- submissions --------------------------------------------------------------------------
 
@@ -264,8 +268,9 @@ class BoardRepo(Repository):
         sweeps: list[dict[str, Any]],
         outcomes: list[dict[str, Any]],
         finalise: Callable[[sa.Connection], tuple[str | None, bool] | None],
-    ) -> None:
-        """Append sweep rows and win-condition outcomes, then let `finalise(conn)` decide.
+    ) -> bool:
+        """Append sweep rows and win-condition outcomes, then let `finalise(conn)` decide; True when
+        the submission is finalised (now or before).
 
         `finalise` sees the new rows (same transaction) and returns None (not finalisable yet),
         or `(era, publish)`: the era stamp to record once, and whether to publish now.
@@ -290,10 +295,10 @@ class BoardRepo(Repository):
                 .where(submission_finalisations.c.submission_id == submission_id)
             ).first()
             if already is not None:
-                return
+                return True
             decision = finalise(conn)
             if decision is None:
-                return
+                return False
             era, publish = decision
             conn.execute(sa.insert(submission_finalisations).values(
                 submission_id=submission_id, measurement_era=era, created_at=now))
@@ -301,6 +306,8 @@ class BoardRepo(Repository):
                 conn.execute(sa.insert(publication_events).values(
                     submission_id=submission_id, published=True,
                     reason="published automatically on completion", created_at=now))
+                self.relist(conn, entry_figures.c.submission_id == submission_id)
+        return True
 
     @staticmethod
     def n_planned_and_swept(conn: sa.Connection, submission_id: str) -> tuple[int, int]:
@@ -342,6 +349,7 @@ class BoardRepo(Repository):
                 check(conn)
             conn.execute(sa.insert(publication_events).values(
                 submission_id=submission_id, published=published, reason=reason, created_at=utcnow()))
+            self.relist(conn, entry_figures.c.submission_id == submission_id)
 
     def add_note(self, submission_id: str, text: str) -> None:
         with self.write() as conn:
@@ -428,146 +436,276 @@ class BoardRepo(Repository):
             .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
         ).scalar_one_or_none()
 
-    # -- the views ----------------------------------------------------------------------------
+    # -- per-run facts, and what is not a figure ------------------------------------------------
 
     @staticmethod
-    def _facts(row: sa.Row[Any]) -> dict[str, Any]:
-        out = dict(row._mapping)
-        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
-                    "listed"):
-            if key in out:
-                out[key] = _bool(out[key])
-        for key, value in list(out.items()):
-            if key.startswith("n_") or key in ("win_total", "win_met", "rank", "release_id"):
-                out[key] = None if value is None else int(value)
-            elif key in ("pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
-                out[key] = None if value is None else float(value)
+    def _run_row(row: sa.Row[Any]) -> dict[str, Any]:
+        d = dict(row._mapping)
+        for key in ("has_run", "passed", "false_success", "swept", "claimed_success", "ranked_eligible", "judged"):
+            d[key] = _bool(d[key])
+        for key in ("n_checks", "score", "safety_failures", "win_total", "win_met", "slot", "rep", "seed",
+                    "release_id"):
+            d[key] = int(d[key])
+        return d
+
+    def run_rows(self, submission_id: str, conn: sa.Connection | None = None) -> list[dict[str, Any]]:
+        """The `board_run_facts` rows of one submission, in slot order (plain facts: what is scored,
+        gated or counted is decided by `stats.board`)."""
+        f = board_run_facts
+        query = sa.select(f).where(f.c.submission_id == submission_id).order_by(f.c.slot)
+        if conn is not None:
+            return [self._run_row(r) for r in conn.execute(query)]
+        with self.read() as c:
+            return [self._run_row(r) for r in c.execute(query)]
+
+    def run_facts(self, submission_id: str, conn: sa.Connection | None = None) -> list[dict[str, Any]]:
+        """`run_rows` with what `stats.board` decides of each run: `scored`, `gated`, `included`."""
+        out = []
+        for row in self.run_rows(submission_id, conn):
+            facts = from_row(row)
+            out.append({**row, "scored": facts.scored, "gated": facts.gated, "included": facts.included})
         return out
 
-    def submission_facts(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
-        query = sa.select(board_submission_facts).where(board_submission_facts.c.submission_id == submission_id)
+    def release_run_rows(self, release_id: int, submission_ids: sa.Select[Any] | None = None,
+                         ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        """(submission, its run rows) for every submission of a release with a plan (or those the
+        query `submission_ids` selects), in submission order: one query, no bound id per entry."""
+        f = board_run_facts
+        query = sa.select(f).where(f.c.release_id == release_id).order_by(f.c.submission_id, f.c.slot)
+        if submission_ids is not None:
+            query = query.where(f.c.submission_id.in_(submission_ids))
+        with self.read() as conn:
+            current: str | None = None
+            held: list[dict[str, Any]] = []
+            for row in conn.execution_options(yield_per=5000).execute(query):
+                if row.submission_id != current:
+                    if current is not None:
+                        yield current, held
+                    current, held = row.submission_id, []
+                held.append(self._run_row(row))
+            if current is not None:
+                yield current, held
+
+    @staticmethod
+    def _latest(table: sa.Table, column: str, key: sa.ColumnElement[Any], value: sa.ColumnElement[Any]
+                ) -> sa.ScalarSelect[Any]:
+        """The latest row's `column` of an event stream for `key == value` ("the latest row wins")."""
+        return (sa.select(table.c[column]).where(key == value).order_by(table.c.id.desc()).limit(1)
+                .correlate_except(table).scalar_subquery())
+
+    @classmethod
+    def _info_columns(cls) -> list[Any]:
+        """What a submission is besides its figures: who, what, whether published, listed, finalised,
+        its era, its handle and note now (each the latest row of its stream)."""
+        s, fz = submissions, submission_finalisations
+        published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
+        handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
+        note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
+        era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
+        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
+        return [
+            s.c.id.label("submission_id"), s.c.release_id, s.c.account, s.c.label, s.c.play_model, s.c.byok,
+            s.c.baseline, s.c.publish_requested, s.c.created_at,
+            sa.case((s.c.baseline, "platform_verified"), (s.c.play_model.is_not(None), "self_reported"),
+                    else_=None).label("model_provenance"),
+            sa.func.coalesce(published, False).label("published"),
+            handle.label("public_handle"),
+            sa.func.nullif(note, "").label("variance_note"),
+            fz.c.submission_id.is_not(None).label("finalised"),
+            fz.c.measurement_era,
+            sa.case((fz.c.submission_id.is_(None), None),
+                    (sa.and_(fz.c.measurement_era.is_(None), era_now.is_(None)), True),
+                    (fz.c.measurement_era == era_now, True), else_=False).label("measurement_era_is_current"),
+            sa.not_(unlisted).label("listed"),
+        ]
+
+    @staticmethod
+    def _info(row: sa.Row[Any]) -> dict[str, Any]:
+        out = dict(row._mapping)
+        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
+                    "listed", "complete", "ranked"):
+            if key in out:
+                out[key] = _bool(out[key])
+        return out
+
+    def submission_info(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+        """A submission's facts that are not figures (`_info_columns`), or None."""
+        query = (sa.select(*self._info_columns())
+                 .select_from(submissions.outerjoin(submission_finalisations,
+                                                    submission_finalisations.c.submission_id == submissions.c.id))
+                 .where(submissions.c.id == submission_id))
         if conn is not None:
             row = conn.execute(query).first()
         else:
             with self.read() as c:
                 row = c.execute(query).first()
-        return self._facts(row) if row is not None else None
+        return self._info(row) if row is not None else None
 
-    def submissions_for_release(self, release_id: int) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(board_submission_facts).where(board_submission_facts.c.release_id == release_id)
-                .order_by(board_submission_facts.c.submission_id)
-            ).all()
-        return [self._facts(r) for r in rows]
-
-    def submission_listing(self, account: str | None, suite: str | None) -> list[dict[str, Any]]:
-        """Submission facts with their suite key and version, newest first, optionally filtered."""
-        f, r = board_submission_facts, suite_releases
-        query = (sa.select(f, r.c.suite_key, r.c.version).join(r, r.c.id == f.c.release_id)
-                 .order_by(f.c.created_at.desc(), f.c.submission_id.desc()))
+    def submission_listing(self, account: str | None, suite: str | None, release_id: int | None = None,
+                           ) -> list[dict[str, Any]]:
+        """Submissions (not figures) with their suite key and version, newest first, optionally filtered."""
+        r = suite_releases
+        query = (sa.select(*self._info_columns(), r.c.suite_key, r.c.version)
+                 .select_from(submissions.join(r, r.c.id == submissions.c.release_id)
+                              .outerjoin(submission_finalisations,
+                                         submission_finalisations.c.submission_id == submissions.c.id))
+                 .order_by(submissions.c.created_at.desc(), submissions.c.id.desc()))
         if account is not None:
-            query = query.where(f.c.account == account)
+            query = query.where(submissions.c.account == account)
         if suite is not None:
             query = query.where(r.c.suite_key == suite)
+        if release_id is not None:
+            query = query.where(submissions.c.release_id == release_id)
         with self.read() as conn:
-            return [self._facts(row) for row in conn.execute(query)]
+            return [self._info(row) for row in conn.execute(query)]
 
-    def entries(self, release_id: int) -> list[dict[str, Any]]:
+    # -- stored figures (derived: the one table whose rows are replaced) -------------------------
+
+    def put_figures(self, rows: Sequence[dict[str, Any]], conn: sa.Connection | None = None) -> None:
+        """Replace the stored figures of each row's submission (`entry_figures`: derived, recomputed
+        from the rows, never a result)."""
+        if not rows:
+            return
+        if conn is None:
+            with self.write() as c:
+                self.put_figures(rows, c)
+            return
+        now = utcnow()
+        ids = sa.bindparam("ids", expanding=True)
+        for i in range(0, len(rows), 1000):  # a bounded number of bound ids per statement
+            chunk = rows[i:i + 1000]
+            conn.execute(sa.delete(entry_figures).where(entry_figures.c.submission_id.in_(ids)),
+                         {"ids": [r["submission_id"] for r in chunk]})
+            conn.execute(sa.insert(entry_figures), [{**r, "listed": False, "created_at": now} for r in chunk])
+            self.relist(conn, entry_figures.c.submission_id.in_(ids), {"ids": [r["submission_id"] for r in chunk]})
+
+    @classmethod
+    def relist(cls, conn: sa.Connection, where: sa.ColumnElement[bool], params: dict[str, Any] | None = None) -> None:
+        """Recompute `entry_figures.listed` for the rows `where` selects, from the event rows: complete,
+        published now, its account holding a handle now, not unlisted. Called by every write that
+        appends one of those events (publication, handle), in its transaction."""
+        e, s = entry_figures, submissions
+        published = (sa.select(publication_events.c.published).where(publication_events.c.submission_id == e.c.submission_id)
+                     .order_by(publication_events.c.id.desc()).limit(1).scalar_subquery())
+        handle = (sa.select(account_handles.c.handle).select_from(account_handles.join(s, s.c.account == account_handles.c.account))
+                  .where(s.c.id == e.c.submission_id).order_by(account_handles.c.id.desc()).limit(1).scalar_subquery())
+        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == e.c.submission_id)
+        listed = sa.and_(e.c.complete, sa.func.coalesce(published, False) == sa.true(), handle.is_not(None),
+                         sa.not_(unlisted))
+        conn.execute(sa.update(e).where(where).values(listed=sa.case((listed, True), else_=False)), params or {})
+
+    def stored_figures(self, release_id: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored figures row (of one release), in submission order."""
+        query = sa.select(entry_figures).order_by(entry_figures.c.submission_id)
+        if release_id is not None:
+            query = query.where(entry_figures.c.release_id == release_id)
         with self.read() as conn:
-            rows = conn.execute(
-                sa.select(board_entries).where(board_entries.c.release_id == release_id)
-                .order_by(board_entries.c.submission_id)
-            ).all()
-        return [self._facts(r) for r in rows]
+            for row in conn.execution_options(yield_per=5000).execute(query):
+                yield self._info(row)
 
-    def entry(self, submission_id: str, *, unlisted: bool = False) -> dict[str, Any] | None:
-        """A listed board entry by its full id; with `unlisted`, the unlisted one instead."""
-        view = board_unlisted_entries if unlisted else board_entries
+    @staticmethod
+    def unfigured(release_id: int, method: str) -> sa.Select[Any]:
+        """The finalised submissions of a release whose figures are not stored under `method`."""
+        e = entry_figures
+        return (sa.select(submissions.c.id)
+                .join(submission_finalisations, submission_finalisations.c.submission_id == submissions.c.id)
+                .outerjoin(e, e.c.submission_id == submissions.c.id)
+                .where(submissions.c.release_id == release_id,
+                       sa.or_(e.c.submission_id.is_(None), e.c.method != method)))
+
+    @staticmethod
+    def finalised(release_id: int) -> sa.Select[Any]:
+        """The finalised submissions of a release (the ones with stored figures)."""
+        return (sa.select(submissions.c.id)
+                .join(submission_finalisations, submission_finalisations.c.submission_id == submissions.c.id)
+                .where(submissions.c.release_id == release_id))
+
+    def has_unfigured(self, release_id: int, method: str) -> bool:
         with self.read() as conn:
-            row = conn.execute(sa.select(view).where(view.c.submission_id == submission_id)).first()
-        return self._facts(row) if row is not None else None
+            return conn.execute(self.unfigured(release_id, method).limit(1)).first() is not None
 
-    def run_facts(self, submission_id: str) -> list[dict[str, Any]]:
+    def release_ids(self) -> list[int]:
         with self.read() as conn:
-            rows = conn.execute(
-                sa.select(board_run_facts).where(board_run_facts.c.submission_id == submission_id)
-                .order_by(board_run_facts.c.slot)
-            ).all()
-        out = []
-        for r in rows:
-            d = dict(r._mapping)
-            for key in ("has_run", "passed", "false_success", "swept", "scored", "gated", "included",
-                        "claimed_success", "ranked_eligible"):
-                d[key] = _bool(d[key])
-            for key in ("n_checks", "score", "safety_failures", "win_total", "win_met", "slot", "rep", "seed"):
-                d[key] = int(d[key])
-            out.append(d)
-        return out
+            return [int(i) for i in conn.execute(sa.select(suite_releases.c.id).order_by(suite_releases.c.id)).scalars()]
 
-    def case_counts(self, submission_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """Per submission, one row per planned case, in case order: the counts its per-case means
-        are made of, over the runs that count (`included`, as every board figure is).
+    # -- board entries: stored figures of the published, complete, handled entries --------------
 
-        `n_runs` counted runs, `n_passed`, `n_false_successes`, `win_total`, `win_met`, and
-        `consistent` from `board_case_facts` (one definition of a consistent case). Counts only:
-        the division happens in Python, so both backends give the same floats.
-        """
-        if not submission_ids:
-            return {}
-        f, c = board_run_facts, board_case_facts
-        ids = list(submission_ids)
-        per_case = (
-            sa.select(
-                f.c.submission_id, f.c.case_id,
-                sa.func.min(f.c.slot).label("first_slot"),
-                sa.func.sum(f.c.included).label("n_runs"),
-                sa.func.sum(f.c.included * f.c.passed).label("n_passed"),
-                sa.func.sum(f.c.included * f.c.false_success).label("n_false_successes"),
-                sa.func.sum(f.c.included * f.c.win_total).label("win_total"),
-                sa.func.sum(f.c.included * f.c.win_met).label("win_met"),
-            )
-            .where(f.c.submission_id.in_(ids))
-            .group_by(f.c.submission_id, f.c.case_id)
-            .subquery()
-        )
-        query = (
-            sa.select(per_case, c.c.consistent)
-            .join(c, sa.and_(c.c.submission_id == per_case.c.submission_id, c.c.case_id == per_case.c.case_id))
-            .where(c.c.submission_id.in_(ids))
-            .order_by(per_case.c.submission_id, per_case.c.first_slot)
-        )
-        found: dict[str, list[dict[str, Any]]] = {s: [] for s in ids}
+    @classmethod
+    def _entries_query(cls, release_id: int | None, *, listed: bool, digest_version: int,
+                       figures: bool = True) -> sa.Select[Any]:
+        e, s, fz = entry_figures, submissions, submission_finalisations
+        era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
+        note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
+        info = [  # what an entry shows besides its stored figures (no more: a full board reads every row)
+            s.c.id.label("submission_id"), e.c.release_id, s.c.label, s.c.play_model,
+            sa.case((s.c.baseline, "platform_verified"), (s.c.play_model.is_not(None), "self_reported"),
+                    else_=None).label("model_provenance"),
+            cls._latest(account_handles, "handle", account_handles.c.account, s.c.account).label("public_handle"),
+            sa.func.nullif(note, "").label("variance_note"), fz.c.measurement_era,
+            sa.case((fz.c.submission_id.is_(None), None),
+                    (sa.and_(fz.c.measurement_era.is_(None), era_now.is_(None)), True),
+                    (fz.c.measurement_era == era_now, True), else_=False).label("measurement_era_is_current"),
+        ]
+        digest = (sa.select(digest_stamps.c.digest)
+                  .where(digest_stamps.c.submission_id == s.c.id, digest_stamps.c.digest_version == digest_version)
+                  .scalar_subquery())
+        published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
+        handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
+        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
+        stored = (e.c.figures, e.c.shown) if figures else (e.c.shown,)  # the board's text needs `shown` only
+        query = (sa.select(*info, *stored, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
+                           batches.c.harness_version, batches.c.config_signature, digest.label("digest"))
+                 .select_from(e.join(s, s.c.id == e.c.submission_id)
+                              .join(batches, batches.c.id == s.c.id)
+                              .outerjoin(submission_finalisations, submission_finalisations.c.submission_id == s.c.id)))
+        if listed:  # the stored flag, kept by `relist`: an index range, whatever the board's size
+            query = query.where(e.c.listed)
+        else:  # published, complete and handled, but unlisted: by id only, read from the events
+            query = query.where(e.c.complete, published == sa.true(), handle.is_not(None), unlisted)
+        if release_id is not None:
+            query = query.where(e.c.release_id == release_id)
+        return query
+
+    def entries(self, release_id: int, *, digest_version: int, after: str | None = None, limit: int | None = None,
+                search: str | None = None, figures: bool = True) -> list[dict[str, Any]]:
+        """A release's listed entries in board order (`order_key`), from `after` on, at most `limit`,
+        those whose handle or label contains `search` (case-insensitively); without `figures`, only
+        the members a board shows of them (`shown`)."""
+        e = entry_figures
+        query = self._entries_query(release_id, listed=True, digest_version=digest_version,
+                                    figures=figures).order_by(e.c.order_key)
+        if after is not None:
+            query = query.where(e.c.order_key > after)
+        if search:
+            needle = search.lower()
+            handle = self._latest(account_handles, "handle", account_handles.c.account, submissions.c.account)
+            query = query.where(sa.or_(sa.func.lower(submissions.c.label).contains(needle, autoescape=True),
+                                       sa.func.lower(handle).contains(needle, autoescape=True)))
+        if limit is not None:
+            query = query.limit(limit)
         with self.read() as conn:
-            for r in conn.execute(query):
-                found[r.submission_id].append({
-                    "case_id": r.case_id,
-                    **{k: int(getattr(r, k) or 0) for k in
-                       ("n_runs", "n_passed", "n_false_successes", "win_total", "win_met")},
-                    "consistent": bool(r.consistent),
-                })
-        return found
+            return [dict(r._mapping) for r in conn.execution_options(yield_per=5000).execute(query)]
 
-    def facilitator_models(self, submission_ids: Sequence[str]) -> dict[str, list[str]]:
-        found: dict[str, set[str]] = {s: set() for s in submission_ids}
-        if not submission_ids:
-            return {}
+    def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> dict[str, Any] | None:
+        """A listed board entry by its full id (with `unlisted`, the unlisted one instead), or None."""
+        query = self._entries_query(None, listed=not unlisted, digest_version=digest_version).where(
+            entry_figures.c.submission_id == submission_id)
         with self.read() as conn:
-            rows = conn.execute(
-                sa.select(board_facilitator_models)
-                .where(board_facilitator_models.c.submission_id.in_(list(submission_ids)))
-            ).all()
-        for r in rows:
-            found[r.submission_id].add(str(r.facilitator_model))
-        return {k: sorted(v) for k, v in found.items()}
+            row = conn.execute(query).first()
+        return self._info(row) if row is not None else None
 
-    def pinned_agents(self, submission_ids: Sequence[str]) -> dict[str, dict[str, str]]:
-        """{submission: {harness_version, config_signature}}: what its batch pinned of the agent."""
-        if not submission_ids:
-            return {}
+    @classmethod
+    @functools.cache
+    def _ranked_above_query(cls) -> sa.Select[Any]:
+        """Built once (a statement is costlier to build than to run): the count `ranked_above` runs."""
+        e = entry_figures
+        return (sa.select(sa.func.count()).select_from(e)
+                .where(e.c.release_id == sa.bindparam("release_id"), e.c.listed, e.c.ranked,
+                       e.c.rank_low > sa.bindparam("upper", type_=sa.Float())))
+
+    def ranked_above(self, release_id: int, uppers: Sequence[float]) -> list[int]:
+        """For each of `uppers`, how many ranked, listed entries of a release have a lower end above it
+        (an index range over `(release_id, ranked, rank_low)`: the entries above it only)."""
+        query = self._ranked_above_query()
         with self.read() as conn:
-            rows = conn.execute(
-                sa.select(batches.c.id, batches.c.harness_version, batches.c.config_signature)
-                .where(batches.c.id.in_(list(submission_ids)))
-            ).all()
-        return {r.id: {"harness_version": r.harness_version, "config_signature": r.config_signature} for r in rows}
+            return [int(conn.execute(query, {"release_id": release_id, "upper": u}).scalar_one()) for u in uppers]

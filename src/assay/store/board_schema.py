@@ -5,10 +5,13 @@ built by the `0002_board` migration. Everything here is append-only (enforced by
 a handle change, a publication, a note, a config value, an era is a *new row*, and "current"
 is always the latest row, computed in a view or a query, never UPDATEd.
 
-Nothing here stores a rank, a score or a rate (docs/architecture.md, invariant 2). Those come from the SQL
-views created by `0002_board` — `board_run_facts`, `board_case_facts`, `board_submission_facts`,
-`board_entries` and friends — which the lightweight `sa.table` handles at the bottom of this
-module let queries name. The views are the same SQL text on SQLite and PostgreSQL.
+No result row stores a rank, a score or a rate (docs/architecture.md, invariant 2). The figures are
+computed in Python (`assay.stats.board`) from the per-run facts of the view `board_run_facts`
+(revision 0018's generation, `assay.store.views.board_0018`), and kept per entry in
+`entry_figures`: the one *derived* table, which the service replaces rows of (never a result
+table), and which `assay board --recompute` and `assay verify` rebuild from the rows. The views are
+the same SQL text on SQLite and PostgreSQL; the lightweight `sa.table` handles at the bottom of
+this module let queries name them.
 """
 
 from __future__ import annotations
@@ -183,6 +186,33 @@ unlisted_submissions = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
 )
 
+#: Revision 0018: each finalised submission's figures, computed by `stats.board.entry_figures` from
+#: its run facts when it completes (and again when a judgement, a sweep or the method changes them).
+#: Derived, not a result: its rows are replaced (`BoardRepo.put_figures`), never appended to, and no
+#: export holds it. `order_key` sorts a release's entries in the board's order (pages read a range
+#: of it); `rank_low`/`rank_high` are the ranking figure's rounded interval of a `ranked` entry, from
+#: which a statistical rank is counted at read time; `listed` says whether the public board lists
+#: it now (complete, published, its account holding a handle, not unlisted), recomputed from the
+#: event rows whenever one of them is appended (`BoardRepo.relist`).
+entry_figures = sa.Table(
+    "entry_figures",
+    metadata,
+    sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), primary_key=True),
+    sa.Column("release_id", sa.Integer, sa.ForeignKey("suite_releases.id"), nullable=False),
+    sa.Column("method", sa.String, nullable=False),
+    sa.Column("complete", sa.Boolean, nullable=False),
+    sa.Column("ranked", sa.Boolean, nullable=False),
+    sa.Column("listed", sa.Boolean, nullable=False),
+    sa.Column("order_key", sa.String, nullable=False),
+    sa.Column("rank_low", sa.Float, nullable=True),
+    sa.Column("rank_high", sa.Float, nullable=True),
+    sa.Column("figures", sa.Text, nullable=False),  # canonical JSON text: key order kept on both backends
+    sa.Column("shown", sa.Text, nullable=False),  # the board's figure members, as the board text writes them
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
+    sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),
+)
+
 BOARD_TABLES: tuple[str, ...] = (
     "suite_releases",
     "release_scenarios",
@@ -207,10 +237,6 @@ BOARD_VIEWS: tuple[str, ...] = (
     "current_config",
     "current_era",
     "board_run_facts",
-    "board_case_facts",
-    "board_submission_facts",
-    "board_entries",
-    "board_unlisted_entries",
     "board_facilitator_models",
 )
 """The board views (`assay.store.views.CURRENT`), in dependency order."""
@@ -230,37 +256,18 @@ board_run_facts = sa.table(
     *(_col(n) for n in (
         "submission_id", "release_id", "run_id", "slot", "case_id", "rep", "seed", "status", "has_run",
         "n_checks", "score", "safety_failures", "passed", "claimed_success", "false_success", "swept",
-        "scored", "gated", "included", "ranked_eligible", "win_total", "win_met", "player_messages",
-        "actions", "judged",
+        "player_messages", "actions", "min_player_messages", "min_actions_per_turn", "facilitator_model",
+        "ranked_eligible", "win_total", "win_met", "judged",
     )),
 )
-
-board_case_facts = sa.table(
-    "board_case_facts",
-    *(_col(n) for n in ("submission_id", "case_id", "n_included", "n_passed", "consistent")),
-)
-
-board_submission_facts = sa.table(
-    "board_submission_facts",
-    *(_col(n) for n in (
-        "submission_id", "release_id", "account", "label", "play_model", "byok", "baseline",
-        "publish_requested", "created_at", "n_planned", "n_recorded", "n_scored", "n_gated", "n_runs",
-        "n_passed", "n_false_successes", "n_cases", "n_consistent_cases", "win_total", "win_met",
-        "pass_rate", "consistency", "false_success_rate", "objective_met_rate", "status",
-        "leaderboard_class", "model_provenance", "published", "public_handle", "variance_note",
-        "finalised", "measurement_era", "measurement_era_is_current", "listed",
-    )),
-)
-
-_ENTRY_COLUMNS = (*(c.name for c in board_submission_facts.c if c.name != "listed"), "rank")
-
-board_entries = sa.table("board_entries", *(_col(n) for n in _ENTRY_COLUMNS))
-board_unlisted_entries = sa.table("board_unlisted_entries", *(_col(n) for n in _ENTRY_COLUMNS))
 
 board_facilitator_models = sa.table(
     "board_facilitator_models", sa.column("submission_id"), sa.column("facilitator_model"),
 )
 
 current_handles = sa.table("current_handles", sa.column("account"), sa.column("handle"))
+current_publication = sa.table("current_publication", sa.column("submission_id"), sa.column("published"),
+                               sa.column("reason"))
+current_variance_notes = sa.table("current_variance_notes", sa.column("submission_id"), sa.column("variance_note"))
 current_config = sa.table("current_config", sa.column("key"), sa.column("value"), _col("created_at"))
 current_era = sa.table("current_era", sa.column("name"), _col("starts_at"))

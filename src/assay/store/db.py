@@ -29,7 +29,7 @@ MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
 #: The revision the migrations end at, known without asking Alembic, so that opening a store that
 #: is up to date never imports it. A test holds it equal to Alembic's own head; were it ever stale,
 #: opening would only take the slow path, which asks Alembic and finds nothing to do.
-HEAD_REVISION = "0017"
+HEAD_REVISION = "0018"
 
 #: Key of the PostgreSQL advisory lock that serialises concurrent first-time migrations.
 _MIGRATION_LOCK = int.from_bytes(hashlib.sha256(b"assay:migrate").digest()[:8], "big", signed=True)
@@ -163,15 +163,20 @@ def _at_head(connection: sa.Connection) -> bool:
     return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
 
 
-def migrate(engine: sa.Engine) -> bool:
+def migrate(engine: sa.Engine, *, snapshot: bool = True) -> bool:
     """Bring the schema to head in one transaction; return whether anything had to run.
 
-    The fast path reads `alembic_version` only. A database at a revision these migrations do not
-    know was upgraded by a newer assay: we refuse rather than guess.
+    The fast path reads `alembic_version` only. An empty SQLite database is built from the schema
+    snapshot (`store/snapshot.py`) when it is at head (`snapshot=False`: by the migrations, as
+    the snapshot itself is made). A database at a revision these migrations do not know was
+    upgraded by a newer assay: we refuse rather than guess.
     """
     with engine.connect() as conn:
         if _at_head(conn):
             return False
+    if snapshot and engine.dialect.name == "sqlite" and _from_snapshot(engine):
+        return True  # it was empty (checked in the write transaction that built it)
+    with engine.connect() as conn:
         current = current_revisions(conn)
         _refuse_lost_revision(conn, current)
     from alembic import command
@@ -197,6 +202,13 @@ def migrate(engine: sa.Engine) -> bool:
             _refuse_lost_revision(conn, current)
             command.upgrade(_alembic_config(conn), "head")
     return True
+
+
+def _from_snapshot(engine: sa.Engine) -> bool:
+    from assay.store import snapshot
+
+    with engine.connect().execution_options(**{Store.WRITE_OPTION: True}) as conn, conn.begin():
+        return snapshot.build(conn, HEAD_REVISION)
 
 
 def _refuse_lost_revision(connection: sa.Connection, current: set[str]) -> None:

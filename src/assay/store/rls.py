@@ -14,7 +14,9 @@ or two migrations at once, may race to create them):
   Migration 0015 made two exceptions (`SERVICE_UPDATES`, `SERVICE_READ_ONLY`): it may UPDATE the
   liveness columns of `claim_holders` (heartbeats, and a holder's end: every remote lease and every
   `assay run` ends one), and it only reads `alembic_version`, which nobody but the owner writes
-  (TRUNCATE, which row-level security does not cover, is refused there by a trigger).
+  (TRUNCATE, which row-level security does not cover, is refused there by a trigger). Migration
+  0018 made a third (`SERVICE_REPLACES`): it may DELETE rows of `entry_figures`, the derived table
+  of every entry's figures, to replace them, and UPDATE their `listed` column.
 
 Besides, every table gets a policy for the role that ran the migration (`CURRENT_USER` at that
 moment: the tables' owner), so an owner that is not a superuser keeps working under FORCE.
@@ -47,6 +49,10 @@ ROLES = (PUBLIC_ROLE, SERVICE_ROLE)
 SERVICE_UPDATES: dict[str, tuple[str, ...]] = {"claim_holders": ("heartbeat_at", "ended_at")}
 #: Tables the service role reads and never writes (migration 0015).
 SERVICE_READ_ONLY = ("alembic_version",)
+#: Derived tables whose rows the service role replaces (DELETE, then INSERT), through the policy
+#: `assay_service_replace`, and whose `listed` column it updates, through `assay_service_relist`
+#: (migration 0018): every entry's stored figures. No result table is one.
+SERVICE_REPLACES = ("entry_figures",)
 
 #: Policy names `secure` creates on every table.
 POLICIES = ("assay_service_read", "assay_service_append", "assay_owner_all")

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from assay.service import catalog, releases
 from assay.service.actors import Actor
-from assay.service.board import board, board_text, entry
+from assay.service.board import MAX_PAGE, board_json, entry
 from assay.service.cards import card
 from assay.store.db import Store
 from assay.web.deps import agent_actor, get_store, public_actor
@@ -77,8 +77,15 @@ def wants_markdown(accept: str) -> bool:
             responses=error_responses(404))
 def leaderboard(key: str,
                 version: str | None = Query(None, description="Suite version (default: the latest public one)."),
+                limit: int | None = Query(None, ge=1, le=MAX_PAGE,
+                                          description="At most this many entries (a page; default: every entry)."),
+                cursor: str | None = Query(None, max_length=200,
+                                           description="Where the page starts: a previous page's `page.next_cursor`."),
+                q: str | None = Query(None, max_length=200,
+                                      description="Only entries whose public handle or label contains this."),
                 store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
-    return Response(board_text(board(store, key, version, actor=actor)), media_type="application/json")
+    return Response(board_json(store, key, version, actor=actor, limit=limit, cursor=cursor, search=q),
+                    media_type="application/json")
 
 
 @router.get("/entries/{submission_id}", tags=["boards"], response_model=PublishedEntry,

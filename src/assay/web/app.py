@@ -159,18 +159,37 @@ def _outage_types() -> tuple[type[BaseException], ...]:
             psycopg.OperationalError, psycopg.InterfaceError)
 
 
-async def _unavailable(request: Request, exc: Exception) -> Response:
-    """A store outage, on any route: 503 with `Retry-After`; JSON `{"detail": "store unavailable"}`
-    for the API, the error page for a page. The cause goes to the log, never to the client."""
+def _is_page(request: Request) -> bool:
     from fastapi.responses import HTMLResponse
 
-    from assay.store.faults import describe
+    route = request.scope.get("route")
+    return not request.url.path.startswith("/api/") and getattr(route, "response_class", None) is HTMLResponse
 
+
+def _failed(request: Request) -> Response:
+    """A 500 that says nothing of its cause (the log has it): the error page, or the API's JSON."""
+    if _is_page(request):
+        from assay.web.pages import render
+
+        return render("error.html", 500, title="Server error", heading="The request failed",
+                      message="An unexpected error occurred on the server. This says nothing about any entry.",
+                      kind="failed")
+    return JSONResponse({"detail": "internal error"}, status_code=500)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    """A store outage, on any route: 503 with `Retry-After`; JSON `{"detail": "store unavailable"}`
+    for the API, the error page for a page. The cause goes to the log, never to the client. A
+    database error that does not pass by itself (not `faults.is_transient`, and not what the retries
+    gave up on) is no outage: a 500, its cause and trace in the log."""
+    from assay.store.faults import StoreUnavailable, describe, is_transient
+
+    if not (isinstance(exc, StoreUnavailable) or is_transient(exc)):
+        log.error("%s %s: database error: %s", request.method, request.url.path, describe(exc), exc_info=exc)
+        return _failed(request)
     log.warning("%s %s: store unavailable: %s", request.method, request.url.path, describe(exc))
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-    route = request.scope.get("route")
-    page = not request.url.path.startswith("/api/") and getattr(route, "response_class", None) is HTMLResponse
-    if page:
+    if _is_page(request):
         from assay.web.pages import render
 
         response = render("error.html", 503, title="Service unavailable", heading="The store could not be reached",

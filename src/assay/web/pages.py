@@ -26,7 +26,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from assay.errors import NotFound
+from assay.errors import Invalid, NotFound
 from assay.service import board as board_service
 from assay.service import cards, releases
 from assay.service.actors import Actor
@@ -111,9 +111,10 @@ def _not_found(message: str) -> HTMLResponse:
 
 
 def _failed(what: str, exc: BaseException) -> HTMLResponse:
-    from assay.store.faults import describe, is_fault
+    from assay.store.faults import StoreUnavailable, describe, is_transient
 
-    unreachable = is_fault(exc)  # unreachable, killed, locked, or still so after the retries
+    # unreachable, killed, locked, or still so after the retries; any other database error is a 500
+    unreachable = isinstance(exc, StoreUnavailable) or is_transient(exc)
     if unreachable:  # an outage is one line in the log (as on every route); a bug, its traceback
         log.warning("%s could not be loaded: store unavailable: %s", what, describe(exc))
     else:
@@ -136,6 +137,9 @@ def _attempt(what: str, load: Callable[[], T]) -> T | HTMLResponse:
         return load()
     except NotFound as exc:
         return _not_found(exc.message)
+    except Invalid as exc:  # a cursor this board never gave
+        return render("error.html", 422, title="Not a page", heading="Not a page of this board",
+                      message=exc.message, kind="not-found")
     except Exception as exc:  # noqa: BLE001 - any other failure is a failed load, never a trace
         return _failed(what, exc)
 
@@ -157,11 +161,15 @@ def index(store: Store = Depends(get_store), actor: Actor = Depends(public_actor
 
 
 @router.get("/suites/{key}", response_class=HTMLResponse)
-def suite_board(key: str, version: str | None = Query(None), store: Store = Depends(get_store),
+def suite_board(key: str, version: str | None = Query(None), cursor: str | None = Query(None, max_length=200),
+                q: str | None = Query(None, max_length=200), store: Store = Depends(get_store),
                 actor: Actor = Depends(public_actor)) -> Response:
-    """A suite version's board; without `version` the latest public one."""
+    """A suite version's board, a page of `board_service.PAGE` entries at a time (from `cursor`),
+    optionally only those whose handle or label contains `q`; without `version` the latest public one."""
     version = (version or "").strip() or None  # an empty picker value: the default version
-    found = _attempt("board", lambda: board_service.board(store, key, version, actor=actor))
+    q = (q or "").strip() or None
+    found = _attempt("board", lambda: board_service.board(store, key, version, actor=actor, limit=board_service.PAGE,
+                                                          cursor=cursor or None, search=q))
     if isinstance(found, Response):
         return found
     suite = found["suite"]
@@ -169,6 +177,7 @@ def suite_board(key: str, version: str | None = Query(None), store: Store = Depe
     if not any(v["version"] == suite["version"] for v in picker):  # an unlisted version, named
         picker.insert(0, {"version": suite["version"], "current": True, "released_at": None, "unlisted": True})
     return render("board.html", title=f"{suite['title']} {suite['version']} — Assay board", board=found,
+                  request_cursor=cursor,
                   suite=suite, provenance=found["provenance"], entries=found["entries"], picker=picker,
                   chart=chart.board_chart(found), traits=chart.has_traits(found["entries"]))
 

@@ -149,6 +149,14 @@ class BoardEntry(_Open):
     rank: int | None
 
 
+class BoardPage(_Open):
+    """Which page of a board this is (only when one was asked for: `limit`, `cursor` or `q`)."""
+
+    limit: int | None
+    search: str | None
+    next_cursor: str | None = Field(description="The next page's `cursor`; None on the last page.")
+
+
 class Board(_Open):
     """Exactly what `assay board KEY --json` prints."""
 
@@ -157,6 +165,7 @@ class Board(_Open):
     provenance: Provenance
     ranking: str = Field(description="The ranking rule, in words.")
     entries: list[BoardEntry]
+    page: BoardPage | None = None
 
 
 class PublishedEntry(_Open):

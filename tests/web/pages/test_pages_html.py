@@ -230,7 +230,7 @@ def test_the_stylesheet_is_one_cached_file(pages_client: Any) -> None:
 
 
 def _with_board(monkeypatch: pytest.MonkeyPatch, value: dict[str, Any]) -> None:
-    monkeypatch.setattr(board_service, "board", lambda store, key, version=None, *, actor: value)
+    monkeypatch.setattr(board_service, "board", lambda store, key, version=None, *, actor, **_page: value)
 
 
 def _fabricated(site: Site) -> dict[str, Any]:
@@ -354,3 +354,26 @@ def test_markdown_renders_the_card_subset_and_escapes_everything_else() -> None:
     assert '<td data-label="a"><code>x|y</code></td><td data-label="b">&lt;img src=x&gt;</td>' in out
     assert "<p>&lt;div onclick=1&gt;raw&lt;/div&gt;</p>" in out
     _no_active_content(out)
+
+
+def test_a_database_error_that_is_not_an_outage_is_a_500_never_could_not_be_reached(
+        pages_client: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """What broke the board above 32,767 entries (too many bound parameters) is no outage: a 500 with
+    its cause in the log, on the page and the API alike; never the 503 "could not be reached"."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise sa.exc.OperationalError("SELECT …", {}, sqlite3.OperationalError("too many SQL variables"))
+
+    monkeypatch.setattr(board_service, "board", broken)
+    from assay.web import api
+
+    monkeypatch.setattr(api, "board_json", broken)
+    page = pages_client.get("/suites/mini")
+    assert page.status_code == 500 and "Retry-After" not in page.headers
+    assert "could not be reached" not in _plain(page.text) and "too many" not in page.text
+    answer = pages_client.get("/api/leaderboard/mini")
+    assert answer.status_code == 500 and answer.json() == {"detail": "internal error"}
+    assert "too many SQL variables" in caplog.text

@@ -114,13 +114,15 @@ def test_every_table_has_row_level_security_enabled_and_forced_and_no_policy_for
         expected[t].discard(("assay_service_append", "INSERT"))
     for t in rls.SERVICE_UPDATES:  # 0015: a claim holder's liveness is updated
         expected[t].add(("assay_service_liveness", "UPDATE"))
+    for t in rls.SERVICE_REPLACES:  # 0018: an entry's derived figures are replaced
+        expected[t] |= {("assay_service_replace", "DELETE"), ("assay_service_relist", "UPDATE")}
     assert by_table == expected
 
 
 def test_the_public_role_without_grants_is_refused_on_every_table_and_view(database: Database, login_role: Any) -> None:
     public = login_role(rls.PUBLIC_ROLE)
     tables, views = _tables(database), _views(database)
-    assert {"board_entries", "panel_board", "panel_run_medians"} <= set(views)
+    assert {"board_run_facts", "panel_board", "panel_run_medians"} <= set(views)
     with psycopg.connect(database.dsn(public), autocommit=True) as conn:
         for relation in (*tables, *views):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -2,9 +2,13 @@
 soon as its run ends (nothing is kept: memory stays flat however long the batch).
 
 - `threads`: long-lived worker threads, a watchdog for agents that overstay; for sync agents.
-- `async`: one event loop, up to thousands of runs in flight; for async and `openai:` agents.
+- `async`: one event loop, up to thousands of runs in flight; for async and `openai:` agents. A
+  model agent's batch with many runs in flight gets one event loop per core in child processes
+  (`procs`; `aio.auto_processes` decides).
 - `ray`: runs in Ray worker processes, on a local Ray started on demand or an existing cluster;
   records flow back to the one process that writes the store.
+
+What crosses a process boundary (`procs`, `ray`) has one shape and one settle path: `wire`.
 
 Every planned run yields exactly one record, whatever the agent does.
 """
@@ -19,7 +23,6 @@ from assay.errors import Invalid
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.scenario.load import LoadedScenario
-from assay.worlds.kits import get_kit
 
 EXECUTORS = ("threads", "async", "ray")
 MAX_WORKERS = 4096
@@ -59,27 +62,16 @@ def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
 
         return ThreadExecutor(workers)
     if name == "async":
-        from assay.run.executors.aio import AsyncExecutor
+        from assay.run.executors.aio import AsyncExecutor, auto_processes
 
+        processes = auto_processes(workers, agent_factory)
+        if processes > 1:
+            from assay.run.executors.procs import ProcessAsyncExecutor
+
+            return ProcessAsyncExecutor(workers, processes)
         return AsyncExecutor(workers)
     if name == "ray":
         from assay.run.executors.ray import RayExecutor
 
         return RayExecutor(workers, address=ray_address)
     raise Invalid(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})", "executor")
-
-
-def rebuild_scenario(document: Any, planned_hash: str, case_id: str, who: str) -> LoadedScenario | str:
-    """A planned scenario rebuilt from its document in another process (`who`: "the Ray worker",
-    "the worker process"), or why it cannot be played there: it would not parse, or this process's
-    kit code builds another world from it (another content hash)."""
-    from assay.scenario.load import parse_scenario
-
-    try:
-        loaded = parse_scenario(document, f"scenario {case_id}", get_kit)
-    except Exception as exc:  # noqa: BLE001 - a BadInput, or a kit fault
-        return f"{who} could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
-    if loaded.content_hash != planned_hash:
-        return (f"{who} rebuilt scenario {case_id} with content hash {loaded.content_hash[:12]}, "
-                f"not the planned {planned_hash[:12]} (does it run other Assay code?)")
-    return loaded

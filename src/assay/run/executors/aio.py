@@ -1,7 +1,8 @@
 """The asyncio executor: one event loop, `workers` runs in flight, one shared client per endpoint.
 
 A model agent's batch with many runs in flight is spread over one event loop per core, in child
-processes (`procs.py`), because one loop's core is what limits it; everything else runs here.
+processes (`procs.py`, which `make_executor` picks by `auto_processes`), because one loop's core
+is what limits it; everything else runs here.
 
 Each of `workers` coroutines takes the next planned run, plays it with the async driver and hands
 its record to the sink; an async agent that overstays is cancelled under its time budget, never
@@ -26,7 +27,6 @@ from typing import Any, TypeVar
 from assay.run.drivers import play_async
 from assay.run.engine import Limits, error_record, open_episode
 from assay.run.executors import Sink, Task
-
 
 #: Runs in flight per event loop before a model agent's batch is spread over more processes.
 RUNS_PER_LOOP = 50
@@ -87,22 +87,12 @@ def _main_is_ours() -> bool:
 class AsyncExecutor:
     name = "async"
 
-    def __init__(self, workers: int = 100, processes: int | None = None) -> None:
-        """`processes`: event loops in child processes (`procs.py`); None chooses by `auto_processes`,
-        1 keeps every run on this process's own loop."""
+    def __init__(self, workers: int = 100) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
-        self.processes = processes
 
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
-        processes = self.processes or auto_processes(self.workers, agent_factory)
-        if processes > 1:
-            from assay.run.executors.procs import ProcessAsyncExecutor
-
-            with lenient_gc():
-                ProcessAsyncExecutor(self.workers, processes).execute(tasks, agent_factory, limits, sink)
-            return
         with lenient_gc():
             asyncio.run(self.play(tasks, agent_factory, limits, sink))
 

@@ -22,25 +22,25 @@ in the calling thread, as every executor does.
 from __future__ import annotations
 
 import dataclasses
-import json
 import multiprocessing
 import pickle
 import queue
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task, rebuild_scenario
+from assay.run.executors import Sink, Task, wire
+from assay.run.executors.aio import AsyncExecutor, lenient_gc
 
 #: Seconds between looks at whether every child is still alive while waiting for results.
 POLL_S = 0.5
+WHO = "the worker process"
 
 
 def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any], at_once: int,
            inbox: Any, outbox: Any) -> None:
     """A child process: play the tasks `inbox` sends until it sends None; put each run's
-    (child, run id, fields | None, final state text | reason, steps) on `outbox`."""
+    (child, `wire.Result`) on `outbox`."""
     import asyncio
     import os
     import signal
@@ -48,7 +48,7 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
     import time
 
     from assay.agents.loader import load_agent
-    from assay.run.executors.aio import AsyncExecutor, lenient_gc
+    from assay.records import PlannedRun
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
 
@@ -59,39 +59,32 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
         os._exit(1)
 
     threading.Thread(target=orphaned, daemon=True).start()
-    rebuilt: dict[str, Any] = {}
+    scenarios = wire.ScenarioCache(WHO)  # unbounded: the parent sends each document once
+    options: dict[str, dict[str, Any]] = {}
     why = ""
     try:
         factory = load_agent(agent[0], **agent[1])
     except Exception as exc:  # noqa: BLE001 - every run it is given is then an error with the reason
-        factory, why = None, f"the worker process could not load the agent: {type(exc).__name__}: {exc}"
+        factory, why = None, f"{WHO} could not load the agent: {type(exc).__name__}: {exc}"
 
     def tasks() -> Iterator[Task]:
         while True:
             item = inbox.get()
             if item is None:
                 return
-            fields, document, options = item
+            fields, document, pickled = item
             planned = PlannedRun(**fields)
-            if document is not None and planned.scenario_hash not in rebuilt:
-                loaded = rebuild_scenario(document, planned.scenario_hash, planned.case_id, "the worker process")
-                if options and not isinstance(loaded, str):
-                    loaded = dataclasses.replace(loaded, world_options=pickle.loads(options))
-                rebuilt[planned.scenario_hash] = loaded
-            loaded = rebuilt.get(planned.scenario_hash, "the worker process was not sent this scenario")
-            if isinstance(loaded, str) or factory is None:
-                outbox.put((index, planned.run_id, None, why if factory is None else loaded, 0))
+            if pickled:
+                options[planned.scenario_hash] = pickle.loads(pickled)
+            task = scenarios.task(planned, None if document is None else lambda d=document: d,
+                                  options.get(planned.scenario_hash))
+            if isinstance(task, str) or factory is None:
+                outbox.put((index, wire.failed(planned.run_id, why if factory is None else task)))
                 continue
-            yield Task(loaded, planned)
+            yield task
 
-    def sink(record: RunRecord, steps: int) -> None:
-        # the record's own fields (it is done: nothing changes them), the final state once, as the
-        # canonical text its hash was computed from; the parent decodes it for the scorer
-        fields = dict(record.__dict__)
-        text = record.final_state_text
-        if text is not None:
-            del fields["final_state"]
-        outbox.put((index, record.run_id, fields, text, steps))
+    def sink(record: Any, steps: int) -> None:
+        outbox.put((index, wire.encode(record, steps)))
 
     if factory is None:
         for _ in tasks():  # answers every task with the reason, until the parent says stop
@@ -115,9 +108,12 @@ class ProcessAsyncExecutor:
         self.processes = min(processes, workers)
 
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
+        with lenient_gc():
+            self._execute(tasks, agent_factory, limits, sink)
+
+    def _execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
         ctx = multiprocessing.get_context("spawn")
-        spec = getattr(agent_factory, "portable_spec", None) or agent_factory.spec
-        agent = (spec, dict(getattr(agent_factory, "options", None) or {}))
+        agent = wire.agent_spec(agent_factory)
         n = self.processes
         at_once = [self.workers // n + (1 if i < self.workers % n else 0) for i in range(n)]
         outbox = ctx.Queue()
@@ -132,9 +128,15 @@ class ProcessAsyncExecutor:
         source = iter(tasks)
         exhausted = False
 
-        def feed(i: int) -> None:
+        def feed() -> None:
+            """Top up the children's windows, each task to the child with the fewest runs per
+            slot (so a batch no larger than `workers` is spread over every child, all in flight)."""
             nonlocal exhausted
-            while not exhausted and len(in_flight[i]) < 2 * at_once[i]:
+            alive = [i for i, child in enumerate(children) if child.is_alive()]
+            while alive and not exhausted:
+                i = min(alive, key=lambda j: len(in_flight[j]) / at_once[j])
+                if len(in_flight[i]) >= 2 * at_once[i]:
+                    return
                 task = next(source, None)
                 if task is None:
                     exhausted = True
@@ -154,33 +156,21 @@ class ProcessAsyncExecutor:
                         continue
                 sent_documents[i].add(key)
                 in_flight[i][task.planned.run_id] = task
-                inboxes[i].put((dataclasses.asdict(task.planned), document, options))
+                inboxes[i].put((wire.planned_fields(task.planned), document, options))
 
         try:
             while True:
-                for i, child in enumerate(children):
-                    if child.is_alive():
-                        feed(i)
+                feed()
                 if not any(in_flight):
                     if exhausted or not any(c.is_alive() for c in children):
                         break
                     continue
                 try:
-                    i, run_id, fields, text, steps = outbox.get(timeout=POLL_S)
+                    i, result = outbox.get(timeout=POLL_S)
                 except queue.Empty:
                     self._bury_dead(children, in_flight, sink)
                     continue
-                task = in_flight[i].pop(run_id, None)
-                if task is None:
-                    continue  # never settle a run twice
-                if fields is None:
-                    sink(error_record(task.planned, text or "the worker process could not play this run",
-                                      task.loaded), 0)
-                else:
-                    if text is not None:
-                        fields["final_state"] = json.loads(text)
-                    record = RunRecord.model_construct(**fields)
-                    sink(record.with_final_state_text(text) if text is not None else record, steps)
+                wire.settle(result, in_flight[i], sink, WHO)
             for task in source:  # every worker process died before the batch was done
                 sink(error_record(task.planned, "no worker process was left to play this run", task.loaded), 0)
         finally:
@@ -201,7 +191,7 @@ class ProcessAsyncExecutor:
         for i, child in enumerate(children):
             if child.is_alive() or not in_flight[i]:
                 continue
-            reason = f"the worker process playing this run died (exit code {child.exitcode})"
+            reason = f"{WHO} playing this run died (exit code {child.exitcode})"
             for task in in_flight[i].values():
                 sink(error_record(task.planned, reason, task.loaded), 0)
             in_flight[i].clear()

@@ -29,7 +29,8 @@ How `workers` is spent (the number of runs in flight overall), with C the cluste
 
 - slots = min(workers, C) groups play at once, each a Ray task holding one CPU;
 - each group plays a = workers // slots of its runs at once, and holds a whole number of rounds
-  of a runs: two rounds at first, then as many as the groups so far say fill `GROUP_SECONDS` of a
+  of a runs: one round for each slot's first group (so `workers` runs or fewer all play at once),
+  two rounds next, then as many as the groups so far say fill `GROUP_SECONDS` of a
   worker's time (so a task amortises Ray's per-task cost over fast scripted runs, while slow model
   runs travel one round at a time and come back round by round), never more than `MAX_GROUP`
   runs unless a alone is more;
@@ -51,7 +52,6 @@ import logging
 import os
 import socket
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -60,8 +60,7 @@ from typing import Any
 from assay.errors import BadInput
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task, rebuild_scenario
-from assay.scenario.load import LoadedScenario
+from assay.run.executors import Sink, Task, wire
 
 #: A group is sized to keep its worker busy this long (seconds), as far as earlier groups tell ...
 GROUP_SECONDS = 0.25
@@ -71,44 +70,19 @@ MAX_GROUP = 256
 PROBE_SECONDS = 5.0
 #: Rebuilt scenarios a worker process keeps, by content hash.
 SCENARIO_CACHE = 64
-
-#: What a worker sends back per run: (run id, record fields, final state text, steps), or, for a
-#: run it could not play, (run id, None, the reason, 0) — its `error` record is then made here,
-#: with the world as it began.
-Result = tuple[str, dict[str, Any] | None, str | None, int]
+WHO = "the Ray worker"
 
 
 # -- in the worker ---------------------------------------------------------------------------------
 
-_rebuilt: OrderedDict[str, LoadedScenario] = OrderedDict()
-
-
-def _scenario(planned_hash: str, case_id: str, ref: Any) -> LoadedScenario | str:
-    """The planned scenario rebuilt in this worker process, or why it cannot be."""
-    cached = _rebuilt.get(planned_hash)
-    if cached is not None:
-        _rebuilt.move_to_end(planned_hash)
-        return cached
-    import ray
-
-    try:
-        document = ray.get(ref)
-    except Exception as exc:  # noqa: BLE001 - the object store failing
-        return f"the Ray worker could not rebuild scenario {case_id}: {type(exc).__name__}: {exc}"
-    loaded = rebuild_scenario(document, planned_hash, case_id, "the Ray worker")
-    if isinstance(loaded, str):
-        return loaded
-    _rebuilt[planned_hash] = loaded
-    while len(_rebuilt) > SCENARIO_CACHE:
-        _rebuilt.popitem(last=False)
-    return loaded
+_rebuilt = wire.ScenarioCache(WHO, SCENARIO_CACHE)
 
 
 def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenarios: dict[str, Any],
                runs: list[dict[str, Any]], at_once: int,
-               options: dict[str, dict[str, Any]] | None = None) -> tuple[float, list[Result]]:
+               options: dict[str, dict[str, Any]] | None = None) -> tuple[float, list[wire.Result]]:
     """Play one group of planned runs in this (Ray worker) process: the seconds its runs took to
-    play, and one result per run.
+    play, and one `wire.Result` per run.
 
     `scenarios` maps each planned scenario hash of the group to the object reference of its
     document; `runs` are the PlannedRun fields; `at_once` is how many runs play concurrently;
@@ -118,30 +92,34 @@ def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenar
     from assay.run.executors.aio import AsyncExecutor
     from assay.run.executors.threads import ThreadExecutor
 
-    out: list[Result] = []
+    def fetch(ref: Any) -> Any:
+        import ray
+
+        return ray.get(ref)
+
+    out: list[wire.Result] = []
     tasks: list[Task] = []
     for fields in runs:
         planned = PlannedRun(**fields)
-        loaded = _scenario(planned.scenario_hash, planned.case_id, scenarios[planned.scenario_hash])
-        if isinstance(loaded, str):
-            out.append((planned.run_id, None, loaded, 0))
-            continue
-        if options and planned.scenario_hash in options:
-            loaded = dataclasses.replace(loaded, world_options=options[planned.scenario_hash])
-        tasks.append(Task(loaded, planned))
+        ref = scenarios[planned.scenario_hash]
+        task = _rebuilt.task(planned, lambda ref=ref: fetch(ref), (options or {}).get(planned.scenario_hash))
+        if isinstance(task, str):
+            out.append(wire.failed(planned.run_id, task))
+        else:
+            tasks.append(task)
     if not tasks:
         return 0.0, out
     try:
         factory = load_agent(agent[0], **agent[1])
     except Exception as exc:  # noqa: BLE001 - e.g. the agent's file is not on this node
-        reason = f"the Ray worker could not load the agent: {type(exc).__name__}: {getattr(exc, 'message', exc)}"
-        return 0.0, out + [(t.planned.run_id, None, reason, 0) for t in tasks]
+        reason = f"{WHO} could not load the agent: {type(exc).__name__}: {getattr(exc, 'message', exc)}"
+        return 0.0, out + [wire.failed(t.planned.run_id, reason) for t in tasks]
 
     def sink(record: RunRecord, steps: int) -> None:
-        out.append((record.run_id, record.model_dump(), record.final_state_text, steps))
+        out.append(wire.encode(record, steps))
 
     width = max(1, min(len(tasks), at_once))
-    executor = AsyncExecutor(width, processes=1) if factory.is_async else ThreadExecutor(width)
+    executor = AsyncExecutor(width) if factory.is_async else ThreadExecutor(width)
     began = time.perf_counter()
     executor.execute(tasks, factory, Limits(**limits), sink)  # the async one in its own asyncio.run
     return time.perf_counter() - began, out
@@ -159,17 +137,26 @@ class Sizing:
     most: int  # the largest group
     rounds: int = 2  # rounds of `at_once` runs in the next group
     round_seconds: float | None = None  # what a round has taken so far (a moving average)
+    single: int = 0  # groups still to hold one round only: the first of each slot
 
     @classmethod
     def of(cls, workers: int, cpus: int) -> Sizing:
         slots = max(1, min(workers, cpus))
         at_once = max(1, workers // slots)
         window = 2 * slots if workers >= cpus else slots
-        return cls(at_once, window, max(at_once, MAX_GROUP))
+        return cls(at_once, window, max(at_once, MAX_GROUP), single=slots)
 
     @property
     def size(self) -> int:
         return min(self.most, self.at_once * self.rounds)
+
+    def take(self) -> int:
+        """The size of the next group: one round for each slot's first (a batch of `workers`
+        runs or fewer then plays all at once, over every slot), then `size`."""
+        if self.single:
+            self.single -= 1
+            return min(self.most, self.at_once)
+        return self.size
 
     def learn(self, seconds: float, runs: int) -> None:
         """A group of `runs` played in `seconds`: size the next ones to fill `GROUP_SECONDS`."""
@@ -252,8 +239,7 @@ class RayExecutor:
 
     def _play(self, ray: Any, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
         sizing = Sizing.of(self.workers, max(1, int(ray.cluster_resources().get("CPU", 1))))
-        spec = getattr(agent_factory, "portable_spec", None) or agent_factory.spec
-        agent = (spec, dict(getattr(agent_factory, "options", None) or {}))
+        agent = wire.agent_spec(agent_factory)
         limit_fields = dataclasses.asdict(limits)
         remote = ray.remote(num_cpus=1, max_retries=0)(play_group)
         documents: dict[str, Any] = {}  # planned scenario hash → object ref: one put per batch
@@ -261,7 +247,7 @@ class RayExecutor:
         source = iter(tasks)
 
         def submit() -> bool:
-            group = list(islice(source, sizing.size))
+            group = list(islice(source, sizing.take()))
             if not group:
                 return False
             refs, options = {}, {}
@@ -272,7 +258,7 @@ class RayExecutor:
                 refs[key] = documents[key]
                 if t.loaded.world_options:
                     options[key] = dict(t.loaded.world_options)
-            runs = [dataclasses.asdict(t.planned) for t in group]
+            runs = [wire.planned_fields(t.planned) for t in group]
             pending[remote.remote(agent, limit_fields, refs, runs, sizing.at_once, options or None)] = {
                 t.planned.run_id: t for t in group}
             return True
@@ -303,14 +289,7 @@ class RayExecutor:
                 sink(error_record(task.planned, reason, task.loaded), 0)
             return
         sizing.learn(seconds, len(results))
-        for run_id, fields, text, steps in results:
-            task = group.pop(run_id, None)
-            if task is None:
-                continue  # not a run of this group, or one already settled: never store it twice
-            if fields is None:
-                sink(error_record(task.planned, text or "the Ray worker could not play this run", task.loaded), 0)
-                continue
-            record = RunRecord.model_construct(**fields)
-            sink(record.with_final_state_text(text) if text is not None else record, steps)
+        for result in results:
+            wire.settle(result, group, sink, WHO)
         for task in group.values():
-            sink(error_record(task.planned, "the Ray worker returned no record for this run", task.loaded), 0)
+            sink(error_record(task.planned, f"{WHO} returned no record for this run", task.loaded), 0)

@@ -1,0 +1,245 @@
+"""Board scale benchmark (issue 24): read and completion times on boards of 1,000 to 100,000 entries.
+
+    PYTHONPATH=src python benchmarks/board_scale.py [--backend sqlite|postgresql|both]
+                                                    [--sizes 100,1000,20000] [--json FILE]
+
+What it builds. One real forge submission (`reference:diligent`, 5 cases × 3 reps = 15 runs,
+played through the engine, swept, finalised, its figures stored) is the template; each further
+entry is a copy of its rows under new ids (batch, plan, runs, verdicts, check outcomes, sweeps,
+win conditions, submission, finalisation, publication, digest, stored figures), inserted in bulk,
+not through the engine, under one account with a public handle. A run's transcript and final
+state are copied as empty documents (the board never reads them). The board grows from size to
+size in the same store; PostgreSQL is a throwaway cluster started as the tests start theirs
+(`tests/support/own_pg.py`), SQLite a file in a temporary directory.
+
+What it measures, per size (wall time, in this process, through the service functions the CLI,
+API and pages call):
+
+* `first page`: `service.board.board(..., limit=50)`, the page the web board shows (median of 5,
+  after one read; `first page (cold)` is the first read of the process, which also checks once
+  that every finalised entry has stored figures);
+* `full JSON`: `board_json(...)`, every entry, the text `assay board KEY --json` prints and
+  `GET /api/leaderboard/KEY` serves (median of 3; 1 above 20,000 entries);
+* `entry`: `service.board.entry(...)` for an entry in the middle of the board (median of 5);
+* `complete`: completing one more submission — `submissions.complete` (sweep, finalise, digest,
+  store its figures) for a freshly played forge entry; `submit` is the whole submission with its
+  15 runs played by the engine.
+
+Targets (the issue's "Done when"): PostgreSQL at 100,000 entries: first page < 100 ms, full JSON
+< 5 s, completion no slower than at 100 entries; SQLite the same at 20,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from assay.agents.loader import load_agent
+from assay.service import accounts, releases, submissions
+from assay.service import board as boards
+from assay.service.actors import OPERATOR, PUBLIC
+from assay.store import Store, open_store
+from assay.store.schema import metadata
+
+#: The tables one entry's rows live in, parents first; each row is copied with new ids.
+TABLES = ("batches", "planned_runs", "runs", "run_verdicts", "check_outcomes", "submissions", "submission_runs",
+          "run_sweeps", "win_condition_outcomes", "submission_finalisations", "publication_events",
+          "digest_stamps", "seed_salts", "entry_figures")
+CHUNK = 5000
+
+
+def _timed(body: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        body()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _template(store: Store, submission_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row of the template entry, by table."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    with store.engine.connect() as conn:
+        run_ids = list(conn.execute(sa.text("SELECT run_id FROM planned_runs WHERE batch_id = :s"),
+                                    {"s": submission_id}).scalars())
+        for name in TABLES:
+            table = metadata.tables[name]
+            if name in ("batches", "submissions"):
+                where = table.c.id == submission_id
+            elif "batch_id" in table.c:
+                where = table.c.batch_id == submission_id
+            elif "submission_id" in table.c:
+                where = table.c.submission_id == submission_id
+            else:
+                where = table.c.run_id.in_(run_ids)
+            out[name] = [dict(r._mapping) for r in conn.execute(sa.select(table).where(where))]
+    return out
+
+
+def _copies(template: dict[str, list[dict[str, Any]]], n: int, account: str) -> Iterator[tuple[str, list[dict]]]:
+    """(table, rows) for `n` copies of the template entry under new ids, in chunks."""
+    old_sid = template["submissions"][0]["id"]
+    old_runs = [r["run_id"] for r in template["planned_runs"]]
+    for start in range(0, n, max(1, CHUNK // 20)):
+        count = min(n - start, max(1, CHUNK // 20))
+        ids = [uuid.uuid4().hex for _ in range(count)]
+        runs = {sid: {old: uuid.uuid4().hex for old in old_runs} for sid in ids}
+        for name in TABLES:
+            rows = []
+            table = metadata.tables[name]
+            autoincrement = "id" in table.c and isinstance(table.c.id.type, sa.Integer)
+            for sid in ids:
+                for row in template[name]:
+                    new = dict(row)
+                    if autoincrement:
+                        new.pop("id")
+                    for key in ("id", "batch_id", "submission_id"):
+                        if key in new and new[key] == old_sid:
+                            new[key] = sid
+                    if "run_id" in new:
+                        new["run_id"] = runs[sid][new["run_id"]]
+                    if name == "submissions":
+                        new["account"] = account
+                    if name == "runs":
+                        new["transcript"], new["final_state"], new["actions"] = [], {}, []
+                    if name == "entry_figures":
+                        new["order_key"] = new["order_key"][: -len(old_sid)] + sid
+                    rows.append(new)
+            yield name, rows
+
+
+def grow(store: Store, template: dict[str, list[dict[str, Any]]], n: int, account: str) -> None:
+    with store.engine.begin() as conn:
+        for name, rows in _copies(template, n, account):
+            for i in range(0, len(rows), CHUNK):
+                conn.execute(sa.insert(metadata.tables[name]), rows[i:i + CHUNK])
+
+
+def _count(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(sa.text("SELECT COUNT(*) FROM entry_figures")).scalar_one())
+
+
+def _completion(store: Store) -> tuple[float, float]:
+    """(seconds in `submissions.complete`, seconds of the whole submission) for one more entry, by
+    a new account (as a new entrant submits: its cap counts its own submissions)."""
+    account = f"entrant-{uuid.uuid4().hex[:8]}"
+    accounts.create(store, account, account.title(), actor=OPERATOR)
+    spent: list[float] = []
+    real = submissions.complete
+
+    def timed(store_: Store, submission_id: str) -> None:
+        start = time.perf_counter()
+        try:
+            real(store_, submission_id)
+        finally:
+            spent.append(time.perf_counter() - start)
+
+    submissions.complete = timed  # type: ignore[assignment]  # batches.complete calls it by module
+    try:
+        start = time.perf_counter()
+        submissions.submit(store, "forge", factory=load_agent("reference:diligent"), account=account,
+                           label=f"bench-{uuid.uuid4().hex[:6]}", workers=2, publish=True, actor=OPERATOR)
+        whole = time.perf_counter() - start
+    finally:
+        submissions.complete = real  # type: ignore[assignment]
+    return sum(spent), whole
+
+
+def measure(store: Store, size: int) -> dict[str, Any]:
+    boards._FIGURED.clear()
+    start = time.perf_counter()
+    first = boards.board(store, "forge", limit=50, actor=PUBLIC)
+    cold = time.perf_counter() - start
+    assert len(first["entries"]) == 50 or size < 50
+    page = _timed(lambda: boards.board(store, "forge", limit=50, actor=PUBLIC), 5)
+    middle = boards.board(store, "forge", limit=1, actor=PUBLIC)["entries"][0]["submission_id"]
+    entry = _timed(lambda: boards.entry(store, middle, actor=PUBLIC), 5)
+    full_text: list[int] = []
+    full = _timed(lambda: full_text.append(len(boards.board_json(store, "forge", actor=PUBLIC))),
+                  3 if size <= 20000 else 1)
+    complete, whole = _completion(store)
+    return {"entries": size, "first_page_cold_s": round(cold, 4), "first_page_s": round(page, 4),
+            "entry_s": round(entry, 4), "full_json_s": round(full, 3), "full_json_mb": round(full_text[-1] / 1e6, 1),
+            "complete_s": round(complete, 3), "submit_s": round(whole, 2)}
+
+
+def run(url: str, sizes: list[int]) -> list[dict[str, Any]]:
+    store = open_store(url)
+    results = []
+    try:
+        releases.bootstrap(store)
+        accounts.create(store, "bench", "Bench", actor=OPERATOR)
+        template_id = submissions.submit(store, "forge", factory=load_agent("reference:diligent"), account="bench",
+                                         label="template", workers=2, publish=True, actor=OPERATOR)
+        template = _template(store, template_id)
+        for size in sizes:
+            missing = size - _count(store)
+            if missing > 0:
+                start = time.perf_counter()
+                grow(store, template, missing, "bench")
+                built = time.perf_counter() - start
+                if url.startswith("postgresql"):
+                    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                        conn.exec_driver_sql("VACUUM ANALYZE")
+                print(f"  built {missing} entries in {built:.1f} s", file=sys.stderr)
+            found = measure(store, _count(store))
+            results.append(found)
+            print("  " + json.dumps(found), file=sys.stderr)
+    finally:
+        store.close()
+    return results
+
+
+@contextmanager
+def backend(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="assay-board-scale-") as tmp:
+            yield f"sqlite:///{tmp}/board.db"
+        return
+    from tests.support.own_pg import own_pg
+
+    with own_pg() as server:
+        yield server.url("postgres")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--sizes", default="100,1000,20000", help="Board sizes, ascending (entries).")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the figures to this file.")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    report: dict[str, Any] = {}
+    for kind in (("sqlite", "postgresql") if args.backend == "both" else (args.backend,)):
+        print(f"{kind}:", file=sys.stderr)
+        with backend(kind) as url:
+            report[kind] = run(url, sizes)
+    header = ("entries", "first page (cold)", "first page", "entry", "full JSON", "JSON MB", "complete", "submit")
+    keys = ("entries", "first_page_cold_s", "first_page_s", "entry_s", "full_json_s", "full_json_mb", "complete_s",
+            "submit_s")
+    for kind, rows in report.items():
+        print(f"\n{kind}\n" + " | ".join(header))
+        for row in rows:
+            print(" | ".join(str(row[k]) for k in keys))
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

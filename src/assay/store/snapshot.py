@@ -1,0 +1,77 @@
+"""A new SQLite store built from a snapshot of the schema the migrations leave, not by running them.
+
+Running the seventeen-odd migrations on an empty file costs about a third of a second (Alembic,
+Mako, every revision's module), every time a new store is made: each test's, each `--db` given
+for the first time. The snapshot is the DDL a migrated SQLite database holds (`sqlite_master`:
+its tables, indexes, triggers and views, in the order they were made) and the revision it is at;
+a new store replays it in one write transaction and is stamped at that revision. It is used only
+when it is at `HEAD_REVISION` and the database is empty; otherwise (an existing store, a stale
+snapshot, PostgreSQL, whose roles, grants and policies the migrations set) the migrations run as
+before. `tests/store/test_snapshot.py` holds the snapshot equal to what the migrations build; after
+a new migration, regenerate it:
+
+    python -m assay.store.snapshot      # rewrites store/schema_sqlite.json from a migrated scratch file
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+SNAPSHOT_PATH = Path(__file__).resolve().parent / "schema_sqlite.json"
+
+
+def capture(conn: sa.Connection) -> dict[str, Any]:
+    """The schema of a migrated SQLite database: its revision and its DDL, in creation order."""
+    revision = [r[0] for r in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
+    statements = [r[0] for r in conn.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+    return {"revision": revision[0] if len(revision) == 1 else None, "statements": statements}
+
+
+def load() -> dict[str, Any] | None:
+    try:
+        return json.loads(SNAPSHOT_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def build(conn: sa.Connection, head: str) -> bool:
+    """Build the schema on the empty SQLite database `conn` is a write transaction on, from the
+    snapshot, if it is at `head`; False (nothing done) when there is no such snapshot or the
+    database is not empty (another process made it meanwhile: the migrations decide)."""
+    snapshot = load()
+    if snapshot is None or snapshot.get("revision") != head:
+        return False
+    if conn.exec_driver_sql("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").scalar():
+        return False
+    for statement in snapshot["statements"]:
+        conn.exec_driver_sql(statement)
+    conn.execute(sa.text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": head})
+    return True
+
+
+def main() -> int:  # pragma: no cover - a maintainer's command, its result held by the tests
+    from assay.store.db import HEAD_REVISION, create_store_engine, migrate
+
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = create_store_engine(f"sqlite:///{Path(scratch) / 'migrated.db'}")
+        migrate(engine, snapshot=False)
+        with engine.connect() as conn:
+            snapshot = capture(conn)
+        engine.dispose()
+    if snapshot["revision"] != HEAD_REVISION:
+        print(f"migrated to {snapshot['revision']}, but HEAD_REVISION is {HEAD_REVISION}", file=sys.stderr)
+        return 1
+    SNAPSHOT_PATH.write_text(json.dumps(snapshot, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {SNAPSHOT_PATH} at revision {snapshot['revision']} ({len(snapshot['statements'])} statements)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

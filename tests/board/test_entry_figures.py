@@ -1,0 +1,167 @@
+"""Stored figures (issue 24): a finalised submission's figures are computed once, from its own runs,
+when it completes, and kept in `entry_figures`; boards and entries read them (paged, ranked from the
+stored intervals) without recomputing; `assay board --recompute` rebuilds them and says what differed.
+On both backends."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from assay.errors import Invalid
+from assay.service import board as boards
+from assay.service.actors import OPERATOR, PUBLIC
+from assay.stats import board as figures_of
+from assay.stats.ranks import statistical_ranks
+from assay.store import Store
+
+from ._support import account, submit
+
+
+def _stored(store: Store) -> dict[str, dict[str, Any]]:
+    with store.engine.connect() as conn:
+        return {r.submission_id: dict(r._mapping) for r in conn.execute(sa.text("SELECT * FROM entry_figures"))}
+
+
+@pytest.fixture
+def board_of_four(mini: Store) -> dict[str, str]:
+    for name in ("bob", "carol", "dave"):
+        account(mini, name, name.title())
+    return {
+        "diligent": submit(mini, publish=True),
+        "hasty": submit(mini, account="bob", agent="reference:hasty", publish=True),
+        "idle": submit(mini, account="carol", agent="reference:idle", publish=True),
+        "quiet": submit(mini, account="dave", label="quiet one", publish=True),
+    }
+
+
+def test_completing_a_submission_stores_its_figures_and_the_board_reads_them(mini: Store,
+                                                                           board_of_four: dict[str, str]) -> None:
+    stored = _stored(mini)
+    assert set(stored) == set(board_of_four.values())
+    assert {r["method"] for r in stored.values()} == {figures_of.METHOD}
+    shown = boards.board(mini, "mini", actor=PUBLIC)["entries"]
+    for entry in shown:
+        held = json.loads(stored[entry["submission_id"]]["figures"])
+        for key in ("n_runs", "n_cases", *figures_of.RATES, *(f"{k}_ci" for k in figures_of.RATES)):
+            assert entry[key] == held[key], key
+    # ranks: counted from the stored intervals, the statistical rank over the board's intervals
+    ranked = [e for e in shown if e["rank"] is not None]
+    assert [e["rank"] for e in ranked] == statistical_ranks([tuple(e["pass_rate_ci"]) for e in ranked])
+    assert {e["submission_id"]: boards.entry_rank(mini, e["submission_id"]) for e in shown} == {
+        e["submission_id"]: e["rank"] for e in shown}
+
+
+def test_the_served_text_is_the_board_json_whole_and_paged(mini: Store, board_of_four: dict[str, str]) -> None:
+    """`board_json` splices each entry's stored members without decoding them: the same bytes as
+    `board_text(board(...))`, which the pages and the exports use."""
+    for page in ({}, {"limit": 2}, {"limit": 3, "search": "a"}):
+        assert boards.board_json(mini, "mini", actor=PUBLIC, **page) == boards.board_text(
+            boards.board(mini, "mini", actor=PUBLIC, **page))
+    text = boards.board_json(mini, "mini", actor=PUBLIC)
+    assert json.loads(text) == boards.board(mini, "mini", actor=PUBLIC)
+    assert sum(line.startswith('    {"submission_id": ') for line in text.splitlines()) == 4  # one line each
+
+
+def test_pages_walk_the_whole_board_in_order_and_search_finds_by_label_or_handle(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    whole = boards.board(mini, "mini", actor=PUBLIC)
+    assert "page" not in whole
+    walked, cursor = [], None
+    while True:
+        page = boards.board(mini, "mini", actor=PUBLIC, limit=1, cursor=cursor)
+        walked += page["entries"]
+        cursor = page["page"]["next_cursor"]
+        if cursor is None:
+            break
+    assert walked == whole["entries"] and len(walked) == 4
+    assert [e["agent_label"] for e in boards.board(mini, "mini", actor=PUBLIC, search="QUIET")["entries"]] == [
+        "quiet one"]
+    assert [e["public_handle"] for e in boards.board(mini, "mini", actor=PUBLIC, limit=10, search="car")["entries"]] == [
+        "Carol"]
+    assert boards.board(mini, "mini", actor=PUBLIC, search="%")["entries"] == []  # a literal, not a pattern
+    with pytest.raises(Invalid) as bad:
+        boards.board(mini, "mini", actor=PUBLIC, limit=1, cursor="!!not-a-cursor")
+    assert bad.value.field == "cursor"
+    with pytest.raises(Invalid):
+        boards.board(mini, "mini", actor=PUBLIC, limit=0)
+
+
+def test_recompute_rebuilds_from_the_rows_and_says_what_differed(mini: Store, board_of_four: dict[str, str]) -> None:
+    before = boards.board_text(boards.board(mini, "mini", actor=PUBLIC))
+    assert boards.recompute(mini, actor=OPERATOR) == {"entries": 4, "differences": []}
+    sid = board_of_four["hasty"]
+    with mini.engine.begin() as conn:  # the derived table tampered with (as its owner may)
+        held = json.loads(conn.execute(sa.text("SELECT figures FROM entry_figures WHERE submission_id = :s"),
+                                       {"s": sid}).scalar_one())
+        conn.execute(sa.text("UPDATE entry_figures SET figures = :f WHERE submission_id = :s"),
+                     {"f": json.dumps({**held, "pass_rate": 0.99}), "s": sid})
+        conn.execute(sa.text("DELETE FROM entry_figures WHERE submission_id = :s"), {"s": board_of_four["idle"]})
+    found = boards.recompute(mini, actor=OPERATOR)
+    assert found["entries"] == 4
+    assert {(d["submission_id"], d["field"]) for d in found["differences"]} == {
+        (sid, "pass_rate"), (board_of_four["idle"], "*")}
+    assert next(d for d in found["differences"] if d["field"] == "pass_rate")["stored"] == 0.99
+    assert boards.board_text(boards.board(mini, "mini", actor=PUBLIC)) == before
+    from assay.errors import Forbidden
+    with pytest.raises(Forbidden):
+        boards.recompute(mini, actor=PUBLIC)
+
+
+def test_a_store_without_figures_or_with_another_methods_fills_them_on_first_read(
+        mini: Store, board_of_four: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    before = boards.board_text(boards.board(mini, "mini", actor=PUBLIC))
+    with mini.engine.begin() as conn:  # as a store upgraded to 0018 starts
+        conn.execute(sa.text("DELETE FROM entry_figures"))
+    boards._FIGURED.clear()
+    assert boards.board_text(boards.board(mini, "mini", actor=PUBLIC)) == before
+    assert len(_stored(mini)) == 4
+    monkeypatch.setattr(figures_of, "METHOD", "figures/next")  # a method changed since they were stored
+    boards._FIGURED.clear()
+    boards.entry(mini, board_of_four["diligent"], actor=PUBLIC)
+    assert {r["method"] for r in _stored(mini).values()} == {"figures/next"}
+
+
+def _statements(store: Store, body: Any) -> list[tuple[str, Any]]:
+    seen: list[tuple[str, Any]] = []
+
+    def listen(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+        seen.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", listen)
+    try:
+        body()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", listen)
+    return seen
+
+
+def _n_params(parameters: Any) -> int:
+    if isinstance(parameters, dict):
+        return len(parameters)
+    if isinstance(parameters, list | tuple):
+        return len(parameters) if not parameters or not isinstance(parameters[0], dict | list | tuple) else max(
+            _n_params(p) for p in parameters)
+    return 0
+
+
+def test_reads_bind_no_parameter_per_entry_and_completion_reads_only_its_own_rows(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    boards.board(mini, "mini", actor=PUBLIC)  # the first read of a process checks for missing figures
+    reads = _statements(mini, lambda: boards.board(mini, "mini", actor=PUBLIC))
+    entry = _statements(mini, lambda: boards.entry(mini, board_of_four["idle"], actor=PUBLIC))
+    assert not any("board_run_facts" in s for s, _ in entry)  # stored figures: nothing recomputed
+    # completing one more submission executes the same statements on a board of four as of five
+    account(mini, "erin", "Erin")
+    account(mini, "fred", "Fred")
+    fifth = _statements(mini, lambda: submit(mini, account="erin", publish=True))
+    sixth = _statements(mini, lambda: submit(mini, account="fred", publish=True))
+    assert len(fifth) == len(sixth)
+    assert not any("WHERE board_run_facts.release_id" in s for s, _ in sixth)
+    # the board of six is read with the same statements, binding as many parameters, as the board of four
+    more = _statements(mini, lambda: boards.board(mini, "mini", actor=PUBLIC))
+    assert [(s, _n_params(p)) for s, p in more] == [(s, _n_params(p)) for s, p in reads]
+    assert len(boards.board(mini, "mini", actor=PUBLIC)["entries"]) == 6
