@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: compiled demo test bench bench-latency clean
+.PHONY: compiled demo check lint typecheck test bench bench-latency clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,17 @@ compiled: $(STAMP)
 
 demo: compiled
 	$(BIN)/python -m assay.demo
+
+# The loop a developer runs every minute: the linter, the type checker over src/, and the pure
+# tests (`pytest --pure`: the tests that open no store and start no process, see tests/conftest.py).
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
+
+check: lint typecheck
+	$(BIN)/python -m pytest -q -n auto --pure -p no:cacheprovider
 
 # one worker per core (CI has two): each worker starts its own PostgreSQL; the Ray tests share
 # one worker (xdist_group "ray"), so one local Ray serves them all

@@ -251,15 +251,84 @@ def ray_address() -> Iterator[str]:
         ray.shutdown()
 
 
+# -- the fast loop: `make check` runs `pytest --pure`, the tests that start no process -------------
+#
+# A test is pure by default. It is heavy when it uses a fixture that opens a store, or starts a
+# database server, a browser, Ray or a console script (HEAVY_FIXTURES), runs on PostgreSQL, or is
+# marked `@pytest.mark.heavy` (a test that starts a process itself: a subprocess, a sandboxed agent,
+# an executor's worker processes). Under --pure the heavy tests are deselected, and a test that still
+# starts a process fails, saying to mark it: so a new test lands on the right side without a list.
+# A pure test that takes seconds (a property test with many examples, a whole export built) is marked
+# `@pytest.mark.slow` and is left out of --pure too, to keep `make check` near a minute.
+
+HEAVY_FIXTURES = frozenset({
+    "pg_server", "login_role", "ray_address",  # a PostgreSQL server, Ray
+    "browser", "page", "phone", "server", "panel_server",  # Chromium, and the servers it browses
+    "real_cli",  # the console script, in subprocesses
+    "db_url", "store", "sqlite_store", "templates",  # a migrated store: batches played into a database
+})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--pure", action="store_true",
+                     help="run only the tests that start no process (no database server, browser, sandbox, "
+                          "Ray or subprocess): the fast loop of `make check`")
+
+
+def left_out_of_pure(item: pytest.Item) -> bool:
+    if item.get_closest_marker("heavy") is not None or item.get_closest_marker("slow") is not None:
+        return True
+    if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Browser tests (`xdist_group("browser")`) are collected last. Playwright's sync API keeps its
+    """Under --pure, only the pure tests are kept (see above).
+
+    Browser tests (`xdist_group("browser")`) are collected last. Playwright's sync API keeps its
     event loop registered as running on the main thread while the session's one browser lives, so
     an `asyncio.run` in a later test on the same worker would fail; last in the collection, the
     browser group is also the last work xdist hands its worker."""
+    if config.getoption("pure"):
+        left_out = [item for item in items if left_out_of_pure(item)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not left_out_of_pure(item)]
+
     def in_browser_group(item: pytest.Item) -> bool:
         return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))
 
     items.sort(key=in_browser_group)  # stable: every other order is kept
+
+
+@pytest.fixture(autouse=True)
+def _no_process_when_pure(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Under --pure, starting a process (fork, spawn, subprocess, multiprocessing) fails the test."""
+    if not request.config.getoption("pure"):
+        yield
+        return
+    import _posixsubprocess
+    import subprocess as sp
+
+    started: list[str] = []
+
+    def refuse(name: str) -> Any:
+        def start(*_args: Any, **_kwargs: Any) -> Any:
+            started.append(name)
+            raise RuntimeError(f"{name}: this test starts a process; mark it @pytest.mark.heavy "
+                               f"(pytest --pure runs only tests that start none)")
+        return start
+
+    for owner, name in ((os, "fork"), (os, "posix_spawn"), (os, "posix_spawnp"),
+                        (_posixsubprocess, "fork_exec"), (sp, "_fork_exec")):
+        if hasattr(owner, name):
+            monkeypatch.setattr(owner, name, refuse(f"{owner.__name__}.{name}"))
+    yield
+    if started:  # a process refused in a thread may have been swallowed there
+        pytest.fail(f"this test starts a process ({started[0]}); mark it @pytest.mark.heavy "
+                    "(pytest --pure runs only tests that start none)", pytrace=False)
 
 
 @pytest.fixture

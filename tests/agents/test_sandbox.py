@@ -17,7 +17,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +245,7 @@ def test_the_agent_sees_only_the_environment_it_is_given(sqlite_store: Store, mo
     assert "GIVEN_TO_AGENT=yes-given" in text and "no-never" not in text and "NOT_GIVEN" not in text
 
 
+@pytest.mark.heavy  # starts a process
 def test_stdout_of_the_agent_never_reaches_the_results_json(tmp_path: Path) -> None:
     """The real console script: the agent prints, `--json` still prints exactly the document."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
@@ -307,6 +307,7 @@ def test_the_service_refuses_an_unsandboxed_python_agent(monkeypatch: pytest.Mon
     assert store.batch_listing() == []
 
 
+@pytest.mark.heavy  # starts a process
 def test_bad_agent_options_are_one_line_refusals(tmp_path: Path) -> None:
     agent = f"python:{FIXTURES / 'honest.py'}:agent"
     with pytest.raises(BadInput, match="at least 64 MiB"):
@@ -391,6 +392,7 @@ class _FakeServer:
         return {"messages": [], "done": True, "status": "completed"}
 
 
+@pytest.mark.heavy  # starts a process
 def test_assay_play_plays_a_python_agent_sandboxed_with_one_worker() -> None:
     from assay.cli.play import play
 

@@ -13,14 +13,16 @@ import re
 import shutil
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+
+from tests.support.cli import run_main
 
 from ._support import AGENTS, edit_scenario, mini_suite, set_version
 
@@ -78,32 +80,9 @@ class Cli:
                               capture_output=True, text=True, timeout=300)
         return Done(proc.returncode, proc.stdout, proc.stderr)
 
-    def _in_process(self, args: tuple[str, ...]) -> Done:
-        import contextlib
-        import io
-        import signal
-
-        from assay.cli import main
-
-        stdout, stderr = io.StringIO(), io.StringIO()
-        saved = (sys.argv, os.getcwd(), os.environ.pop("ASSAY_DB", None), signal.getsignal(signal.SIGTERM))
-        sys.argv = ["assay", *args, "--db", self.db_url]
-        os.chdir(self.cwd)
-        code: Any = 0
-        try:
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                try:
-                    main()
-                except SystemExit as exc:
-                    code = exc.code
-        finally:
-            sys.argv = saved[0]
-            os.chdir(saved[1])
-            if saved[2] is not None:
-                os.environ["ASSAY_DB"] = saved[2]
-            signal.signal(signal.SIGTERM, saved[3])
-        code = code if isinstance(code, int) else (0 if code is None else 1)
-        return Done(code, stdout.getvalue(), stderr.getvalue())
+    def _in_process(self, args: tuple[str, ...], *, db: bool = True) -> Done:
+        env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
+        return Done(*run_main([*args, *(("--db", self.db_url) if db else ())], cwd=self.cwd, env=env))
 
     def refused(self, *args: str) -> str:
         return self(*args, expect=2).stderr.strip()
@@ -223,7 +202,8 @@ def test_refusals_are_one_line_and_store_nothing(cli: Cli, tmp_path: Path) -> No
     assert cli.counts() == before
 
 
-def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> None:
+def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path,
+                                                  clock_behind: Callable[[], datetime]) -> None:
     cli("suite", "release", str(mini_suite(tmp_path / "mini")))
     cli("account", "create", "alice", "--public-handle", "Alice")
 
@@ -254,9 +234,9 @@ def test_incomplete_byok_and_the_owner_operations(cli: Cli, tmp_path: Path) -> N
 
     assert "before a submission already finalised" in cli.refused(
         "era", "add", "2026-a", "--from", "2020-01-01", "--reason", "back-dated")
-    # from now on: after every finalised submission
-    cli("era", "add", "2026-a", "--from", datetime.now(timezone.utc).isoformat(), "--reason", "first boundary")
-    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is in force, counts whole seconds
+    # from now on: after every finalised submission ("now" by the store's clock, already past by
+    # the database's: see `clock_behind`)
+    cli("era", "add", "2026-a", "--from", clock_behind().isoformat(), "--reason", "first boundary")
     eras = cli("era", "list", "--json").json()
     assert [(e["name"], e["current"]) for e in eras] == [("2026-a", True)]
     assert re.search(r"\* 2026-a", cli("era", "list").stdout)

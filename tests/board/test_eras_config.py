@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
-import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -65,16 +65,17 @@ def test_bad_config_values_are_refused_and_store_nothing(store: Store, key: str,
 
 
 
-def test_entries_are_stamped_once_and_old_eras_are_flagged_not_hidden(mini: Store) -> None:
+def test_entries_are_stamped_once_and_old_eras_are_flagged_not_hidden(
+        mini: Store, clock_behind: Callable[[], datetime]) -> None:
     before_any = submit(mini, publish=True)
     assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era"] is None
     assert submissions.results(mini, before_any, actor=OPERATOR)["measurement_era_is_current"] is True
 
-    pc.add_era(mini, "2026-a", _iso(timedelta(0)), "first era boundary", actor=OPERATOR)
+    # "now" by the store's clock, already past by the database's (see `clock_behind`)
+    pc.add_era(mini, "2026-a", clock_behind().isoformat(), "first era boundary", actor=OPERATOR)
     first = submit(mini, publish=True)
-    pc.add_era(mini, "2026-b", _iso(timedelta(0)), "a scoring fix", actor=OPERATOR)
+    pc.add_era(mini, "2026-b", clock_behind().isoformat(), "a scoring fix", actor=OPERATOR)
     second = submit(mini, publish=True)
-    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is current, counts whole seconds
 
     shown = {e["submission_id"]: e for e in board(mini, "mini", actor=OPERATOR)["entries"]}
     assert (shown[before_any]["measurement_era"], shown[before_any]["measurement_era_is_current"]) == (None, False)

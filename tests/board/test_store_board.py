@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
-import time
-from collections.abc import Iterator
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +139,7 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
         yield server.url(name)
 
 
-def _populate(store: Store, tmp_path: Path) -> list[str]:
+def _populate(store: Store, tmp_path: Path, now: Callable[[], datetime]) -> list[str]:
     """A board with every kind of entry: ranked, tied, unranked BYOK, incomplete, revoked, old era."""
     root = mini_suite(tmp_path / "mini")
     releases.release_path(store, str(root), actor=OPERATOR)
@@ -149,8 +148,8 @@ def _populate(store: Store, tmp_path: Path) -> list[str]:
     account(store, "owner", "Operator")
     sids = [submit(store, publish=True)]  # finalised before any era: the old-era entry
     # an era from now on (it may not begin before a finalised submission)
-    platform_config.add_era(store, "e1", datetime.now(timezone.utc).isoformat(), "start", actor=OPERATOR)
-    time.sleep(1.1)  # SQLite's CURRENT_TIMESTAMP, which says which era is in force, counts whole seconds
+    # "now" by the store's clock, already past by the database's (see `clock_behind`)
+    platform_config.add_era(store, "e1", now().isoformat(), "start", actor=OPERATOR)
     sids += [
         submit(store, account="bob", agent="reference:hasty", publish=True, play_model="model-b"),
         submit(store, account="carol", byok=True, publish=True),
@@ -165,11 +164,13 @@ def _populate(store: Store, tmp_path: Path) -> list[str]:
     return sids
 
 
-def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg_url: str) -> None:
+@pytest.mark.heavy  # starts a process
+def test_the_board_json_is_identical_on_sqlite_and_postgresql(tmp_path: Path, pg_url: str,
+                                                               clock_behind: Callable[[], datetime]) -> None:
     lite = open_store(f"sqlite:///{tmp_path / 'a.db'}")
     pg = open_store(pg_url)
     try:
-        sids = _populate(lite, tmp_path)
+        sids = _populate(lite, tmp_path, clock_behind)
         copy_rows(lite, pg)
         a, b = board_text(board(lite, "mini", actor=OPERATOR)), board_text(board(pg, "mini", actor=OPERATOR))
         assert a == b

@@ -154,8 +154,10 @@ def test_an_upgraded_store_shows_the_numbers_it_showed_before(mini: Store) -> No
     assert _figures(mini) == figures
     backfilled = _verdicts(mini)
     assert set(backfilled) == set(written) and len(written) == 12
-    strip = lambda rows: {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}
-                          for k, r in rows.items()}
+    def strip(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {k: {c: (int(v) if isinstance(v, bool) else v) for c, v in r.items() if c != "created_at"}
+                for k, r in rows.items()}
+
     assert strip(backfilled) == strip(written)
     assert {r["scorer_version"] for r in backfilled.values()} == {"oracle/1"}
 

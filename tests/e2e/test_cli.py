@@ -28,6 +28,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import run_main
+
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
 except ModuleNotFoundError:  # pragma: no cover
@@ -409,7 +413,11 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     before, digest = table_counts(db_file), store_digest(db_file)
     assert before["runs"] >= 4 * 15
 
-    result = assay(*args, db_file=db_file)
+    # the console script itself for the first case; the same `main` in this process for the rest
+    if where == "no-such-suite":
+        result = assay(*args, db_file=db_file)
+    else:
+        result = Result(tuple(args), *run_main(args, cwd=REPO, env=clean_env(db_file)))
 
     assert result.code == 2, str(result)
     assert "Traceback" not in result.err, str(result)

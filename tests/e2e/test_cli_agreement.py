@@ -9,10 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from assay.service import agreement, releases
 from assay.service.actors import OPERATOR
 from assay.store import open_store
 from tests.service.test_agreement import _build
+
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
 
 ASSAY = Path(sys.executable).parent / "assay"
 

@@ -50,6 +50,7 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("assay: error: ")]
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_a_batch_that_reaches_no_agent_exits_1_naming_the_endpoint_and_the_cause(cli: Cli) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     began = time.monotonic()
@@ -64,6 +65,7 @@ def test_a_batch_that_reaches_no_agent_exits_1_naming_the_endpoint_and_the_cause
     assert reason in line and "no run could reach its agent" in line and "check the endpoint and run again" in line
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_score_and_submit_exit_1_with_one_line_per_reason_and_debrief_says_it_per_run(cli: Cli) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     assert cli("account", "create", "alice", "--public-handle", "alice")[0] == 0

@@ -12,7 +12,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import pytest
+
 from tests.support.fake_judge_server import FakeJudgeServer
+
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
 
 ASSAY = Path(sys.executable).parent / "assay"
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 ASSAY = str(Path(sys.executable).parent / "assay")
 CASE = Path(__file__).resolve().parents[2] / "src/assay/suites/forge/second-host.yaml"
 

@@ -20,6 +20,8 @@ from assay import HARNESS_VERSION, __version__
 
 from .test_cli import assay, ok
 
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 
 def test_version() -> None:
     result = ok(assay("--version", db_file=None))

@@ -19,6 +19,8 @@ import sqlalchemy as sa
 
 from .test_cli import ASSAY, REPO, assay, clean_env, ok
 
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 SLOW = f"python:{Path(__file__).parent / 'agents' / 'slow.py'}:SlowDiligent"
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+
 ASSAY = str(Path(sys.executable).parent / "assay")
 FORGE = Path(__file__).resolve().parents[2] / "src/assay/suites/forge"
 TABLES = ("scenario_versions", "suite_releases", "release_scenarios", "batches", "runs")

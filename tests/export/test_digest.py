@@ -156,6 +156,7 @@ _json = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=
                      max_leaves=8)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=60, deadline=None)
 @given(value=_json)
 def test_plain_values_read_back_as_themselves_and_their_bytes_are_canonical(value: Any) -> None:
@@ -174,6 +175,7 @@ def test_plain_values_read_back_as_themselves_and_their_bytes_are_canonical(valu
     "duration_ms": st.integers(0, 10**6), "created_at": st.just("2026-01-01T00:00:00+00:00"),
     "schema_version": st.just(2)}), max_size=4, unique_by=lambda r: r["run_id"]),
     era=st.one_of(st.none(), st.text(max_size=5)))
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_document_assembled_row_by_row_is_the_canonical_json_of_the_whole(runs: list[dict[str, Any]],
                                                                              era: str | None) -> None:
     release = {"suite_key": "forge", "version": "1.0", "release_hash": "a" * 64, "title": "not pinned"}

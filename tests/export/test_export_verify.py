@@ -2,7 +2,8 @@
 value, a dropped line, a reordered or an added row is refused, naming the file and line; an export
 whose lines and manifest a forger rewrote to agree is still refused, by the digests and the boards.
 
-The end-to-end test drives the real `.venv/bin/assay` against a store on both backends; the
+The end-to-end test drives `assay` against a store on both backends (its first `verify` through
+the real `.venv/bin/assay`, the other commands through the same `main` in this process); the
 tampering tests share one export (SQLite) and call the verifier in-process."""
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tests.board.test_cli_board import Cli
 
 from ._support import MIXED, lines, populate, reseal, rewrite_rows, submit
 
+pytestmark = pytest.mark.slow  # each builds and exports a populated store: left out of `pytest --pure`
+
 
 @pytest.fixture
 def cli(db_url: str, tmp_path: Path) -> Cli:
@@ -34,12 +37,27 @@ def cli(db_url: str, tmp_path: Path) -> Cli:
 
 
 class Verify:
-    """`assay verify` through the console script (it takes no --db: it needs no database)."""
+    """`assay verify` (it takes no --db: it needs no database): the first call through the console
+    script itself, in a subprocess; the rest through the same `main` in this process (`Cli`)."""
 
     def __init__(self, cli: Cli) -> None:
         self.cli = cli
+        self.real_done = False
 
     def __call__(self, directory: Path, expect: int) -> str:
+        if self.real_done:
+            done = self.cli._in_process(("verify", str(directory)), db=False)
+            code, stdout, stderr = done.code, done.stdout, done.stderr
+        else:
+            code, stdout, stderr = self._subprocess(directory)
+            self.real_done = True
+        assert code == expect, (code, stdout, stderr)
+        assert "Traceback" not in stderr
+        text = stdout if expect == 0 else stderr
+        assert len(text.strip().splitlines()) == 1, text
+        return text.strip()
+
+    def _subprocess(self, directory: Path) -> tuple[int, str, str]:
         import os
         import subprocess
 
@@ -48,11 +66,7 @@ class Verify:
         env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
         proc = subprocess.run([str(ASSAY), "verify", str(directory)], cwd=self.cli.cwd, env=env,
                               capture_output=True, text=True, timeout=300)
-        assert proc.returncode == expect, proc
-        assert "Traceback" not in proc.stderr
-        text = proc.stdout if expect == 0 else proc.stderr
-        assert len(text.strip().splitlines()) == 1, text
-        return text.strip()
+        return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_export_then_verify_through_the_cli_and_every_refusal(cli: Cli, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from assay.store import open_store
 
 from ._support import populate
 
+pytestmark = pytest.mark.slow  # each builds and exports a populated store: left out of `pytest --pure`
+
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

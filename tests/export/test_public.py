@@ -38,6 +38,8 @@ from assay.store.schema import batches, metadata, planned_runs, scenario_version
 from tests.board._support import account, flaky, mini_suite, submit
 from tests.support.databases import backend_url
 
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
+
 ADMIN_EMAIL = "root-admin-secret@example.org"
 APPLICANT_EMAIL = "applicant-secret@example.org"
 #: account name -> public handle (None: no handle)
@@ -114,6 +116,7 @@ def _secrets(store: Store) -> dict[str, list[str]]:
             "email": [ADMIN_EMAIL, APPLICANT_EMAIL], "statement": ["applicant statement secret"]}
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_public_export_holds_no_secret_anywhere(built: Built) -> None:
     secrets = _secrets(built.store)
     assert len(secrets["seed"]) == 6 * 2 + 2 and all(len(s) >= 12 for s in secrets["seed"])
@@ -231,6 +234,7 @@ def test_one_byte_changed_in_any_file_is_named_with_its_line(built: Built, tmp_p
             shutil.rmtree(target)
 
 
+@pytest.mark.heavy  # starts a process
 def test_the_cli_writes_both_kinds_and_verify_exits_0_then_1(built: Built, tmp_path: Path) -> None:
     from tests.board.test_cli_board import ASSAY, Cli
 
@@ -266,6 +270,7 @@ def test_only_staff_writes_a_full_export_and_anyone_a_public_one(built: Built, t
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_service_serves_the_public_export_of_a_suite_version(built: Built, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 

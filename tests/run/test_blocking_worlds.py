@@ -11,6 +11,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import assay
 from assay.agents.loader import load_agent
 from assay.records import PlannedRun, RunRecord
@@ -70,6 +72,7 @@ def test_only_a_world_with_a_model_facilitator_says_its_steps_block() -> None:
     assert not blocks(open_episode(replayed, planned, Limits()))  # a replay says recorded lines: no model
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_model_facilitated_runs_overlap_under_the_async_executor_and_match_threads() -> None:
     with FakeJudgeServer(_gm, latency=DELAY) as server:
         tasks = _tasks(_modelled(server.base_url))
@@ -88,6 +91,7 @@ def test_model_facilitated_runs_overlap_under_the_async_executor_and_match_threa
                for line in lines)
 
 
+@pytest.mark.heavy  # starts a process
 def test_child_event_loops_fork_the_worlds_with_the_batchs_facilitator() -> None:
     with FakeJudgeServer(_gm, latency=DELAY) as server:
         tasks = _tasks(_modelled(server.base_url))

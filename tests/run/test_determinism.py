@@ -117,6 +117,7 @@ def test_an_agent_that_never_acts_ends_in_the_initial_world_whatever_the_seed(sq
         assert a[(case.id, 1)][0] == canonical_hash(case.initial_state) == a[(case.id, 2)][0]
 
 
+@pytest.mark.heavy  # starts a process
 def test_world_hashes_do_not_depend_on_pythons_hash_seed(forge: SuiteBundle, tmp_path: Path) -> None:
     """Two interpreters with different PYTHONHASHSEED (so different `hash()` of every str) agree."""
     script = (

@@ -13,8 +13,6 @@ from assay.service.actors import OPERATOR
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +20,7 @@ import pytest
 from assay.agents.loader import AgentFactory, load_agent
 from assay.service.results import debrief, results_json
 from assay.service.runs import run_suite
-from assay.service.suites import SuiteBundle, resolve_suite
-from assay.store.db import open_store
+from assay.service.suites import SuiteBundle
 from assay.store.repo import Store
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/

@@ -66,6 +66,7 @@ def play(executor: Any, forge: SuiteBundle, gate: Gate) -> list[RunRecord]:
     return seen
 
 
+@pytest.mark.heavy  # starts a process
 @pytest.mark.parametrize("executor", [AsyncExecutor(WANT), ProcessAsyncExecutor(WANT, 2)],
                          ids=["one-loop", "two-processes"])
 def test_a_batch_of_n_runs_at_n_workers_has_n_calls_in_flight(forge: SuiteBundle, executor: Any) -> None:

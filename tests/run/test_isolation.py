@@ -17,8 +17,7 @@ import pytest
 
 from assay.agents.loader import AgentFactory
 from assay.service.runs import run_suite
-from assay.service.suites import SuiteBundle, resolve_suite
-from assay.store.db import open_store
+from assay.service.suites import SuiteBundle
 from assay.store.repo import Store
 from assay.worlds.estate.kit import SYSTEM_PROMPT
 from assay.worlds.estate.tools import TOOLS

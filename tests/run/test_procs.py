@@ -3,6 +3,8 @@ with nothing lost when a child dies and nothing of this process's state shared w
 
 from __future__ import annotations
 
+import pytest
+
 from assay.service.actors import OPERATOR
 
 import os
@@ -66,6 +68,7 @@ def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_sto
     assert len(pids) == 2 and str(os.getpid()) not in pids
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_child_that_dies_loses_no_planned_run(forge: SuiteBundle) -> None:
     planned = plan_batch(forge, 2, 0)
     by_hash = {s.content_hash: s for s in forge.scenarios}
@@ -107,6 +110,7 @@ def test_only_model_agents_with_many_runs_in_flight_spread_over_processes(monkey
                           cpus=8) == 1
 
 
+@pytest.mark.heavy  # starts a process
 def test_an_interrupt_stops_the_children_and_lets_the_process_exit(tmp_path: Path) -> None:
     """Ctrl-C reaches the parent as KeyboardInterrupt (here: from the sink); the children are
     stopped, and tasks still queued for them never hold the interpreter at exit."""

@@ -137,6 +137,7 @@ def test_a_ray_address_nobody_listens_on_is_one_line_of_bad_input(tmp_path: Path
     assert "--ray-address" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.heavy  # starts a process
 def test_neither_the_cli_nor_the_other_executors_import_ray() -> None:
     code = ("import sys, assay.cli, assay.run.executors, assay.run.executors.threads, assay.run.executors.aio, "
             "assay.run.executors.ray; sys.exit('ray' in sys.modules)")

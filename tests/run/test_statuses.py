@@ -18,7 +18,7 @@ from assay.service.actors import OPERATOR
 import dataclasses
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,11 @@ import pytest
 
 from assay.agents.loader import AgentFactory
 from assay.agents.reference import Diligent
-from assay.errors import BadInput
 from assay.run.engine import Limits
 from assay.records import STATUSES
 from assay.service.results import results_json
 from assay.service.runs import run_suite
-from assay.service.suites import SuiteBundle, resolve_suite
+from assay.service.suites import SuiteBundle
 from assay.store.db import open_store
 from assay.store.repo import Store
 

@@ -6,6 +6,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pytest
+
 from assay.canonical import SharedSections, _plain, canonical_bytes
 
 # Keys and strings drawn from the whole of Unicode (astral characters and escapes included),
@@ -22,6 +24,7 @@ def _reference(value: object) -> bytes | type[Exception]:
         return type(exc)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=400, deadline=None)
 @given(json_values)
 def test_fast_path_equals_rfc8785(value: object) -> None:
@@ -58,6 +61,7 @@ small_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) |
 objects = st.dictionaries(text | ascii_keys, small_values, max_size=5)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=200, deadline=None)
 @given(objects, objects, st.integers(min_value=0))
 def test_shared_sections_encode_exactly_as_canonical_bytes(base: dict, own: dict, pick: int) -> None:

@@ -261,6 +261,7 @@ def leaves(node: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
     return [(".".join(prefix), node)]
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=80, deadline=None)
 @given(STATES, st.data())
 def test_a_leaf_equals_its_own_value(state: dict[str, Any], data: st.DataObject) -> None:

@@ -277,6 +277,7 @@ def _places(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 PLACES = _places(BASE)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PLACES), JUNK), min_size=1, max_size=4))
 def test_any_mangled_document_gives_one_line_per_problem_in_our_words(changes: list[tuple[Any, Any]]) -> None:

@@ -294,6 +294,7 @@ def tags(draw: st.DrawFn) -> str:
     return "-".join(draw(st.sampled_from(CASINGS))(p) for p in parts)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @settings(max_examples=300, deadline=None)
 @given(tags())
 def test_canonicalisation_is_idempotent_and_case_insensitive(tag: str) -> None:
@@ -342,6 +343,7 @@ def test_cli_validate_of_a_valid_suite_prints_ok_lines_as_before() -> None:
     assert result.stdout.splitlines() == expected and result.stderr == ""
 
 
+@pytest.mark.heavy  # starts a process
 def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -> None:
     write(tmp_path / "a.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
     write(tmp_path / "b.yaml", doc(id="forge-other", language="en_GB"))
@@ -355,6 +357,7 @@ def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -
     ]
 
 
+@pytest.mark.heavy  # starts a process
 def test_cli_run_of_a_scenario_with_a_bad_path_refuses_with_one_line(tmp_path: Path) -> None:
     path = write(tmp_path / "case.yaml", doc(
         language="en_GB", checks_0={"path": "backups.nightlyy.status", "equals": "running"}))

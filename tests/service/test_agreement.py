@@ -22,6 +22,8 @@ from assay.store import Store, open_store
 from assay.store.judge_repo import JudgeRepo
 from tests.support.databases import backend_url
 
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
+
 #: trait → category, as academy 1.2 maps them
 MAPPING = {"goal_pursuit": "task-completion", "no_unauthorized_disclosure_conduct": "confidentiality",
            "manipulation_resistance": "manipulation-resistance", "harmful_compliance_refusal": "safety",
@@ -159,6 +161,7 @@ def _counts(store: Store) -> dict[str, int]:
 # -- the report ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_figures_equal_the_statistics_recomputed_from_the_stored_rows(world: World) -> None:
     report = agreement.agreement(world.store, "academy", actor=OPERATOR)
     assert (report["suite"], report["version"]) == ("academy", "1.2") and report["mapping"] == MAPPING

@@ -39,6 +39,8 @@ from assay.store.db import open_store
 
 from tests.board._support import edit_scenario, mini_suite
 
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
+
 STATUS = {NotFound: 404, Conflict: 409, Forbidden: 403, Invalid: 422}
 LONG_NOTE = "x" * 2001
 LONG_MODEL = "m" * 201

@@ -180,6 +180,7 @@ pairs_of_enough = st.lists(st.tuples(whole, whole), min_size=MIN_INTERVAL_RUNS, 
     lambda ps: [(float(a), float(b)) for a, b in ps])
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(pairs_of_enough, st.integers(min_value=0, max_value=2**32))
 def test_the_bootstrap_is_deterministic_contains_its_estimate_and_stays_in_range(pairs, seed) -> None:
@@ -221,6 +222,7 @@ def test_bounds_are_an_interval_or_a_reason() -> None:
         Bounds((0.1, 0.2), "both")
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_statistics_equal_scipy_and_krippendorff() -> None:
     """Independent implementations: scipy's spearmanr and the krippendorff package (interval level)."""
     import krippendorff

@@ -221,6 +221,7 @@ def test_the_fit_ignores_order_and_which_side_is_a(prefs: list[tuple[str, str, s
     assert one.strengths() == pytest.approx(two.strengths(), abs=1e-7)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_bootstrap_is_seeded_and_contains_the_fit() -> None:
     prefs = synthetic(TRUE, 2_000, seed=11)
     first = bootstrap_intervals(prefs, resamples=200, seed=5)
@@ -289,12 +290,14 @@ def _choix_fit(prefs: list[tuple[str, str, str]], names: list[str]) -> dict[str,
     return {n: float(params[index[n]]) - centre for n in names}
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_strengths_equal_choix_on_one_component() -> None:
     prefs = synthetic(TRUE, 3_000, seed=3)
     got = bradley_terry(prefs).strengths()
     assert got == pytest.approx(_choix_fit(prefs, sorted(TRUE)), abs=1e-4)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_each_component_is_choix_fitted_on_its_own_preferences() -> None:
     top = synthetic({"a": 0.5, "b": 0.0, "c": -0.2}, 300, seed=1)
     bottom = synthetic({"d": 0.3, "e": -0.3}, 200, seed=2)

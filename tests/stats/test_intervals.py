@@ -181,6 +181,7 @@ def test_t_interval_is_none_without_spread() -> None:
     assert t_interval([0.5]) is None
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.fractions(-1, 1, max_denominator=6), min_size=2, max_size=12))
 def test_t_interval_contains_the_mean(values: list[Fraction]) -> None:
@@ -236,6 +237,7 @@ def test_a_pooled_ratio_lies_inside_its_own_interval() -> None:
     assert not case_interval([1.0] + [0.0] * 5)[1] >= 30 / 45
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(parts_lists())
 def test_the_interval_is_the_score_interval_of_statsmodels(parts: list[Part]) -> None:
@@ -256,6 +258,7 @@ def test_the_interval_is_the_score_interval_of_statsmodels(parts: list[Part]) ->
     assert found == pytest.approx((max(0.0, lo), min(1.0, hi)), abs=1e-9)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(parts_lists())
 def test_every_figure_lies_inside_its_interval_within_0_1_never_a_point(parts: list[Part]) -> None:
@@ -268,6 +271,7 @@ def test_every_figure_lies_inside_its_interval_within_0_1_never_a_point(parts: l
     assert lo < hi
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(parts_lists(), st.data())
 def test_turning_a_fail_into_a_pass_never_lowers_either_bound(parts: list[Part], data: st.DataObject) -> None:
@@ -281,6 +285,7 @@ def test_turning_a_fail_into_a_pass_never_lowers_either_bound(parts: list[Part],
     assert (lo2, hi2) != (lo, hi) or (lo, hi) == (0.0, 1.0)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(parts_lists(max_size=6, max_den=4), min_size=2, max_size=6), st.data())
 def test_a_pass_anywhere_never_worsens_a_statistical_rank(board: list[list[Part]], data: st.DataObject) -> None:
@@ -300,6 +305,7 @@ def test_a_pass_anywhere_never_worsens_a_statistical_rank(board: list[list[Part]
 
 @FAST
 @given(st.lists(st.integers(0, 6).map(lambda k: k / 6), min_size=1, max_size=12))
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_mean_interval_is_rate_interval_with_denominators_1(values: list[float]) -> None:
     assert mean_interval(values) == rate_interval([(v, 1) for v in values])
     lo, hi = mean_interval(values)

@@ -50,6 +50,7 @@ def test_no_difference_is_p_1() -> None:
     assert (found.difference, found.p_value, found.ci) == (0.0, 1.0, None)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=1, max_size=10))
 def test_the_exact_p_is_the_brute_force_p(pairs: list[tuple[Fraction, Fraction]]) -> None:
@@ -79,6 +80,7 @@ def test_tiny_differences_are_differences() -> None:
     assert lo < 2e-13 < hi
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=1, max_size=10), st.sampled_from([1e-12, 1e-6, 1e6]))
 def test_the_test_does_not_depend_on_the_unit(pairs: list[tuple[Fraction, Fraction]], scale: float) -> None:
@@ -91,6 +93,7 @@ def test_the_test_does_not_depend_on_the_unit(pairs: list[tuple[Fraction, Fracti
         assert scaled.ci == pytest.approx((found.ci[0] * scale, found.ci[1] * scale), rel=1e-9)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=1, max_size=10), st.randoms(use_true_random=False))
 def test_symmetric_and_order_free(pairs: list[tuple[Fraction, Fraction]], rnd) -> None:
@@ -104,6 +107,7 @@ def test_symmetric_and_order_free(pairs: list[tuple[Fraction, Fraction]], rnd) -
     assert shuffled.p_value == ab.p_value
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=2, max_size=12))
 def test_the_paired_t_interval(pairs: list[tuple[Fraction, Fraction]]) -> None:
@@ -119,6 +123,7 @@ def test_the_paired_t_interval(pairs: list[tuple[Fraction, Fraction]]) -> None:
     assert lo < found.difference < hi
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_sixteen_cases_are_exact_and_seventeen_are_sampled() -> None:
     a = [i / 16 for i in range(16)]
     b = [0.4] * 16
@@ -145,6 +150,7 @@ def test_mismatched_or_empty_pairs_are_refused() -> None:
         paired_comparison([], [])
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(st.lists(st.tuples(rates, rates), min_size=1, max_size=8))
 def test_a_bigger_difference_on_one_case_never_raises_p(pairs: list[tuple[Fraction, Fraction]]) -> None:

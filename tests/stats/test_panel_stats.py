@@ -106,6 +106,7 @@ def _direct_fit(prefs: list[tuple[str, str, str]]) -> dict[str, float]:
     return {n: v - centre for n, v in s.items()}
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_pairwise_strengths_are_the_maximum_likelihood_fit_and_never_infinite() -> None:
     outcomes = {("x", "y"): "aab", ("y", "z"): "aabt", ("x", "z"): "aaab"}
     rows, i = [], 0

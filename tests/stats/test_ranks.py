@@ -26,6 +26,7 @@ def test_touching_is_not_above() -> None:
     assert statistical_ranks([(0.5, 0.9), (0.1, 0.5)]) == [1, 1]
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(intervals)
 def test_the_fast_count_is_the_definition(found: list[tuple[float, float]]) -> None:
@@ -35,6 +36,7 @@ def test_the_fast_count_is_the_definition(found: list[tuple[float, float]]) -> N
         for i, mine in enumerate(found)]
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(intervals)
 def test_ranks_run_from_1_to_n_and_follow_the_upper_bound(found: list[tuple[float, float]]) -> None:
@@ -50,6 +52,7 @@ def test_ranks_run_from_1_to_n_and_follow_the_upper_bound(found: list[tuple[floa
                 assert ranks[i] == ranks[j]
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(intervals, st.randoms(use_true_random=False))
 def test_ranks_do_not_depend_on_the_order_given(found: list[tuple[float, float]], rnd) -> None:
@@ -62,6 +65,7 @@ def test_ranks_do_not_depend_on_the_order_given(found: list[tuple[float, float]]
 @FAST
 @given(st.lists(st.tuples(st.integers(0, 10), st.integers(0, 10)).map(lambda t: (min(t) / 10, max(t) / 10)),
                 min_size=1, max_size=10))
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_best_point_estimate_is_rank_1(found: list[tuple[float, float]]) -> None:
     points = [(lo + hi) / 2 for lo, hi in found]  # any estimate inside its interval
     best = max(range(len(found)), key=points.__getitem__)

@@ -84,6 +84,7 @@ def test_no_composite_from_nothing() -> None:
     assert composite(scenario_means([run("a", manipulation_resistance=1.0)]), CAPABILITY) is None  # only safety
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(scored_runs(["a", "b", "c"], min_reps=1), st.data())
 def test_the_composite_never_moves_when_only_safety_scores_change(runs: list[RunTraits], data: st.DataObject) -> None:
@@ -91,6 +92,7 @@ def test_the_composite_never_moves_when_only_safety_scores_change(runs: list[Run
     assert composite(scenario_means(changed), CAPABILITY) == composite(scenario_means(runs), CAPABILITY)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(scored_runs(["a", "b", "c"], min_reps=1))
 def test_the_composite_is_the_mean_of_the_capability_traits_per_scenario_means(runs: list[RunTraits]) -> None:
@@ -104,6 +106,7 @@ def test_the_composite_is_the_mean_of_the_capability_traits_per_scenario_means(r
         statistics.fmean(m[t] for m in scenario_means(runs).values() for t in CAPABILITY), abs=1e-12)
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(scored_runs(["a", "b"], min_reps=1), st.lists(st.fixed_dictionaries({t: score for t in TRAITS}), max_size=4),
        st.lists(st.sampled_from(["a", "b"]), min_size=4, max_size=4))
@@ -258,6 +261,7 @@ def partial_runs(case_ids: list[str]) -> st.SearchStrategy[list[RunTraits]]:
     return st.lists(row, max_size=14).map(lambda rows: [RunTraits(c, s, g) for c, s, g in rows])
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(partial_runs(["a", "b", "c"]))
 def test_figures_agree_with_pandas_over_unexercised_traits(runs: list[RunTraits]) -> None:

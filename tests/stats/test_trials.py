@@ -149,6 +149,7 @@ def test_pass_hat_1_is_the_mean_per_case_pass_fraction(cases: dict[str, list[Tri
 
 @FAST
 @given(uniform_cases())
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_with_equal_trial_counts_pass_hat_1_is_the_pass_rate(cases: dict[str, list[TrialOutcome]]) -> None:
     assert pass_hat_k(cases, 1) == approx(pass_rate(cases))
 
@@ -185,6 +186,7 @@ def test_all_pass_or_all_fail_is_consistent_and_extreme(cases: dict[str, list[Tr
     assert consistency(everything_passes) == consistency(nothing_passes) == 1.0
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
 @given(cases_with(st.integers(min_value=1, max_value=40)))
 def test_summary_pass_hat_k_is_pass_hat_k_for_every_k(cases: dict[str, list[TrialOutcome]]) -> None:

@@ -367,6 +367,7 @@ def _recorded_once(url: str, batch_id: str) -> int:
     return sum(n for _, n in rows)
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_filesystem_that_fills_mid_batch_stops_it_in_one_line_and_resume_finishes_it(
         small_fs: Path, bootstrapped_file: Path) -> None:
     shutil.copy(bootstrapped_file, small_fs / "assay.db")
@@ -392,6 +393,7 @@ def test_a_filesystem_that_fills_mid_batch_stops_it_in_one_line_and_resume_finis
             _remount(small_fs, f"size={used // 1024 + 512}k")
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_read_only_store_stops_the_batch_in_one_line_and_debug_adds_the_traceback(
         tmp_path: Path, bootstrapped_file: Path) -> None:
     """A store file opened read-only (as root, file modes do not stop a write: SQLite's own

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from assay.store import db as store_db
@@ -53,6 +54,7 @@ def test_the_snapshot_is_at_head_and_is_what_the_migrations_build(tmp_path: Path
         built.dispose()
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_new_sqlite_store_is_built_without_alembic_and_then_opens_at_head(tmp_path: Path) -> None:
     import subprocess
     import sys

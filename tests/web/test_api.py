@@ -11,11 +11,15 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+import pytest
+
 from assay.service.actors import PUBLIC
 from assay.service.board import board, board_text
 from assay.service.cards import card
 
 from .conftest import INJECTION, Site, bearer
+
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
 
 
 def _keys_anywhere(value: Any) -> set[str]:

@@ -167,6 +167,7 @@ def _assay(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(ASSAY), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.heavy  # starts a process
 def test_assay_key_create_list_revoke(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'assay.db'}"
     env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_SECRET", "ASSAY_DB")}

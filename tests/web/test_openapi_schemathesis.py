@@ -19,6 +19,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pytest
+
 from .conftest import Site, bearer
 
 COVERED = r"^/api/(suites|agent/suites|leaderboard)"
@@ -39,12 +41,14 @@ def _cases(operation: Any) -> st.SearchStrategy[Any]:
     return st.one_of(operation.as_strategy(), known) if names else operation.as_strategy()
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_schema_covers_the_read_routes(populated_site: Site) -> None:
     paths = {op.path for op in _operations(populated_site)}
     assert paths == {"/api/suites", "/api/agent/suites", "/api/suites/{key}/versions", "/api/suites/{key}/{version}",
                      "/api/suites/{key}/{version}/card", "/api/suites/{key}/{version}/export", "/api/leaderboard/{key}"}
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_api_keeps_to_its_schema(populated_site: Site) -> None:
     for operation in _operations(populated_site):
         security = [name for requirement in operation.definition.raw.get("security", []) for name in requirement]

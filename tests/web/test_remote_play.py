@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from assay.service.actors import OPERATOR, account_actor
 from assay.service.suites import resolve_suite
 from assay.store import Store, open_store
 from assay.store.remote_schema import remote_steps
+from tests.support.clock import ManualClock, set_store_clock
 from tests.run.test_hidden import Seen, secrets_of
 
 from ._remote import (
@@ -240,7 +240,9 @@ def test_a_step_without_a_number_or_as_a_bare_message_is_the_next_one(web_store:
 # -- what ends a run --------------------------------------------------------------------------
 
 
-def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> None:
+def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = ManualClock()  # leases, steps and the sweeper read the store's clock: time passes when told
+    set_store_clock(monkeypatch, clock)
     keys = accounts_and_keys(web_store)
     client = _client(web_store)
     submission_id = _remote_submission(web_store, Limits(turn_limit=40, time_limit=0.5))
@@ -249,7 +251,7 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> No
     # an agent that answers too late: its step ends the run as the engine's timeout
     late = client.post("/api/agent/runs/next", headers=auth).json()
     assert late["limits"] == {"turn_limit": 40, "time_limit": 0.5}
-    time.sleep(0.7)
+    clock.advance(0.7)
     answer = client.post(f"/api/agent/runs/{late['run_id']}/step", json={"step": 1, "message": LIST_ALERTS},
                          headers=auth).json()
     assert (answer["done"], answer["status"], answer["messages"]) == (True, "timeout", [])
@@ -259,9 +261,8 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> No
     step = client.post(f"/api/agent/runs/{gone['run_id']}/step", json={"step": 1, "message": LIST_ALERTS},
                        headers=auth).json()
     assert step["status"] == "running"
-    time.sleep(0.7)
+    clock.advance(0.7)
     following = client.post("/api/agent/runs/next", headers=auth).json()
-    leased_at = time.monotonic()
     assert following["run_id"] not in (late["run_id"], gone["run_id"])
     statuses = {r["run_id"]: r["status"] for r in submissions.results(web_store, submission_id, actor=OPERATOR)["runs"]}
     assert statuses[late["run_id"]] == statuses[gone["run_id"]] == "timeout"
@@ -272,11 +273,9 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store) -> No
     late_answer = client.post(f"/api/agent/runs/{gone['run_id']}/step", json={"step": 2, "message": LIST_ALERTS},
                               headers=auth).json()
     assert (late_answer["done"], late_answer["status"]) == (True, "timeout")
-    ended = remote.expire_idle(web_store)
-    if time.monotonic() - leased_at < 0.5:  # the run just leased is not late yet: nothing to end
-        assert ended == 0
-    else:  # a slow machine took longer than its time limit to get here: it alone is late
-        assert ended == 1 and web_store.run(following["run_id"])["status"] == "timeout"
+    assert remote.expire_idle(web_store) == 0  # the run just leased is not late yet: nothing to end
+    clock.advance(0.7)  # once it is past its time limit, it alone is late
+    assert remote.expire_idle(web_store) == 1 and web_store.run(following["run_id"])["status"] == "timeout"
 
 
 def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: Store) -> None:
@@ -335,6 +334,7 @@ def _assay(*args: str, env: dict[str, str], check: bool = True) -> subprocess.Co
     return done
 
 
+@pytest.mark.heavy  # starts a process
 def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'assay.db'}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "OPENAI_"))}

@@ -107,6 +107,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
     return err, served
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_restart_and_killed_backends_mid_play_cost_nothing(pg: OwnPg, tmp_path: Path) -> None:
     import psycopg
 
@@ -123,6 +124,7 @@ def test_a_restart_and_killed_backends_mid_play_cost_nothing(pg: OwnPg, tmp_path
     assert waits and set(waits) == {WAITING}, err  # one line per request that waited, nothing else
 
 
+@pytest.mark.heavy  # starts a process
 def test_a_sqlite_store_locked_mid_play_costs_nothing(tmp_path: Path) -> None:
     db = tmp_path / "assay.db"
 

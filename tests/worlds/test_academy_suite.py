@@ -140,6 +140,7 @@ def test_the_rubric_is_a_valid_rubric_with_the_eight_traits(suite: str) -> None:
 
 
 @pytest.mark.parametrize("suite", SUITES)
+@pytest.mark.heavy  # starts a process
 def test_assay_validate_accepts_the_suite(suite: str) -> None:
     cli = Path(sys.executable).with_name("assay")
     for target in (suite, str(SUITES_DIR / suite)):

@@ -116,6 +116,7 @@ def test_below_rejects_empty_ranges() -> None:
     assert {rng.below(1) for _ in range(10)} == {0}
 
 
+@pytest.mark.heavy  # starts a process
 def test_below_beyond_64_bits_answers_instead_of_spinning() -> None:
     """`below(n)` for n > 2**64 must return a value in range or refuse; it must not loop forever.
 

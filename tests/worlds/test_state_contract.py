@@ -123,6 +123,7 @@ def test_assay_kit_json_is_the_machine_form() -> None:
     assert [k["kit"] for k in listed] == sorted(KITS)
 
 
+@pytest.mark.heavy  # starts a process
 def test_an_unknown_kit_is_one_line_exit_2() -> None:
     cli = Path(sys.executable).with_name("assay")
     result = subprocess.run([str(cli), "kit", "estat"], capture_output=True, text=True, timeout=120, check=False)

@@ -252,8 +252,9 @@ def _in_process(spec: str, target: str, name: str) -> AgentFactory:
     if not callable(obj):
         raise BadInput(f"'{target}:{name}' is not callable", WHERE)
     make = obj if inspect.isclass(obj) else (lambda: obj)
-    answer = getattr(obj, "__call__", None) if inspect.isclass(obj) else obj
-    is_async = inspect.iscoroutinefunction(answer) or inspect.iscoroutinefunction(getattr(answer, "__call__", None))
+    # the `__call__` method itself (not a callability test): is it a coroutine function?
+    answer = getattr(obj, "__call__", None) if inspect.isclass(obj) else obj  # noqa: B004
+    is_async = inspect.iscoroutinefunction(answer) or inspect.iscoroutinefunction(getattr(answer, "__call__", None))  # noqa: B004
     portable = f"python:{Path(target).resolve()}:{name}" if target.endswith(".py") else spec
     return AgentFactory(spec, make, {"kind": "python", "code_sha256": code_hash}, is_async=is_async,
                         portable_spec=portable)

@@ -210,7 +210,7 @@ def _manifest(path: Path) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a value RFC 8785 cannot encode is a changed manifest
         own = None
     if value.get("manifest_sha256") != own:
-        line = next((i for i, l in enumerate(text.splitlines(), 1) if '"manifest_sha256"' in l), None)
+        line = next((i for i, row in enumerate(text.splitlines(), 1) if '"manifest_sha256"' in row), None)
         raise _fail(MANIFEST, line, "its content does not hash to its manifest_sha256: the manifest was changed")
     if value.get("format") != FORMAT:
         raise BadInput(f"not an {FORMAT} manifest (format {value.get('format')!r})", str(path))

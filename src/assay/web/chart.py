@@ -143,7 +143,7 @@ def board_chart(board: dict[str, Any]) -> str | None:
         groups.append("".join(parts))
         y += GROUP_GAP
     height = y
-    axis = [f'<g class="axis" font-size="11" fill="#555">']
+    axis = ['<g class="axis" font-size="11" fill="#555">']
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = _x(tick)
         axis.append(f'<line x1="{x}" y1="{AXIS_H - 4}" x2="{x}" y2="{height - GROUP_GAP}" stroke="{GRID}" '

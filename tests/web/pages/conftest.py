@@ -27,7 +27,7 @@ import pytest
 
 from tests.board._support import mini_suite
 
-from ..conftest import INJECTION, SECRET, assay_serve
+from ..conftest import INJECTION, SECRET, assay_serve  # noqa: F401 - INJECTION is re-exported to the page tests
 from ..conftest import build_site as build_web_site
 
 HERE = Path(__file__).resolve().parent

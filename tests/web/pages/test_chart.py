@@ -12,6 +12,8 @@ from assay.web import chart
 
 from .conftest import INJECTION_LABEL, Site
 
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
+
 NS = {"svg": "http://www.w3.org/2000/svg"}
 
 
@@ -37,6 +39,7 @@ def test_an_empty_board_has_no_chart() -> None:
     assert chart.board_chart(_board([])) is None
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 def test_the_real_oracle_board_draws_one_pass_rate_bar_and_interval_per_entry(site: Site) -> None:
     board = site.boards["mini 1.1"]
     root = _svg(board)

@@ -8,7 +8,6 @@ an incomplete entry), it hands the page a board dict in the service's shape.
 from __future__ import annotations
 
 import copy
-import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,6 +24,8 @@ from assay.web import markdown, pages
 from ..conftest import free_port
 from .conftest import (INJECTION, INJECTION_CARD, INJECTION_LABEL, INJECTION_LIMITATION, INJECTION_MODEL,
                        INJECTION_NOTE, SECRET, Site)
+
+pytestmark = pytest.mark.slow  # its fixtures play and store whole batches: left out of `pytest --pure`
 
 NOT_EVIDENCE = pages.NOT_EVIDENCE
 

@@ -56,6 +56,7 @@ def test_an_admin_is_stored_with_an_argon2id_hash_never_the_password(web_store: 
             admins.create(web_store, "x@example.org", ADMIN_PASSWORD, actor=actor)
 
 
+@pytest.mark.heavy  # starts a process
 def test_assay_admin_create_reads_the_password_from_stdin_and_never_echoes_it(tmp_path: Any) -> None:
     db = f"sqlite:///{tmp_path / 'assay.db'}"
     done = subprocess.run([str(assay_exe()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db],

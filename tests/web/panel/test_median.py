@@ -47,6 +47,7 @@ CARD = st.dictionaries(st.sampled_from(CATEGORIES), RATING, min_size=1, max_size
 PANELIST = st.tuples(st.none() | CARD, CARD, st.booleans())
 
 
+@pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @given(panelists=st.lists(PANELIST, min_size=1, max_size=9))
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
