@@ -6,7 +6,7 @@ On forge (5 cases × 3 reps), for a diligent, a mixed and two idle submissions:
   per case (numerator, denominator), failures counting as 0; the figure p = Σnum/Σden; the
   score interval {π : (p − π)² ≤ c² π(1 − π) / n_eff} with c = t(0.975, K − 1) and the Kish
   n_eff = (Σden)²/Σden² — so 15/15 on 5 cases reads [0.3934, 1] and 0/15 [0, 0.6066];
-- `rank` is 1 + the ranked entries whose pass_rate interval lies wholly above; the idle pair share;
+- `rank` is 1 + the ranked entries whose pass_rate interval lies wholly above: on five cases none does;
 - `assay compare` gives the mean per-case difference and the exact sign-flip p (0.0625 for
   diligent against idle: the smallest p five cases allow, which the output says cannot reach 0.05);
 - an unknown submission, an unknown metric and two suite versions are one-line refusals.
@@ -102,15 +102,16 @@ def test_forge_intervals_statistical_ranks_and_paired_comparison(cli: Cli, tmp_p
     assert shown["diligent"]["pass_rate_ci"] == [0.3934, 1.0]  # 15/15 on 5 cases, not [1, 1]
     assert shown["idle-1"]["pass_rate_ci"] == [0.0, 0.6066]
 
-    # Ranks: only what the intervals separate. Diligent's lower bound (0.5655) is above the idle
-    # entries' upper bound (0.4345); the mixed entry's [0, 1] overlaps everyone.
+    # Ranks: only what the intervals separate. On five cases even 15/15 (lower bound 0.3934) and
+    # 0/15 (upper bound 0.6066) overlap: five cases cannot rank these agents apart at 95%, and the
+    # board says so by giving every entry rank 1 (docs/statistics.md; forge needs more cases).
     assert [e["rank"] for e in board["entries"]] == recounted_ranks(board["entries"])
-    assert {label: e["rank"] for label, e in shown.items()} == {"diligent": 1, "mixed": 1, "idle-1": 2, "idle-2": 2}
+    assert {label: e["rank"] for label, e in shown.items()} == {"diligent": 1, "mixed": 1, "idle-1": 1, "idle-2": 1}
     assert [e["agent_label"] for e in board["entries"]][:2] == ["diligent", "mixed"]  # by point estimate
     assert "wholly above" in board["ranking"] and "interval" in board["ranking"]
 
     table = cli("board", "forge").stdout
-    assert "0.5655" in table and "0.4345" in table and "95% interval" in table
+    assert "0.3934" in table and "0.6066" in table and "95% interval" in table
 
     # A paired comparison, by unique id prefixes.
     dil, idle, mixed = views["diligent"]["id"], views["idle-1"]["id"], views["mixed"]["id"]
