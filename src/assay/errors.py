@@ -33,6 +33,15 @@ class BadInput(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class UnknownName(BadInput):
+    """A name nothing answers to (a kit, an agent, …), with the known name nearest to it, if any is
+    close: a caller may go on as if that was meant, to report the rest of a document in one pass."""
+
+    def __init__(self, message: str, where: str | None = None, *, nearest: str | None = None) -> None:
+        super().__init__(message, where)
+        self.nearest = nearest
+
+
 class DomainError(BadInput):
     """A refusal by the domain: `message` says what is wrong, `field` names the domain field at
     fault ("label", "account", "submission", …; None when no one field is), and `value` the

@@ -184,6 +184,35 @@ def test_world_problems_and_field_problems_come_out_together() -> None:
     ]
 
 
+def test_an_invalid_world_does_not_hide_a_typo_d_check_field() -> None:
+    world = copy.deepcopy(BASE["world"])
+    world["alerts"][0]["host"] = "store-99"
+    assert problems_of(doc(world=world, checks_0={"path": "backups.nightly.statuss", "equals": "running"},
+                           checks_1={"count": "notifications", "where": {"teem": "ops"}, "at_most": 0})) == [
+        "world.alerts[0].host: unknown host 'store-99' (nearest: 'store-01')",
+        "checks[0].expect.path: no field 'statuss' in backups.nightly (nearest: 'status')",
+        "checks[1].expect.where.teem: no field 'teem' in the items of notifications (nearest: 'team')",
+    ]
+
+
+def test_without_a_world_data_keys_are_not_judged_but_field_names_are() -> None:
+    world = copy.deepcopy(BASE["world"])
+    world["alerts"][0]["host"] = "store-99"
+    # 'nightlyy' is a data key: only a sound world can say it is absent, so it is not refused here
+    assert problems_of(doc(world=world, checks_0={"path": "backups.nightlyy.status", "equals": "running"})) == [
+        "world.alerts[0].host: unknown host 'store-99' (nearest: 'store-01')",
+    ]
+
+
+def test_an_unknown_kit_near_a_known_one_still_has_its_checks_held_to_that_kit() -> None:
+    assert problems_of(doc(kit="estat", checks_0={"path": "backups.nightly.statuss", "equals": "running"})) == [
+        "kit: unknown kit 'estat' (nearest: 'estate'); the rest was checked against kit 'estate'",
+        "checks[0].expect.path: no field 'statuss' in backups.nightly (nearest: 'status')",
+    ]
+    far = problems_of(doc(kit="spaceship", checks_0={"path": "backups.nightly.statuss", "equals": "running"}))
+    assert far == ["kit: unknown kit 'spaceship' (known: campaign, estate)"]
+
+
 def test_check_paths_are_checked_even_when_another_check_is_malformed() -> None:
     document = doc(checks_1={"path": "backups.nightlyy.status", "equals": "running"})
     document["checks"][0]["weight"] = "25"

@@ -128,4 +128,4 @@ def test_an_unknown_kit_is_one_line_exit_2() -> None:
     cli = Path(sys.executable).with_name("assay")
     result = subprocess.run([str(cli), "kit", "estat"], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.splitlines() == ["assay: error: kit: unknown kit 'estat' (known: campaign, estate)"]
+    assert result.stderr.splitlines() == ["assay: error: kit: unknown kit 'estat' (nearest: 'estate')"]

@@ -19,7 +19,7 @@ import rfc8785
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from assay.canonical import canonical_hash
-from assay.errors import BadInput, Problems
+from assay.errors import BadInput, Problems, UnknownName
 from assay.located import KIND
 from assay.scenario import predicates
 from assay.scenario.models import Scenario
@@ -272,7 +272,9 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     the kit's state model and the initial state it materialises (`scenario.shape`). The world is
     materialised whenever `kit` and `world` are sound, even if other fields are not (an invalid
     `seed` stands in as 0: the world's shape is the seed's to fill, not to change), so those
-    problems come out together.
+    problems come out together. Without a sound `world` the checks are still held to the kit's
+    model (field names, types, bounds; only data keys wait for a world), and an unknown `kit` with
+    a close known name is checked as that kit's.
     """
     if not isinstance(raw, dict):
         raise BadInput("a scenario document must be a mapping at the top level", where)
@@ -292,6 +294,10 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     if not unsound & {"kit", None}:
         try:
             kit = kits(field("kit"))
+        except UnknownName as exc:  # the rest is checked as the nearest kit's, so it is reported now too
+            kit = kits(exc.nearest) if exc.nearest else None
+            problems.append(f"kit: {exc.message}" + (f"; the rest was checked against kit '{exc.nearest}'"
+                                                      if kit is not None else ""))
         except BadInput as exc:
             problems.append(f"kit: {exc.message}")
     world_spec: BaseModel | None = None
@@ -303,6 +309,9 @@ def parse_scenario(raw: Any, where: str, kits: KitSource) -> LoadedScenario:
     initial: dict[str, Any] | None = None
     if kit is not None and world_spec is not None:
         initial = kit.materialise(world_spec, field("seed") if "seed" not in unsound else 0)
+    if kit is not None:
+        # without a sound world the checks are still held to the kit's model: every field name is
+        # checked, only the data keys (which ticket, which host) wait for a world to name them
         shape = Shape(state_schema(kit.state_model), initial, f"the {kit.name} state")
         for section in ("checks", "win_conditions"):
             for i, expect in _predicates(scenario, raw, section):

@@ -66,7 +66,8 @@ class _Place:
 class Shape:
     """A kit's state schema with one world's initial state: what a check may name in it."""
 
-    def __init__(self, schema: Schema, initial: dict[str, Any], what: str) -> None:
+    def __init__(self, schema: Schema, initial: dict[str, Any] | None, what: str) -> None:
+        """`initial` is None when no world is known: every data key is then accepted."""
         self.schema = schema
         self.initial = initial
         self.what = what

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from importlib import import_module
 
-from assay.errors import BadInput
+from assay.errors import UnknownName
+from assay.located import unknown
 from assay.worlds.base import Kit
 
 #: kit name -> (module, class); a kit's module is imported when a scenario names it, so loading an
@@ -17,6 +19,7 @@ KITS: dict[str, tuple[str, str]] = {
 
 def get_kit(name: str) -> Kit:
     if name not in KITS:
-        raise BadInput(f"unknown kit '{name}' (known: {', '.join(sorted(KITS))})", "kit")
+        close = difflib.get_close_matches(name, sorted(KITS), n=1)
+        raise UnknownName(unknown("kit", name, KITS, shown=len(KITS)), "kit", nearest=close[0] if close else None)
     module, cls = KITS[name]
     return getattr(import_module(module), cls)()
