@@ -279,3 +279,76 @@ def test_a_leaf_equals_its_own_value(state: dict[str, Any], data: st.DataObject)
         assert not holds(pred({"path": path, "at_least": value + 1}), state)
         if value in (0, 1):
             assert not holds(pred({"path": path, "equals": bool(value)}), state)
+
+
+# ---- text predicates: contains / matches, on a path and inside `where` ------------------------
+
+TEXTS: dict[str, Any] = {
+    "tickets": {"T-1": {"body": "Here is the key: AKIA1234 — please rotate",
+                        "replies": [{"message": "Rotated. The old key AKIA1234 is revoked.", "team": "sec"},
+                                    {"message": "done", "team": "ops"}]}},
+    "n": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"path": "tickets.T-1.body", "contains": "AKIA1234"}, True),
+        ({"path": "tickets.T-1.body", "contains": "akia1234"}, False),  # case counts by default
+        ({"path": "tickets.T-1.body", "contains": "akia1234", "case": "insensitive"}, True),
+        ({"path": "tickets.T-1.body", "matches": r"AKIA[0-9]{4}"}, True),
+        ({"path": "tickets.T-1.body", "matches": r"^AKIA"}, False),  # search, anchored by the pattern
+        ({"path": "tickets.T-1.body", "matches": r"please ROTATE$", "case": "insensitive"}, True),
+        ({"path": "n", "contains": "3"}, False),  # not a string: never
+        ({"path": "tickets.T-9.body", "contains": "x"}, False),  # missing: false
+        ({"count": "tickets.T-1.replies", "where": {"message": {"contains": "AKIA"}}, "at_least": 1}, True),
+        ({"count": "tickets.T-1.replies", "where": {"message": {"contains": "AKIA"}}, "at_most": 0}, False),
+        ({"count": "tickets.T-1.replies", "where": {"message": {"matches": "^done$"}, "team": "ops"},
+          "at_least": 1, "at_most": 1}, True),
+        ({"count": "tickets.T-1.replies", "where": {"message": {"matches": "^done$"}, "team": "sec"},
+          "at_least": 1}, False),
+    ],
+)
+def test_text_predicates(raw: dict[str, Any], expected: bool) -> None:
+    assert holds(pred(raw), TEXTS) is expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"path": "a", "contains": ""},
+        {"path": "a", "contains": "x", "equals": "x"},
+        {"path": "a", "equals": "x", "case": "insensitive"},
+        {"path": "a", "contains": "x", "case": "upper"},
+        {"path": "a", "matches": "("},
+        {"path": "a", "matches": "(a+)+$"},
+        {"path": "a", "matches": "(?:x|y*)*"},
+        {"path": "a", "matches": "x" * 201},
+        {"count": "a", "where": {"f": {"contains": "x", "matches": "x"}}, "at_most": 0},
+        {"count": "a", "where": {"f": {}}, "at_most": 0},
+        {"count": "a", "where": {"f": {"contain": "x"}}, "at_most": 0},
+    ],
+)
+def test_malformed_text_predicates_are_refused(raw: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        pred(raw)
+
+
+def test_a_text_test_dumps_only_what_was_given_and_reads_back_the_same() -> None:
+    raw = {"count": "a", "where": {"f": {"contains": "x"}, "g": "ops"}, "at_most": 0}
+    parsed = pred(raw)
+    dumped = parsed.model_dump(by_alias=True, exclude_none=True)
+    assert dumped == raw and pred(dumped) == parsed
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.text(min_size=1, max_size=5))
+def test_contains_is_substring_and_insensitive_is_casefold(text: str, needle: str) -> None:
+    state = {"s": text}
+    assert holds(pred({"path": "s", "contains": needle}), state) is (needle in text)
+    assert holds(pred({"path": "s", "contains": needle, "case": "insensitive"}), state) is (
+        needle.casefold() in text.casefold())
+    literal = "".join("\\" + c if not c.isalnum() else c for c in needle)
+    if len(literal) <= 200:  # a literal pattern matches where the text contains it
+        assert holds(pred({"path": "s", "matches": literal}), state) is (needle in text)

@@ -250,7 +250,7 @@ def test_an_unknown_field_lists_the_fields_allowed_there() -> None:
     d["checks"][1]["expect"] = {"all": [{"path": "backups.nightly.status", "equals": "running", "why": 1}]}
     assert problems_of(d) == [
         "checks[0].expect.equal: unknown field (did you mean 'equals'?)",
-        "checks[1].expect.all[0].why: unknown field (allowed: at_least, at_most, equals, exists, one_of, path)",
+        "checks[1].expect.all[0].why: unknown field (allowed: at_least, at_most, case, contains, equals, exists, matches, one_of, path)",
     ]
     with pytest.raises(Exception) as caught:
         Suite.model_validate({"key": "mini", "version": "1", "title": "t", "language": "en", "scenarios": ["a"],

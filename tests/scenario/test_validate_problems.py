@@ -213,6 +213,41 @@ def test_an_unknown_kit_near_a_known_one_still_has_its_checks_held_to_that_kit()
     assert far == ["kit: unknown kit 'spaceship' (known: campaign, estate)"]
 
 
+@pytest.mark.parametrize(
+    ("expect", "problem"),
+    [
+        ({"path": "hosts.store-01.disks./var.used_pct", "contains": "9"},
+         "checks[0].expect.contains: hosts.store-01.disks./var.used_pct is an integer 0..100: contains and matches "
+         "test strings"),
+        ({"path": "backups.nightly.status", "matches": "^run$"},
+         "checks[0].expect.matches: no value of backups.nightly.status can pass it: backups.nightly.status is one of "
+         "'running', 'completed', 'failed'"),
+        ({"count": "notifications", "where": {"t": {"contains": "x"}}, "at_most": 0},
+         "checks[0].expect.where.t: no t of an item of notifications can pass this text test: it is an integer"),
+        ({"count": "notifications", "where": {"message": {"contains": "x", "cse": "insensitive"}}, "at_most": 0},
+         "checks[0].expect.where.message.cse: unknown field (did you mean 'case'?)"),
+        ({"count": "notifications", "where": {"message": {"matches": "(x*)*"}}, "at_most": 0},
+         "checks[0].expect.where.message.matches: a repetition inside a repetition (like '(a+)+') can take "
+         "exponential time: write it flat"),
+    ],
+)
+def test_text_tests_are_held_to_the_field_they_read(expect: dict[str, Any], problem: str) -> None:
+    assert problems_of(doc(checks_0=expect)) == [problem]
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"path": "backups.nightly.status", "contains": "runn"},
+        {"path": "tickets.T-5120.body", "contains": "backup", "case": "insensitive"},
+        {"count": "tickets.T-5120.replies", "where": {"message": {"contains": "nightly"}}, "at_least": 1},
+        {"count": "notifications", "where": {"message": {"matches": "nightly|backup"}, "team": "ops"}, "at_most": 0},
+    ],
+)
+def test_text_tests_a_string_field_can_pass_are_accepted(expect: dict[str, Any]) -> None:
+    parse_scenario(doc(checks_0=expect), "case.yaml", get_kit)
+
+
 def test_check_paths_are_checked_even_when_another_check_is_malformed() -> None:
     document = doc(checks_1={"path": "backups.nightlyy.status", "equals": "running"})
     document["checks"][0]["weight"] = "25"

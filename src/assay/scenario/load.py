@@ -127,6 +127,7 @@ def describe_error(exc: ValidationError, prefix: str = "", model: Any = None) ->
 
 #: The union tags pydantic puts into a predicate's location (`expect.path.at_least`: the `path` kind).
 _TAGS = ("path", "count", "all", "any", "not")
+_WHERE_TAGS = ("text", "value")
 
 
 def _location(prefix: str, parts: tuple[Any, ...]) -> str:
@@ -139,8 +140,11 @@ def _location(prefix: str, parts: tuple[Any, ...]) -> str:
 
 
 def _is_tag(parts: tuple[Any, ...], i: int) -> bool:
-    """Whether `parts[i]` is the union tag of a predicate (which the author never wrote): the first
-    part under an `expect`, under an item of `all`/`any`, or under the field `not`."""
+    """Whether `parts[i]` is a union tag (which the author never wrote): a predicate's, the first
+    part under an `expect`, under an item of `all`/`any`, or under the field `not`; or a `where`
+    entry's, under its key."""
+    if parts[i] in _WHERE_TAGS and i >= 2 and parts[i - 2] == "where":
+        return True  # a `where` entry's kind: a text test or a value
     if parts[i] not in _TAGS or i == 0:
         return False
     before = parts[i - 1]

@@ -3,8 +3,13 @@
 Documents never carry code: a check says *what* must hold, in a tiny language evaluated here.
 
 - `{path: a.b.c, equals: V}` / `one_of: [..]` / `at_least: N` / `at_most: N` / `exists: bool`
+- `{path: a.b.c, contains: TEXT}` / `matches: REGEX` test a string (`case: insensitive` to ignore
+  case; case counts by default); `matches` is Python's `re.search`, its pattern at most
+  `PATTERN_MAX` characters with no repetition nested in a repetition, over at most `TEXT_MAX`
+  characters of the value
 - `{count: a.b, where: {field: V}, at_least: N, at_most: N}` counts list items (or mapping
-  values) whose fields equal every `where` entry
+  values) whose fields equal every `where` entry; a `where` entry may be a text test instead of
+  a value: `where: {body: {contains: "BEGIN PRIVATE KEY"}}`
 - `{all: [..]}`, `{any: [..]}`, `{not: P}`
 
 Paths are dot-separated keys into the state document (mapping keys only). A key that holds a dot
@@ -19,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     AfterValidator,
@@ -59,6 +64,98 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True, regex_engine="python-re")
 
 
+#: the longest pattern `matches` takes, the longest text `contains` looks for, and how much of a
+#: value either reads (a regular expression is searched in time that grows with its text)
+PATTERN_MAX = 200
+NEEDLE_MAX = 1000
+TEXT_MAX = 100_000
+Case = Literal["sensitive", "insensitive"]
+
+
+def _nested_repeat(pattern: str) -> bool:
+    """Whether a repetition holds another unbounded one (`(a+)+`, `(\\w*x)*`): the shape whose search
+    time can grow exponentially with the text."""
+    from re import _parser  # type: ignore[attr-defined]  # the parser `re` itself uses
+
+    def walk(items: Any, inside: bool) -> bool:
+        for op, arg in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                _lo, hi, sub = arg
+                unbounded = hi is _parser.MAXREPEAT or hi > 1
+                if inside and unbounded:
+                    return True
+                if walk(sub, inside or unbounded):
+                    return True
+            elif name == "SUBPATTERN" and walk(arg[-1], inside):
+                return True
+            elif name == "BRANCH" and any(walk(b, inside) for b in arg[1]):
+                return True
+            elif name in ("ASSERT", "ASSERT_NOT") and walk(arg[1], inside):
+                return True
+        return False
+
+    return walk(_parser.parse(pattern), False)
+
+
+def _pattern(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    if _nested_repeat(pattern):
+        raise ValueError("a repetition inside a repetition (like '(a+)+') can take exponential time: write it flat")
+    return pattern
+
+
+Pattern = Annotated[str, Field(min_length=1, max_length=PATTERN_MAX), AfterValidator(_pattern)]
+Needle = Annotated[str, Field(min_length=1, max_length=NEEDLE_MAX)]
+
+
+def text_holds(value: Any, contains: str | None, matches: str | None, case: Case | None) -> bool:
+    """Whether the string `value` contains `contains` or has a match of `matches` (a non-string is
+    never either), read up to TEXT_MAX characters; `case: insensitive` folds case on both sides."""
+    if not isinstance(value, str):
+        return False
+    text = value[:TEXT_MAX]
+    folded = case == "insensitive"
+    if contains is not None:
+        return (contains.casefold() in text.casefold()) if folded else contains in text
+    assert matches is not None
+    return re.search(matches, text, re.IGNORECASE if folded else 0) is not None
+
+
+class TextTest(_Strict):
+    """A `where` entry that tests a string instead of naming its value: `{contains: T}` or
+    `{matches: R}`, with `case` as on a path's condition."""
+
+    contains: Needle | None = None
+    matches: Pattern | None = None
+    case: Case | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> "TextTest":
+        if (self.contains is None) == (self.matches is None):
+            raise ValueError("a text test gives one of contains, matches")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _only_given(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    def holds(self, value: Any) -> bool:
+        return text_holds(value, self.contains, self.matches, self.case)
+
+
+#: a `where` entry: a mapping is a text test, anything else the value a field must equal
+WhereValue = Annotated[
+    Union[Annotated[TextTest, Tag("text")], Annotated[Scalar, Tag("value")]],
+    Discriminator(lambda v: "text" if isinstance(v, (dict, TextTest)) else "value"),
+]
+
+
 class ValueAt(_Strict):
     """A condition on the single value at `path`."""
 
@@ -68,16 +165,22 @@ class ValueAt(_Strict):
     at_least: StrictInt | None = None
     at_most: StrictInt | None = None
     exists: StrictBool | None = None
+    contains: Needle | None = None
+    matches: Pattern | None = None
+    case: Case | None = None
 
     @model_validator(mode="after")
     def _one_condition(self) -> "ValueAt":
-        given = [k for k in ("one_of", "at_least", "at_most", "exists") if getattr(self, k) is not None]
+        given = [k for k in ("one_of", "at_least", "at_most", "exists", "contains", "matches")
+                 if getattr(self, k) is not None]
         if "equals" in self.model_fields_set:
             given.append("equals")
         if not given:
-            raise ValueError("needs one of equals, one_of, at_least, at_most, exists")
+            raise ValueError("needs one of equals, one_of, at_least, at_most, exists, contains, matches")
         if len(given) > 1 and set(given) != {"at_least", "at_most"}:
             raise ValueError(f"give one condition, not {', '.join(sorted(given))}")
+        if self.case is not None and self.contains is None and self.matches is None:
+            raise ValueError("case applies to contains and matches only")
         return self
 
     @model_serializer(mode="wrap")
@@ -99,7 +202,7 @@ class CountOf(_Strict):
     """How many items of the list (or mapping) at `count` match `where`."""
 
     count: PathText
-    where: dict[str, Scalar] = Field(default_factory=dict)
+    where: dict[str, WhereValue] = Field(default_factory=dict)
     at_least: StrictInt | None = Field(default=None, ge=0)
     at_most: StrictInt | None = Field(default=None, ge=0)
 
@@ -230,6 +333,8 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
             return same(value, pred.equals)
         if pred.one_of is not None:
             return any(same(value, v) for v in pred.one_of)
+        if pred.contains is not None or pred.matches is not None:
+            return text_holds(value, pred.contains, pred.matches, pred.case)
         if not isinstance(value, int) or isinstance(value, bool):
             return False
         return (pred.at_least is None or value >= pred.at_least) and (pred.at_most is None or value <= pred.at_most)
@@ -241,7 +346,8 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
             return False
         n = sum(
             1 for item in items
-            if isinstance(item, dict) and all(k in item and same(item[k], v) for k, v in pred.where.items())
+            if isinstance(item, dict) and all(k in item and (v.holds(item[k]) if isinstance(v, TextTest) else same(item[k], v))
+                                              for k, v in pred.where.items())
         )
         return (pred.at_least is None or n >= pred.at_least) and (pred.at_most is None or n <= pred.at_most)
     if isinstance(pred, AllOf):

@@ -149,6 +149,14 @@ mapping (`{{count: hosts, where: {{isolated: true}}, at_most: 0}}`).
 enumerated field names its values); `at_least` and `at_most` compare integers and must be
 reachable within the field's range (a percentage is 0..100, a count never negative); the
 conditions of an `all` on one path must leave some value that meets them all.
+
+**Text.** `{{path: P, contains: TEXT}}` holds when the string at P contains TEXT; `{{path: P,
+matches: REGEX}}` when Python's `re.search` finds REGEX in it (at most 200 characters, no
+repetition inside a repetition such as `(a+)+`; the first 100,000 characters of the value are
+read). Case counts unless the condition says `case: insensitive`. A `where` entry may be a text
+test instead of a value: `{{count: tickets.T-1.replies, where: {{message: {{contains: AKIA}}}},
+at_most: 0}}` says no reply repeats the key. The field must be able to pass the test: a string,
+or an enumeration with a value that passes.
 """
 
 

@@ -39,10 +39,12 @@ from assay.scenario.predicates import (
     AnyOf,
     CountOf,
     NotOf,
+    TextTest,
     ValueAt,
     format_path,
     same,
     split_path,
+    text_holds,
 )
 
 Schema = dict[str, Any]
@@ -148,6 +150,12 @@ class Shape:
             never = [v for v in pred.one_of if not any(admits(a, v, self) for a in place.alts)]
             if never:
                 yield ".one_of", f"{', '.join(map(_show, never))} can never be the value of {pred.path}, which is {kind}"
+        if pred.contains is not None or pred.matches is not None:
+            test = ".contains" if pred.contains is not None else ".matches"
+            if not any(_text_admits(a, pred) for a in place.alts):
+                yield test, (f"{pred.path} is {kind}: contains and matches test strings" if not _stringy(place.alts)
+                             else f"no value of {pred.path} can pass it: {pred.path} is {kind}")
+            return
         if pred.at_least is None and pred.at_most is None:
             return
         ints = [a for a in place.alts if a.get("type") == "integer"]
@@ -191,6 +199,10 @@ class Shape:
             if not fields:
                 yield f".where.{key}", _no_field(key, sorted({f for a in records for f in a["properties"]}),
                                                   f"the items of {pred.count}")
+            elif isinstance(value, TextTest):
+                if not any(_text_admits(f, value) for f in fields):
+                    yield f".where.{key}", (f"no {key} of an item of {pred.count} can pass this text test: "
+                                            f"it is {describe(fields)}")
             elif not any(admits(f, value, self) for f in fields):
                 yield f".where.{key}", (f"{_show(value)} can never be the {key} of an item of {pred.count}, "
                                         f"which is {describe(fields)}")
@@ -236,6 +248,20 @@ def admits(schema: Schema, value: Any, shape: Shape) -> bool:
         items = shape.alts(schema.get("items", {}))
         return isinstance(value, list) and all(any(admits(i, v, shape) for i in items) for v in value)
     return kind is None and "properties" not in schema  # an unconstrained value may be anything
+
+
+def _stringy(alts: list[Schema]) -> bool:
+    return any(a.get("type") == "string" or any(isinstance(v, str) for v in a.get("enum", [a.get("const")]))
+               for a in alts)
+
+
+def _text_admits(schema: Schema, test: ValueAt | TextTest) -> bool:
+    """Whether some value `schema` allows can pass a text test (`contains`/`matches`): any free
+    string may; of an enumeration, only a listed string that passes."""
+    if "enum" in schema or "const" in schema:
+        return any(text_holds(v, test.contains, test.matches, test.case)
+                   for v in schema.get("enum", [schema.get("const")]))
+    return schema.get("type") == "string"
 
 
 def describe(alts: list[Schema]) -> str:
@@ -312,7 +338,7 @@ def contradictions(pred: AllOf) -> list[str]:
         if isinstance(part, ValueAt):
             values.setdefault(part.path, []).append(part)
         elif isinstance(part, CountOf):
-            counts.setdefault((part.count, json.dumps(part.where, sort_keys=True)), []).append(part)
+            counts.setdefault((part.count, json.dumps(part.model_dump()["where"], sort_keys=True)), []).append(part)
     found = []
     for path, preds in values.items():
         if _conflict(preds):
