@@ -336,6 +336,8 @@ class TrialResult(_View):
     final_state_hash: str | None
     turns: int
     checks: list[CheckResult]
+    #: the run's model usage and cost by role and in total (`stats.cost.summarise`)
+    usage: dict[str, Any] | None = None
 
 
 class CaseResult(_View):
@@ -386,6 +388,8 @@ class BatchResults(_View):
     created_at: str | None
     cases: list[CaseResult]
     summary: Summary
+    #: the batch's model usage and cost by role and in total, and its cost per planned run
+    usage: dict[str, Any] | None = None
 
 
 class DebriefCheck(_View):

@@ -62,3 +62,13 @@ class UsageRepo(BoardRepo):
                     row = dict(r._mapping)
                     out[row.pop("batch_id")].append(row)
         return out
+
+    def price_rows(self, prefix: str) -> list[dict[str, Any]]:
+        """Every platform config row whose key starts with `prefix` (the price table), oldest first."""
+        from assay.store.board_schema import platform_config
+
+        with self.read() as conn:
+            rows = conn.execute(sa.select(platform_config.c.key, platform_config.c.value, platform_config.c.created_at)
+                                .where(platform_config.c.key.startswith(prefix, autoescape=True))
+                                .order_by(platform_config.c.id)).all()
+        return [dict(r._mapping) for r in rows]
