@@ -122,3 +122,63 @@ def test_a_price_needs_both_rates_and_a_bad_one_stores_nothing(tmp_path: Path) -
     assert code == 2 and len(err.strip().splitlines()) == 1
     code, out, _ = assay(tmp_path, "config", "price", "m", "--db", db)
     assert code == 0 and json.loads(out)["history"] == []
+
+
+# -- the board, the entry, the card, the page -----------------------------------------------------
+
+
+def test_board_entry_card_and_page_show_tokens_and_cost(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from fastapi.testclient import TestClient
+
+    from assay.store import open_store
+    from assay.web.app import Settings, create_app
+    from tests.board._support import mini_suite
+
+    db = f"sqlite:///{tmp_path / 'assay.db'}"
+    root = mini_suite(tmp_path / "mini", reps=1)
+
+    def ok(*args: Any) -> str:
+        code, out, err = assay(tmp_path, *args, "--db", db)
+        assert code == 0, err
+        return out
+
+    ok("suite", "release", root)
+    ok("account", "create", "alice", "--public-handle", "Alice")
+    ok("config", "price", "priced-model", "--prompt", PRICE["prompt"], "--completion", PRICE["completion"],
+       "--cached", PRICE["cached"])
+    with FakeOpenAI(_agent) as server:
+        owner = json.loads(ok("submit", "mini", "--agent", "openai:priced-model", "--base-url", server.base_url,
+                              "--account", "alice", "--label", "priced", "--publish", "--json", "--quiet"))
+        served = [c["usage"] for c in server.completions]
+    expected = sum(_cost(u) for u in served)
+    board = json.loads(ok("board", "mini", "--json"))
+    (entry,) = board["entries"]
+    assert entry["usage"]["agent"]["calls"] == len(served)
+    assert entry["usage"]["agent"]["prompt_tokens"] == sum(u["prompt_tokens"] for u in served)
+    assert entry["usage"]["total"]["cost_usd"] == pytest.approx(expected, abs=1e-9)
+    assert entry["cost_per_run_usd"] == pytest.approx(expected / entry["n_runs"], abs=1e-9)
+    # the entry, by its id, on the command line and through the API
+    shown = ok("entry", owner["id"])
+    assert f"${entry['cost_per_run_usd']:.6f}" in shown and "tokens agent" in shown
+    # the card
+    card = ok("card", "mini")
+    assert "## Tokens and cost" in card and f"${entry['cost_per_run_usd']:.6f}" in card
+    # the board page: the cost table and the score-against-cost chart, its one entry on the frontier
+    store = open_store(db)
+    try:
+        with TestClient(create_app(Settings(db_url=None, secret=b"s" * 32), store=store)) as client:
+            api = client.get(f"/api/entries/{owner['id']}").json()
+            assert api["entry"]["cost_per_run_usd"] == entry["cost_per_run_usd"]
+            assert api["entry"]["usage"] == entry["usage"]
+            page = client.get("/suites/mini").text
+    finally:
+        store.close()
+    assert "Tokens and cost on" in page and f"${entry['cost_per_run_usd']:.6f}" in page
+    svg = page[page.index('<svg xmlns="http://www.w3.org/2000/svg" class="cost-chart"'):]
+    svg = svg[: svg.index("</svg>") + len("</svg>")]
+    tree = ET.fromstring(svg)
+    points = [g for g in tree.iter("{http://www.w3.org/2000/svg}g") if "point" in (g.get("class") or "")]
+    assert len(points) == 1 and points[0].get("data-front") == "true"
+    assert float(points[0].get("data-cost") or 0) == pytest.approx(entry["cost_per_run_usd"], rel=1e-6)

@@ -629,6 +629,13 @@ def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
     for k in ("composite", "pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
         if k in e:
             out.print(f"  {k} {_rate_ci(e[k], e.get(f'{k}_ci'))}", markup=False)
+    if e.get("usage"):
+        u = e["usage"]
+        per = e.get("cost_per_run_usd")
+        out.print(f"  tokens agent {u['agent']['prompt_tokens']} in / {u['agent']['completion_tokens']} out"
+                  f"{' (self-reported)' if u['agent']['self_reported'] else ''} · judge {u['judge']['prompt_tokens']}"
+                  f" in / {u['judge']['completion_tokens']} out · cost per run "
+                  + (f"${per:.6f}" if per is not None else f"no number ({u['total']['cost_reason']})"), markup=False)
     out.print(f"  digest {e['digest'] or '-'}", markup=False)
 
 
