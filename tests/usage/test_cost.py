@@ -182,3 +182,22 @@ def test_board_entry_card_and_page_show_tokens_and_cost(tmp_path: Path) -> None:
     points = [g for g in tree.iter("{http://www.w3.org/2000/svg}g") if "point" in (g.get("class") or "")]
     assert len(points) == 1 and points[0].get("data-front") == "true"
     assert float(points[0].get("data-cost") or 0) == pytest.approx(entry["cost_per_run_usd"], rel=1e-6)
+
+
+def test_an_agent_may_report_its_own_usage_which_is_validated_and_marked_self_reported(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'assay.db'}"
+    assay(tmp_path, "config", "price", "own-model", "--prompt", 1, "--completion", 2, "--db", db)
+    code, out, err = assay(tmp_path, "run", CASE, "--agent", "python:tests/fixtures/agents/reports_usage.py:agent",
+                           "--trials", 1, "--json", "--db", db)
+    assert code == 0, err
+    usage = json.loads(out)["usage"]
+    agent = usage["agent"]
+    # the refused report (negative tokens) counts nothing; the others count, marked self-reported
+    assert (agent["prompt_tokens"], agent["completion_tokens"], agent["cached_tokens"], agent["calls"]) == (
+        810, 105, 100, 4)
+    assert agent["self_reported"] is True and agent["models"] == ["helper-model", "own-model"]
+    assert agent["cost_usd"] is None and agent["cost_reason"] == "no price for model helper-model"
+    code, out, err = assay(tmp_path, "debrief", json.loads(out)["cases"][0]["trials"][0]["run_id"], "--json",
+                           "--db", db)
+    assert code == 0, err
+    assert "usage_refused" in out and "prompt_tokens must be an integer" in out
