@@ -197,6 +197,14 @@ class Episode:
             return self._timeout()
 
     # -- the books ----------------------------------------------------------------------------
+    def _world_usage(self) -> list[tuple[str, Usage]]:
+        """What the world's own model calls used (a model facilitator's lines), when it says."""
+        said = getattr(self.world, "model_usage", None)
+        try:
+            return list(said()) if callable(said) else []
+        except Exception:  # noqa: BLE001 - a kit fault never loses the run
+            return []
+
     def _count_usage(self, raw: Any, elapsed: float) -> None:
         """Add the usage the reply carries: measured (a `Usage` a built-in model agent attached) or
         self-reported (a `usage` object the agent sent, validated; a refused report counts nothing
@@ -245,7 +253,8 @@ class Episode:
                 # the world is private to this run and no longer changes once the run is done: no copy
                 final_state=state, final_state_hash=sha256_hex(encoded),
                 duration_ms=int(self.agent_seconds * 1000),
-                usage=[u.as_row("agent", reported) for (_, reported), u in self._usage.items()],
+                usage=[*(u.as_row("agent", reported) for (_, reported), u in self._usage.items()),
+                       *(u.as_row(role, False) for role, u in self._world_usage())],
             )
             self._done = Done(record.with_final_state_text(encoded.decode("utf-8")))
         return self._done
