@@ -51,10 +51,15 @@ def cost_points(board: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[
     return key, points, left_out
 
 
+def any_usage(board: dict[str, Any]) -> bool:
+    """Whether any entry of the board recorded a model call (else there is no cost to show)."""
+    return any(((e.get("usage") or {}).get("total") or {}).get("calls") for e in board.get("entries") or [])
+
+
 def cost_chart(board: dict[str, Any]) -> str | None:
-    """The SVG, or None when no entry has both a cost and a score."""
+    """The SVG, or None when no entry has both a cost and a score, or no entry called a model."""
     key, points, left_out = cost_points(board)
-    if not points:
+    if not points or not any_usage(board):
         return None
     suite = board["suite"]
     top_cost = max(p["cost"] for p in points) or 1.0
@@ -103,8 +108,11 @@ def cost_chart(board: dict[str, Any]) -> str | None:
 
 
 def cost_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
-    """The board's cost table: per entry, tokens and cost by role and the cost per run (None: no number)."""
-    rows = []
+    """The board's cost table: per entry, tokens and cost by role and the cost per run (None: no
+    number); empty when no entry called a model."""
+    rows: list[dict[str, Any]] = []
+    if not any_usage(board):
+        return rows
     for e in board.get("entries") or []:
         usage = e.get("usage")
         if not usage:
