@@ -119,6 +119,9 @@ class RunRecord(BaseModel):
     final_state: dict[str, Any] = {}
     final_state_hash: str = ""
     duration_ms: int = 0
+    #: the model usage of the run's agent, one `Usage.as_row()` dict per (model, self-reported):
+    #: measured by a built-in model agent, or reported by the agent itself (`reported_usage`)
+    usage: list[dict[str, Any]] = []
     #: the canonical JSON text `final_state_hash` was computed from, when the harness has it
     #: (the store writes it as is instead of encoding the state a second time)
     _final_state_text: str | None = PrivateAttr(default=None)
@@ -130,6 +133,115 @@ class RunRecord(BaseModel):
     def with_final_state_text(self, text: str) -> RunRecord:
         self._final_state_text = text
         return self
+
+
+#: Who made the model calls a usage row counts.
+USAGE_ROLES: tuple[str, ...] = ("agent", "judge", "facilitator")
+#: The most tokens (of each kind) or calls one reported usage entry may claim, and the most entries
+#: one assistant message may carry: a bound that refuses nonsense, far above any real turn.
+MAX_REPORTED_TOKENS = 100_000_000
+MAX_REPORTED_CALLS = 10_000
+MAX_REPORTED_LATENCY_MS = 86_400_000
+MAX_REPORTED_ENTRIES = 16
+MAX_MODEL_NAME = 200
+_USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "calls", "latency_ms")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Model usage: the tokens of `calls` calls to `model` and the milliseconds they took.
+
+    A built-in model client (the `openai:` agent, the model judge, the model facilitator) attaches
+    one to what it returns as *measured*: an instance of this class, which no JSON an agent sends
+    can be. What an agent reports for itself arrives as a plain `usage` object on its assistant
+    message and is read by `reported_usage`: self-reported."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    calls: int = 1
+    latency_ms: int = 0
+
+    def plus(self, other: Usage) -> Usage:
+        return Usage(self.model, self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens, self.cached_tokens + other.cached_tokens,
+                     self.calls + other.calls, self.latency_ms + other.latency_ms)
+
+    def as_row(self, role: str, self_reported: bool) -> dict[str, Any]:
+        return {"role": role, "model": self.model, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
+                "calls": self.calls, "latency_ms": self.latency_ms, "self_reported": self_reported}
+
+
+class MeasuredReply(dict[str, Any]):
+    """An assistant message a built-in model client returns, with the `Usage` it measured for it
+    beside the message (an attribute, not a key: the message itself is exactly what the model said)."""
+
+    measured_usage: Usage | None = None
+
+    @classmethod
+    def of(cls, message: dict[str, Any], usage: Usage) -> MeasuredReply:
+        reply = cls(message)
+        reply.measured_usage = usage
+        return reply
+
+
+def usage_of_completion(completion: Any, model: str, latency_ms: int) -> Usage:
+    """The usage a chat-completions response body (decoded JSON) reports, for one call to `model`;
+    a server that reports none counts the call with zero tokens. Read leniently, as the typed
+    client reads it: `usage.prompt_tokens`, `usage.completion_tokens` and
+    `usage.prompt_tokens_details.cached_tokens`, each a non-negative int or absent."""
+    usage = completion.get("usage") if isinstance(completion, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return Usage(model, count(usage.get("prompt_tokens")), count(usage.get("completion_tokens")),
+                 count(details.get("cached_tokens")), 1, max(0, int(latency_ms)))
+
+
+def reported_usage(raw: Any, default_latency_ms: int = 0) -> list[Usage]:
+    """An agent's own report of its model usage (the `usage` of its assistant message), validated:
+    one object or a list of at most `MAX_REPORTED_ENTRIES`, each `{model, prompt_tokens,
+    completion_tokens, cached_tokens?, calls?, latency_ms?}` with a model name of 1 to
+    `MAX_MODEL_NAME` characters and counts that are ints from 0 to their bound (cached tokens at
+    most the prompt's). Raises ValueError saying what is wrong; nothing of a refused report counts.
+    `calls` defaults to 1, `latency_ms` to `default_latency_ms` (the turn's time, as the harness saw it)."""
+    entries = raw if isinstance(raw, list) else [raw]
+    if not entries or len(entries) > MAX_REPORTED_ENTRIES:
+        raise ValueError(f"usage must be an object or a list of 1 to {MAX_REPORTED_ENTRIES} objects")
+    out: list[Usage] = []
+    for i, entry in enumerate(entries):
+        where = f"usage[{i}]" if isinstance(raw, list) else "usage"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} is not an object")
+        unknown = set(entry) - {"model", *_USAGE_COUNTS}
+        if unknown:
+            raise ValueError(f"{where} has unknown fields: {', '.join(sorted(map(str, unknown)))}")
+        model = entry.get("model")
+        if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_NAME:
+            raise ValueError(f"{where}.model must be a model name of 1 to {MAX_MODEL_NAME} characters")
+        counts: dict[str, int] = {"calls": 1, "latency_ms": max(0, int(default_latency_ms)), "cached_tokens": 0}
+        for name in _USAGE_COUNTS:
+            if name not in entry:
+                if name in ("prompt_tokens", "completion_tokens"):
+                    raise ValueError(f"{where}.{name} is missing")
+                continue
+            value = entry[name]
+            bound = (MAX_REPORTED_CALLS if name == "calls" else
+                     MAX_REPORTED_LATENCY_MS if name == "latency_ms" else MAX_REPORTED_TOKENS)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= bound:
+                raise ValueError(f"{where}.{name} must be an integer from 0 to {bound}")
+            counts[name] = value
+        if counts["cached_tokens"] > counts["prompt_tokens"]:
+            raise ValueError(f"{where}.cached_tokens exceeds its prompt_tokens")
+        out.append(Usage(storable(model.strip()), counts["prompt_tokens"], counts["completion_tokens"],
+                         counts["cached_tokens"], counts["calls"], counts["latency_ms"]))
+    return out
 
 
 def storable(value: Any) -> Any:
@@ -224,6 +336,8 @@ class TrialResult(_View):
     final_state_hash: str | None
     turns: int
     checks: list[CheckResult]
+    #: the run's model usage and cost by role and in total (`stats.cost.summarise`)
+    usage: dict[str, Any] | None = None
 
 
 class CaseResult(_View):
@@ -274,6 +388,8 @@ class BatchResults(_View):
     created_at: str | None
     cases: list[CaseResult]
     summary: Summary
+    #: the batch's model usage and cost by role and in total, and its cost per planned run
+    usage: dict[str, Any] | None = None
 
 
 class DebriefCheck(_View):

@@ -115,8 +115,14 @@ def test_tool_calls_come_back_in_protocol_shape() -> None:
             },
         ],
     }
-    assert type(reply) is dict and all(type(call) is dict for call in reply["tool_calls"])
+    assert isinstance(reply, dict) and all(type(call) is dict for call in reply["tool_calls"])
     assert json.loads(json.dumps(reply)) == reply  # plain data, nothing from the client leaks out
+    # the call's usage as the endpoint reported it, measured beside the message (never in it)
+    served = fake.completions[-1]["usage"]
+    usage = reply.measured_usage  # type: ignore[attr-defined]
+    assert (usage.model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, usage.calls) == (
+        "fake-model-1", served["prompt_tokens"], served["completion_tokens"], 0, 1)
+    assert usage.prompt_tokens > 0 and usage.latency_ms >= 0
 
 
 def test_arguments_stay_the_raw_string_even_when_not_json() -> None:

@@ -19,6 +19,7 @@ TAMPER: dict[str, tuple[str, Any]] = {
     "runs": ("status", "completed"),
     "check_outcomes": ("passed", True),
     "run_verdicts": ("passed", True),
+    "run_usage": ("prompt_tokens", 0),
 }
 
 
@@ -26,7 +27,9 @@ TAMPER: dict[str, tuple[str, Any]] = {
 def filled(store: Store) -> Store:
     """One row in every append-only table; the run *failed*, which is what a cheat would edit."""
     _, planned = seeded_batch(store, n=1)
-    store.add_runs([scored(record(planned[0], status="timeout", reason="took too long"), CHECKS)])
+    usage = [{"role": "agent", "model": "m", "prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 20,
+              "calls": 2, "latency_ms": 900, "self_reported": False}]
+    store.add_runs([scored(record(planned[0], status="timeout", reason="took too long", usage=usage), CHECKS)])
     return store
 
 

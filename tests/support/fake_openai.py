@@ -156,6 +156,8 @@ class FakeOpenAI:
         #: the Content-Type header of every chat request, in order
         self.content_types: list[str | None] = []
         self.authorizations: list[str | None] = []
+        #: every ChatCompletion body answered with 200, in order (with the `usage` it reported)
+        self.completions: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.responder_errors: list[Exception] = []
         self._server: ThreadingHTTPServer | None = None
@@ -262,7 +264,10 @@ class FakeOpenAI:
                 return 500, error(500, f"FakeOpenAI responder raised {type(exc).__name__}: {exc}").body()
         if isinstance(reply, FakeError):
             return reply.status, reply.body()
-        return 200, self._completion(reply, body, serial)
+        completion = self._completion(reply, body, serial)
+        with self._lock:
+            self.completions.append(completion)
+        return 200, completion
 
     def _completion(self, reply: dict[str, Any], request: dict[str, Any], serial: int) -> dict[str, Any]:
         """Wrap a reply into a ChatCompletion body the real client parses."""

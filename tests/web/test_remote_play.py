@@ -419,3 +419,23 @@ def test_a_release_worded_by_a_model_is_played_remotely_with_each_line_asked_onc
     # what the agent read was the model's words, the opening included
     read = [m["content"] for body in agent.seen for m in body.get("messages", []) if m.get("role") == "user"]
     assert set(lines) <= set(read)
+
+
+def test_a_remote_agent_may_report_its_usage_which_is_recorded_self_reported(web_store: Store) -> None:
+    from assay.store.usage_repo import UsageRepo
+
+    keys = accounts_and_keys(web_store)
+    client = _client(web_store)
+    assert submit_remote(client, keys.alice_api, "remote").status_code == 201
+    run_id = client.post("/api/agent/runs/next", headers=bearer(keys.alice_agent)).json()["run_id"]
+    url, auth = f"/api/agent/runs/{run_id}/step", bearer(keys.alice_agent)
+    used = {"model": "remote-model", "prompt_tokens": 120, "completion_tokens": 8}
+    assert client.post(url, json={"step": 1, "message": {**LIST_ALERTS, "usage": used}}, headers=auth).status_code == 200
+    finish = {"role": "assistant", "content": None, "usage": {**used, "cached_tokens": 20}, "tool_calls": [
+        {"id": "f", "type": "function", "function": {"name": "finish",
+                                                     "arguments": '{"claimed_success": false, "summary": "x"}'}}]}
+    answer = client.post(url, json={"step": 2, "message": finish}, headers=auth).json()
+    assert answer["done"] is True
+    (row,) = UsageRepo(web_store).for_runs([run_id])
+    assert (row["role"], row["model"], row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"],
+            row["calls"], row["self_reported"]) == ("agent", "remote-model", 240, 16, 20, 2, True)

@@ -22,6 +22,7 @@ import json
 import os
 import ssl
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -35,6 +36,7 @@ from assay.endpoints import is_loopback as _is_loopback
 from assay.endpoints import without_credentials as _without_credentials
 from assay.agents.protocol import Unreachable
 from assay.errors import BadInput
+from assay.records import MeasuredReply, usage_of_completion
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "OpenAIAgent", "OpenAIAgentError", "open_endpoint"]
 
@@ -187,6 +189,7 @@ class OpenAIAgent:
         the harness records as `error`.
         """
         request = self._body(messages, tools)
+        began = time.perf_counter()
         try:
             # The client's own POST, with its auth, retries and error mapping, minus the typed-params
             # transform of `chat.completions.create`, which rebuilds every message and tool schema
@@ -208,7 +211,10 @@ class OpenAIAgent:
                     "contained the API key"
                 ) from None
             raise
-        return _to_protocol(completion, turn=len(messages))
+        # measured, not reported: beside the message, where no JSON an agent sends can put anything
+        return MeasuredReply.of(_to_protocol(completion, turn=len(messages)),
+                                usage_of_completion(completion, self.model,
+                                                    round((time.perf_counter() - began) * 1000)))
 
     def _body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bytes:
         """The request body as JSON bytes: model, messages, temperature, tools, max_tokens.

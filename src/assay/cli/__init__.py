@@ -19,7 +19,8 @@ from assay.ui import (
     emit_json, err, open_store_at, out, print_json, says,
 )
 from assay.cli.agent_opts import (  # noqa: E402
-    AgentEnvOpt, AgentMemoryOpt, InProcessFlag, agent_options, protect_local, warn_unsandboxed,
+    AgentEnvOpt, AgentMemoryOpt, InProcessFlag, MaxCostOpt, agent_options, protect_local, say_cost_cap,
+    warn_unsandboxed,
 )
 
 def _flags_without_placeholders() -> None:
@@ -140,6 +141,7 @@ def run(
     agent_env: Optional[list[str]] = AgentEnvOpt,
     agent_memory: Optional[str] = AgentMemoryOpt,
     in_process: bool = InProcessFlag,
+    max_cost: Optional[float] = MaxCostOpt,
     quiet: bool = QuietFlag,
     db: Optional[str] = DbOpt,
     store_retry: Optional[float] = StoreRetryOpt,
@@ -167,10 +169,12 @@ def run(
     check_output(output)
     store = open_store_at(db)
     say = says(as_json)
+    budgets: list[Any] = []
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
-                           executor=chosen, on_created=progress.created, progress=progress.done)
+                           executor=chosen, on_created=progress.created, progress=progress.done,
+                           max_cost=max_cost, on_budget=budgets.append)
     results = results_json(store, result.batch_id, actor=OPERATOR)
     if not quiet:
         print_summary(say, [results])
@@ -178,6 +182,8 @@ def run(
     if output is not None and not quiet:
         say.print(f"results JSON: {output}", markup=False, highlight=False, soft_wrap=True)
     say.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
+    if budgets and budgets[0].stopped:
+        say_cost_cap(budgets[0], store, result.batch_id)
     from assay.cli.failures import FAILED, no_agent_reached, say_all
 
     unreached = no_agent_reached(store, result.batch_id)

@@ -84,3 +84,20 @@ def protect_local(suite_source: Optional[str], db: Optional[str]) -> None:
         if path.exists():
             sandbox.protect(path if path.is_dir() else path.parent)
     sandbox.protect_store(db)
+
+MaxCostOpt: Any = typer.Option(
+    None, "--max-cost", min=0.0, metavar="USD",
+    help="Stop starting runs once the next one would push the batch's spend past USD (its model usage at "
+         "the prices of `assay config price`; a model with no price stops it). Recorded runs stay; the rest "
+         "stay pending for `assay resume`.")
+
+
+def say_cost_cap(budget: Any, store: Any, batch_id: str) -> None:
+    """One stderr line: the batch stopped at its cost cap, what it spent, and how to go on."""
+    from assay.ui import err
+
+    left = store.batch_listing()
+    listing = next((b for b in left if b["id"] == batch_id), None)
+    pending = "" if listing is None else f"; {listing['n_planned'] - listing['n_recorded']} runs left pending"
+    err.print(f"assay: stopped starting runs at --max-cost: {budget.stopped}{pending} "
+              f"(`assay resume {batch_id}` plays them)", markup=False, highlight=False, soft_wrap=True)

@@ -12,7 +12,9 @@ from typing import Any, Optional
 
 import typer
 
-from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, warn_unsandboxed
+from assay.cli.agent_opts import (
+    AgentEnvOpt, AgentMemoryOpt, MaxCostOpt, agent_options, protect_local, say_cost_cap, warn_unsandboxed,
+)
 from assay.cli.errors import StoreRetryOpt
 from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
 
@@ -31,6 +33,7 @@ def resume(
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
+    max_cost: Optional[float] = MaxCostOpt,
     quiet: bool = QuietFlag,
     as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
@@ -53,13 +56,20 @@ def resume(
         protect_local(None, db)
         factory, limits = batches.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
         warn_unsandboxed(factory)
+    budget = None
     if left:
+        from assay.service.usage import Budget
+
+        budget = None if max_cost is None else Budget(store, batch["id"], max_cost)
         chosen = make_executor(executor, workers, factory, ray_address=ray_address)
         scenarios = batches.stored_scenarios(store, batch["id"])
         with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
                            announce=False) as progress:
             progress.created(batch["id"], batches.pending(store, batch["id"]))
-            batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done)
+            batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done,
+                                    budget=budget)
+        if budget is not None and budget.stopped:
+            say_cost_cap(budget, store, batch["id"])
     # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
     finished = batches.complete(store, batch["id"])
     if batch["kind"] == "submission":

@@ -431,6 +431,33 @@ def config_set(key: str = typer.Argument(..., help="Config key."),
     print_json({"key": key, "value": platform_config.set_value(open_store_at(db), key, parsed, actor=OPERATOR)})
 
 
+@config_app.command("price")
+def config_price(model: Optional[str] = typer.Argument(None, help="Model name as agents and judges name it "
+                                                                  "(default: list every priced model)."),
+                 prompt: Optional[float] = typer.Option(None, "--prompt", help="USD per million prompt tokens."),
+                 completion: Optional[float] = typer.Option(None, "--completion",
+                                                            help="USD per million completion tokens."),
+                 cached: Optional[float] = typer.Option(None, "--cached", help="USD per million cached prompt "
+                                                        "tokens (default: the prompt price)."),
+                 as_json: bool = AlwaysJson, db: Optional[str] = DbOpt) -> None:
+    """Set a model's price (appended: usage recorded earlier keeps the price of its time), or show it.
+
+    With --prompt and --completion, append a price for MODEL; with neither, print its price and
+    history; with no MODEL, every priced model and its price in force."""
+    from assay.service import usage
+
+    store = open_store_at(db)
+    if model is None:
+        print_json({"prices": usage.price_table(store)})
+        return
+    if prompt is None and completion is None and cached is None:
+        print_json(usage.describe_price(store, model))
+        return
+    if prompt is None or completion is None:
+        raise BadInput("a price needs both --prompt and --completion (USD per million tokens)", where="--prompt")
+    print_json(usage.set_price(store, model, prompt=prompt, completion=completion, cached=cached, actor=OPERATOR))
+
+
 @era_app.command("add")
 def era_add(name: str = typer.Argument(..., help="Era name, e.g. 2026-06-scoring-fix."),
             starts: str = typer.Option(..., "--from", help="ISO 8601 start (a date means 00:00 UTC)."),
@@ -602,6 +629,13 @@ def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
     for k in ("composite", "pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
         if k in e:
             out.print(f"  {k} {_rate_ci(e[k], e.get(f'{k}_ci'))}", markup=False)
+    if e.get("usage"):
+        u = e["usage"]
+        per = e.get("cost_per_run_usd")
+        out.print(f"  tokens agent {u['agent']['prompt_tokens']} in / {u['agent']['completion_tokens']} out"
+                  f"{' (self-reported)' if u['agent']['self_reported'] else ''} · judge {u['judge']['prompt_tokens']}"
+                  f" in / {u['judge']['completion_tokens']} out · cost per run "
+                  + (f"${per:.6f}" if per is not None else f"no number ({u['total']['cost_reason']})"), markup=False)
     out.print(f"  digest {e['digest'] or '-'}", markup=False)
 
 

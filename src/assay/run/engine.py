@@ -26,7 +26,7 @@ from typing import Any
 
 from assay.agents.protocol import NotAReply, parse_reply
 from assay.canonical import SharedSections, canonical_bytes, sha256_hex
-from assay.records import PlannedRun, RunRecord, Status, storable
+from assay.records import PlannedRun, RunRecord, Status, Usage, reported_usage, storable
 from assay.scenario.load import LoadedScenario
 from assay.worlds.base import Observation, World
 from assay.worlds.kits import get_kit
@@ -119,6 +119,8 @@ class Episode:
         self.steps = 0
         #: wall-clock seconds the agent has spent answering, as the drivers reported them
         self.agent_seconds = 0.0
+        #: the agent's model usage so far, by (model, self-reported)
+        self._usage: dict[tuple[str, bool], Usage] = {}
         self._view: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._done: Done | None = None
@@ -158,6 +160,7 @@ class Episode:
                 return self._done  # a watchdog ended the run while the agent thought
             self.turns += 1
             self.agent_seconds += elapsed
+            self._count_usage(raw, elapsed)
             if self.agent_seconds > self.limits.time_limit:
                 return self._timeout()
             try:
@@ -194,6 +197,35 @@ class Episode:
             return self._timeout()
 
     # -- the books ----------------------------------------------------------------------------
+    def _world_usage(self) -> list[tuple[str, Usage]]:
+        """What the world's own model calls used (a model facilitator's lines), when it says."""
+        said = getattr(self.world, "model_usage", None)
+        try:
+            return list(said()) if callable(said) else []
+        except Exception:  # noqa: BLE001 - a kit fault never loses the run
+            return []
+
+    def _count_usage(self, raw: Any, elapsed: float) -> None:
+        """Add the usage the reply carries: measured (a `Usage` a built-in model agent attached) or
+        self-reported (a `usage` object the agent sent, validated; a refused report counts nothing
+        and is noted in the transcript as a harness event the agent never sees)."""
+        found = getattr(raw, "measured_usage", None)
+        usage = found if isinstance(found, Usage) else raw.get("usage") if isinstance(raw, dict) else None
+        if usage is None:
+            return
+        if isinstance(usage, Usage):
+            measured = [(usage, False)]
+        else:
+            try:
+                measured = [(u, True) for u in reported_usage(usage, round(elapsed * 1000))]
+            except ValueError as exc:
+                self.events.append({"source": "harness", "data": {"usage_refused": str(exc)[:MAX_REASON]}})
+                return
+        for entry, self_reported in measured:
+            key = (entry.model, self_reported)
+            known = self._usage.get(key)
+            self._usage[key] = entry if known is None else known.plus(entry)
+
     def _timeout(self) -> Done:
         return self._end("timeout", f"exceeded the time limit of {self.limits.time_limit:g} s")
 
@@ -221,6 +253,8 @@ class Episode:
                 # the world is private to this run and no longer changes once the run is done: no copy
                 final_state=state, final_state_hash=sha256_hex(encoded),
                 duration_ms=int(self.agent_seconds * 1000),
+                usage=[*(u.as_row("agent", reported) for (_, reported), u in self._usage.items()),
+                       *(u.as_row(role, False) for role, u in self._world_usage())],
             )
             self._done = Done(record.with_final_state_text(encoded.decode("utf-8")))
         return self._done

@@ -161,6 +161,7 @@ def pending(store: Store, batch_id: str) -> int:
 def execute_pending(
     store: Store, batch_id: str, factory: AgentFactory, executor: Executor, limits: Limits,
     scenarios: dict[str, LoadedScenario], on_done: Callable[[RunRecord, bool], None] | None = None,
+    budget: Any = None,
 ) -> int:
     """Claim and play the batch's pending slots until none is left; each run is scored and
     appended as it ends. Returns the agent steps taken. An interrupt (KeyboardInterrupt, or the
@@ -168,7 +169,7 @@ def execute_pending(
     other slot pending: the claims of this process end with it."""
     noun = _noun(store, batch_id)
     try:
-        return _execute_pending(store, batch_id, factory, executor, limits, scenarios, on_done)
+        return _execute_pending(store, batch_id, factory, executor, limits, scenarios, on_done, budget)
     except Exception as exc:
         if is_fault(exc):
             raise _stopped(exc, batch_id, noun) from exc
@@ -189,6 +190,7 @@ def _stopped(exc: Exception, batch_id: str, noun: str) -> StoreUnavailable:
 def _execute_pending(
     store: Store, batch_id: str, factory: AgentFactory, executor: Executor, limits: Limits,
     scenarios: dict[str, LoadedScenario], on_done: Callable[[RunRecord, bool], None] | None = None,
+    budget: Any = None,
 ) -> int:
     from assay.agents import sandbox
     from assay.service.runs import execute_tasks
@@ -205,12 +207,14 @@ def _execute_pending(
             while True:
                 won, cursor = claims.claim(batch_id, holder.id, chunk, cursor)
                 for run_id in won:
+                    if budget is not None and not budget.allows_next():
+                        return  # the spend cap: the claimed rest end with this holder, pending again
                     p = plan[run_id]
                     yield Task(scenarios[p.scenario_hash], p)
                 if cursor == -1:
                     return
 
-        return execute_tasks(store, scenarios, factory, tasks(), limits, executor, on_done)
+        return execute_tasks(store, scenarios, factory, tasks(), limits, executor, on_done, budget)
 
 
 def complete(store: Store, batch_id: str) -> bool:

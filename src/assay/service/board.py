@@ -29,12 +29,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assay.errors import Invalid, NotFound
-from assay.service import releases, scoring
+from assay.service import releases, scoring, usage
 from assay.service.actors import Actor
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
+from assay.store.usage_repo import UsageRepo
 
 RATE_PLACES = figures_of.RATE_PLACES
 RATES = figures_of.RATES
@@ -130,7 +131,7 @@ def shown_fields(figures: dict[str, Any]) -> list[str]:
     """The figure fields an entry shows on its board, in order."""
     return ["leaderboard_class", "status", "n_runs", "n_cases",
             *(key for rate in RATES for key in (rate, f"{rate}_ci")), "facilitator_models",
-            *figures_of.trait_fields(figures)]
+            *figures_of.trait_fields(figures), *(k for k in ("usage", "cost_per_run_usd") if k in figures)]
 
 
 def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +153,8 @@ def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> 
 def _computed(store: Store, release: dict[str, Any], submission_id: str,
               rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     figures = figures_of.entry_figures(_planned(rows), _trait_figures(store, release, submission_id),
-                                       scoring.judge_provenance(release))
+                                       scoring.judge_provenance(release),
+                                       UsageRepo(store).for_batch(submission_id), usage.prices(store))
     return stored_row(submission_id, release["id"], figures)
 
 

@@ -105,6 +105,8 @@ def card(store: Store, key: str, version: str | None = None, *, actor: Actor) ->
     lines += ["", "## Scoring", "", SCORING, *(["", TRAIT_SCORING] if rubric is not None else []),
               "", "## Official baselines", ""]
     lines += _baselines(store, release)
+    lines += ["", "## Tokens and cost", ""]
+    lines += _costs(store, release, actor)
     lines += ["", "## Known limitations", ""]
     for item in [*release["known_limitations"], *PLATFORM_LIMITATIONS]:
         lines.append(f"- {item}")
@@ -137,4 +139,30 @@ def _baselines(store: Store, release: dict[str, Any]) -> list[str]:
             out.append(f"| {_cell(f['label'])} | {f['status']} | {f['n_runs']}/{f['n_planned']} | {nums} |")
     else:
         out += ["", "No baseline has been run on this version yet."]
+    return out
+
+
+def _tokens(block: dict[str, Any]) -> str:
+    text = f"{block['prompt_tokens']:,} in / {block['completion_tokens']:,} out"
+    return text + (" (self-reported)" if block.get("self_reported") else "")
+
+
+def _costs(store: Store, release: dict[str, Any], actor: Actor) -> list[str]:
+    """The board's entries' model usage, agent and judge apart, and their cost per run (USD at the
+    prices in force when the usage was recorded; no number where a model has no price)."""
+    found = boards.board(store, release["suite_key"], release["version"], actor=actor)
+    entries = [e for e in found["entries"] if e.get("usage")]
+    if not entries:
+        return ["No entry on this version's board has recorded model usage yet."]
+    out = ["Tokens over all runs of each entry; cost per planned run in USD at the prices set with "
+           "`assay config price` when the usage was recorded.", "",
+           "| entry | agent tokens | judge tokens | calls | total cost | cost per run |", "|---|---|---|---|---|---|"]
+    for e in entries:
+        usage = e["usage"]
+        total = usage["total"]
+        cost = "—" if total["cost_usd"] is None else f"${total['cost_usd']:.6f}"
+        per = ("no number: " + str(total["cost_reason"])) if e.get("cost_per_run_usd") is None \
+            else f"${e['cost_per_run_usd']:.6f}"
+        out.append(f"| {_cell(str(e.get('agent_label', '')))} | {_tokens(usage['agent'])} | "
+                   f"{_tokens(usage['judge'])} | {total['calls']} | {cost} | {_cell(per)} |")
     return out

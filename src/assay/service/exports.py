@@ -103,7 +103,7 @@ def _public_columns() -> dict[str, tuple[str, ...]]:
                                          if c not in ("document", "checks_hash", "world_fingerprint", "title"))
     for table in ("run_verdicts", "batch_completions", "suite_releases", "release_scenarios", "release_rubrics",
                   "submission_finalisations", "publication_events", "variance_notes", "platform_config",
-                  "measurement_eras", "remote_lines", "digest_stamps"):
+                  "measurement_eras", "remote_lines", "digest_stamps", "run_usage"):
         columns[table] = _all(table)
     return columns
 

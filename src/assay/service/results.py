@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.errors import NotFound
 from assay.service.actors import Actor, prefix_owner, require_owner
-from assay.service import scoring
+from assay.service import scoring, usage
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -61,13 +61,14 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
     gated = _gated(store, batch_id) if batch["kind"] == "submission" else set()
     heads: dict[str, dict[str, Any]] = {}
     trials: dict[str, list[TrialResult]] = {}
+    batch_usage, run_usage = usage.batch_usage(store, batch_id, [row["run_id"] for row in rows])
     for row in rows:
         if row["case_id"] not in heads:
             scen = store.scenario_by_hash(row["scenario_hash"]) or {}
             heads[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
                                      "title": scen.get("title"), "frozen_on": scen.get("frozen_on")}
             trials[row["case_id"]] = []
-        trials[row["case_id"]].append(trial_view(row))
+        trials[row["case_id"]].append(trial_view(row).model_copy(update={"usage": run_usage.get(row["run_id"])}))
     outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
                 for cid, ts in trials.items()}
     cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),
@@ -80,6 +81,7 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
         agent=AgentRef(spec=batch["agent_spec"], label=batch["agent_label"], config_signature=batch["config_signature"]),
         harness_version=batch["harness_version"], trials_per_case=batch["trials"], seed=batch["base_seed"],
         created_at=_iso(batch.get("created_at")), cases=cases, summary=Summary(**summary(outcomes)),
+        usage=batch_usage,
     )
 
 

@@ -165,11 +165,13 @@ class RunWriter:
 def execute_tasks(
     store: Store, scenarios: dict[str, LoadedScenario], factory: AgentFactory, tasks: Iterable[Task],
     limits: Limits, executor: Executor, on_done: Callable[[RunRecord, bool], None] | None = None,
+    budget: Any = None,
 ) -> int:
-    """Play, score and append every task's run as it ends; returns the number of agent steps taken."""
+    """Play, score and append every task's run as it ends; returns the number of agent steps taken.
+    A `budget` (`service.usage.Budget`) counts each run's cost as it is handed over."""
     writer = RunWriter(store, scenarios.values(), on_done)
     try:
-        executor.execute(tasks, factory, limits, writer)
+        executor.execute(tasks, factory, limits, writer if budget is None else budget.wrap(writer))
     finally:
         writer.close()
     return writer.steps
@@ -199,7 +201,8 @@ def run_suite(
     limits: Limits | None = None, progress: bool | Callable[[RunRecord, bool], None] = False,
     store: Store | None = None, agent_options: dict[str, Any] | None = None,
     executor: str | Executor | None = None, ray_address: str | None = None,
-    on_created: Callable[[str, int], None] | None = None,
+    on_created: Callable[[str, int], None] | None = None, max_cost: float | None = None,
+    on_budget: Callable[[Any], None] | None = None,
 ) -> BatchResult:
     """Create a run batch, execute it, complete it (`service/batches.py`).
 
@@ -228,6 +231,11 @@ def run_suite(
     on_done = progress if callable(progress) else None
     start = time.perf_counter()
     scenarios = {s.content_hash: s for s in bundle.scenarios}
-    steps = execute_pending(store, batch_id, factory, chosen, limits, scenarios, on_done)
+    from assay.service.usage import Budget
+
+    budget = None if max_cost is None else Budget(store, batch_id, max_cost)
+    if on_budget is not None and budget is not None:
+        on_budget(budget)
+    steps = execute_pending(store, batch_id, factory, chosen, limits, scenarios, on_done, budget=budget)
     complete(store, batch_id)
     return BatchResult(batch_id, len(planned), steps, time.perf_counter() - start, store.url)

@@ -37,6 +37,7 @@ from assay.score.judge import (
     JudgePass, JudgeRun, LLMJudge, RetryPolicy, RulesJudge, RunJudgement, judge_from_spec, summarize,
 )
 from assay.service import platform_config, releases
+from assay.service import usage as run_usage
 from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.stats.traits import TRAIT_PLACES, RunTraits, figures  # noqa: F401 - TRAIT_PLACES: read here by verify
 from assay.store.board_repo import BoardRepo
@@ -220,6 +221,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     def record(run_id: str, judged: JudgePass) -> None:
         nonlocal written
         written += repo.add_pass(submission_id, _pass_row(run_id, judged))
+        run_usage.record_usage(store, run_id, "judge", judged.usage)  # what the pass's requests used
         if on_pass is not None:
             on_pass(run_id, judged)
 

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ from assay.service import platform_config, releases, scoring
 from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, line_hash, manifest_hash,
                                    manifest_text, readme_text)
 from assay.stats import board as facts_of
+from assay.stats.cost import Price
+from assay.service.usage import PRICE_PREFIX
 from assay.stats.digest import (COMMITMENT, DIGEST_VERSIONS, MAX_SAFE_INT, PARTS, group_by_submission, row_bytes,
                                  submission_digest, with_commitments)
 from assay.stats.traits import RunTraits
@@ -68,7 +71,7 @@ from assay.store.schema import UTCDateTime, metadata
 NEEDED = frozenset({p.table for p in PARTS} | {
     "submission_digests", "suite_releases", "release_scenarios", "release_rubrics", "accounts",
     "account_handles", "publication_events", "variance_notes", "submission_finalisations", "platform_config",
-    "unlisted_submissions", "run_verdicts", "remote_lines", "digest_stamps", "seed_salts",
+    "unlisted_submissions", "run_verdicts", "remote_lines", "digest_stamps", "seed_salts", "run_usage",
 })
 #: Submission-keyed tables whose every row must name an exported submission.
 _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "publication_events", "variance_notes",
@@ -526,6 +529,22 @@ def _line_of(rows: Sequence[dict[str, Any]], column: str, value: Any) -> int | N
     return next((n for n, r in enumerate(rows, start=1) if r[column] == value), None)
 
 
+def _moment(value: Any) -> Any:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _prices(config_rows: Sequence[dict[str, Any]]) -> dict[str, list[Price]]:
+    """The price table the export's `price/MODEL` config rows make (as `service.usage.prices`)."""
+    out: dict[str, list[Price]] = {}
+    for row in sorted(config_rows, key=lambda r: r["id"]):
+        if str(row["key"]).startswith(PRICE_PREFIX):
+            v = row["value"]
+            out.setdefault(row["key"][len(PRICE_PREFIX):], []).append(
+                Price(float(v["prompt"]), float(v["completion"]), None if v.get("cached") is None else float(v["cached"]),
+                      _moment(row["created_at"])))
+    return out
+
+
 def _latest(rows: Sequence[dict[str, Any]], group: str) -> dict[Any, dict[str, Any]]:
     """{group value: its row of highest id} ("the latest row wins", as the views read it)."""
     out: dict[Any, dict[str, Any]] = {}
@@ -571,6 +590,16 @@ class _Rows:
         self.config = _latest(get("platform_config"), "key")
         self.releases = get("suite_releases")
         self.unlisted = {r["submission_id"] for r in get("unlisted_submissions")}
+        #: None for an export from before usage rows (no run_usage file): its boards show no usage
+        self.usage = _index(get("run_usage"), "run_id") if "run_usage" in tables else None
+        self.prices = _prices(get("platform_config"))
+
+    def usage_rows(self, run_ids: Iterable[str]) -> list[dict[str, Any]] | None:
+        """The usage rows of these runs in the order they were recorded, timestamps read back."""
+        if self.usage is None:
+            return None
+        found = [r for run_id in run_ids for r in self.usage.get(run_id, [])]
+        return [{**r, "created_at": _moment(r["created_at"])} for r in sorted(found, key=lambda r: r["id"])]
 
     def handle(self, submission: dict[str, Any]) -> str | None:
         """The public handle of a submission's account: as a public export holds it on the
@@ -686,7 +715,8 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
         runs = rows.run_facts(sid, release)
         if not runs:
             continue  # the store sees a submission through its planned runs
-        figures = facts_of.entry_figures([f for _, f in runs], _trait_figures(rows, sid, release, runs), declared)
+        figures = facts_of.entry_figures([f for _, f in runs], _trait_figures(rows, sid, release, runs), declared,
+                                         rows.usage_rows(run_id for run_id, _ in runs), rows.prices)
         handle = rows.handle(submission)
         published = rows.publication.get(sid)
         if not (published and published["published"] and handle is not None

@@ -41,12 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.stats import trials
+from assay.stats import cost, trials
 from assay.stats.intervals import Interval, mean_interval, rate_interval
 
 #: The method every stored figure was computed with: bump it whenever a figure, an interval or the
 #: ranking rule changes, and every stored entry is recomputed from the rows (`entry_figures.method`).
-METHOD = "figures/1"
+METHOD = "figures/2"  # 2: usage by role and cost per run (issue 28)
 #: Places every rate and interval end is rounded to, as the board shows them.
 RATE_PLACES = 4
 RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
@@ -243,13 +243,17 @@ def intervals(cases: Sequence[CaseCounts]) -> dict[str, Interval | None]:
 
 
 def entry_figures(runs: Sequence[PlannedRunFacts], traits: Mapping[str, Any] | None = None,
-                  declared_judge: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  declared_judge: Mapping[str, Any] | None = None,
+                  usage_rows: Iterable[Mapping[str, Any]] | None = None,
+                  prices: cost.Prices | None = None) -> dict[str, Any]:
     """Everything an entry shows that its runs decide: `submission_facts`' counts, status and
     class; each rate rounded with its rounded `<rate>_ci` (None where the rate is None); the
     facilitator models its sweeps recorded; and, for a release with a rubric, `traits` (the whole
     of `scoring.trait_figures`, new keys included) with `composite_ci` (the equal-weight interval
     over `composite_by_case`, which is not kept) and `judge_is_pinned` (the judge is the one the
-    release declares: same model and prompt hash)."""
+    release declares: same model and prompt hash). Given the entry's usage rows (`run_usage`) and the
+    price table, `usage` (`stats.cost.summarise`: tokens, calls and cost by role and in total) and
+    `cost_per_run_usd` (the total cost over the planned runs; None when any usage is unpriced)."""
     facts = submission_facts(runs)
     spans = intervals(case_counts(runs))
     out: dict[str, Any] = {k: v for k, v in facts.items() if k not in RATES}
@@ -266,6 +270,9 @@ def entry_figures(runs: Sequence[PlannedRunFacts], traits: Mapping[str, Any] | N
                                if fields.get("composite") is not None else None)
         out["judge_is_pinned"] = bool(judge and declared_judge and (judge["model"], judge["prompt_hash"])
                                       == (declared_judge["model"], declared_judge["prompt_hash"]))
+    if usage_rows is not None:
+        out["usage"] = cost.summarise(usage_rows, prices or {})
+        out["cost_per_run_usd"] = cost.per_run(out["usage"]["total"], len(runs))
     return out
 
 

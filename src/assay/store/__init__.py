@@ -13,6 +13,7 @@ from assay.store import keys_schema  # noqa: F401 - and the keys'
 from assay.store import remote_schema  # noqa: F401 - and remote play's
 from assay.store import panel_schema  # noqa: F401 - and the human panel's and the admins'
 from assay.store import digest_schema  # noqa: F401 - and the submissions' digests
+from assay.store import usage_schema  # noqa: F401 - and the runs' model usage
 from assay.store.db import default_url, mask_url, open_store
 from assay.store.repo import Store
 

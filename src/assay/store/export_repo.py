@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from assay.store.usage_schema import run_usage
+
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import (
@@ -154,6 +156,7 @@ class ExportRepo(BoardRepo):
             "remote_steps": remote_steps.c.run_id.in_(run_ids),
             "remote_lines": remote_lines.c.run_id.in_(run_ids),
             "digest_stamps": digest_stamps.c.submission_id.in_(ids),
+            "run_usage": run_usage.c.run_id.in_(run_ids),
         }
 
     @staticmethod

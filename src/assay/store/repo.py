@@ -27,6 +27,7 @@ from assay.store.board_schema import release_scenarios, submissions
 from assay.store.digest_schema import seed_salts
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
+from assay.store.usage_schema import run_usage
 from assay.store.schema import (
     batch_agents,
     batch_completions,
@@ -567,8 +568,10 @@ class Store:
         run_rows: list[dict[str, Any]] = []
         check_rows: list[dict[str, Any]] = []
         verdict_rows: list[dict[str, Any]] = []
+        usage_rows: list[dict[str, Any]] = []
         now = utcnow()
         for record, checks, verdict in items:
+            usage_rows.extend({**u, "run_id": record.run_id, "created_at": now} for u in record.usage)
             row = {name: getattr(record, name) for name in _RUN_FIELDS}
             if record.final_state_text is not None:
                 row["final_state"] = Encoded(record.final_state_text)
@@ -598,6 +601,8 @@ class Store:
                 if check_rows:
                     conn.execute(sa.insert(check_outcomes), check_rows)
                 conn.execute(sa.insert(run_verdicts), verdict_rows)
+                if usage_rows:
+                    conn.execute(sa.insert(run_usage), usage_rows)
 
             self.transaction(body)
         except sa.exc.IntegrityError as exc:

@@ -31,7 +31,7 @@ from assay.service import board as board_service
 from assay.service import cards, releases
 from assay.service.actors import Actor
 from assay.store.db import Store
-from assay.web import chart, markdown
+from assay.web import chart, cost_chart, markdown
 from assay.web.deps import get_store, public_actor
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,8 @@ def suite_board(key: str, version: str | None = Query(None), cursor: str | None 
     return render("board.html", title=f"{suite['title']} {suite['version']} — Assay board", board=found,
                   request_cursor=cursor,
                   suite=suite, provenance=found["provenance"], entries=found["entries"], picker=picker,
-                  chart=chart.board_chart(found), traits=chart.has_traits(found["entries"]))
+                  chart=chart.board_chart(found), traits=chart.has_traits(found["entries"]),
+                  cost_chart=cost_chart.cost_chart(found), cost_rows=cost_chart.cost_rows(found))
 
 
 @router.get("/suites/{key}/{version}/card", response_class=HTMLResponse)

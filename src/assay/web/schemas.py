@@ -147,6 +147,11 @@ class BoardEntry(_Open):
     facilitator_models: list[str]
     harness_version: str | None
     rank: int | None
+    usage: dict[str, Any] | None = Field(default=None, description=(
+        "Model usage over the entry's runs by role (agent, judge, facilitator) and in total: tokens, calls, "
+        "latency, whether any was self-reported, and the cost in USD at the prices in force when it was "
+        "recorded (`cost_usd` None, with `cost_reason`, when a model has no price)."))
+    cost_per_run_usd: float | None = Field(default=None, description="The total cost over the planned runs.")
 
 
 class BoardPage(_Open):

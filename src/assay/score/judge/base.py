@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from assay.records import Usage
+
 if TYPE_CHECKING:
     from assay.records import RunRecord
     from assay.scenario.rubric import Rubric
@@ -73,6 +75,9 @@ class JudgePass:
     error_kind: ErrorKind | None = None
     attempts: int = 1
     retries: tuple[str, ...] = ()
+    #: the model usage of this pass's requests (a model judge's, measured; None for the rules judge
+    #: and for a pass read back from the store, whose usage is in `run_usage`)
+    usage: Usage | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -80,6 +85,7 @@ class JudgePass:
 
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("usage", None)
         out["retries"] = list(self.retries)
         return out
 

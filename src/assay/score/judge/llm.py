@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # both load in about a second: imported when a model judge fi
     import openai
 
 from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure
+from assay.records import Usage, usage_of_completion
 from assay.endpoints import REDACTED as _REDACTED
 from assay.endpoints import unreachable as _unreachable
 from assay.endpoints import is_loopback as _is_loopback
@@ -465,14 +466,16 @@ class LLMJudge:
         attempts = http_retries = reply_retries = connect_retries = 0
         notes: list[str] = []
         raw: str | None = None
+        spent: Usage | None = None  # what every answered request of this pass reported
 
         def failed(error: str, kind: ErrorKind) -> JudgePass:
             return JudgePass(index=index, raw=raw, scores=None, error=self._clean(error), error_kind=kind,
-                             attempts=attempts, retries=tuple(notes))
+                             attempts=attempts, retries=tuple(notes), usage=spent)
 
         while True:
             attempts += 1
             retry_after: float | None = None
+            began = time.perf_counter()
             try:
                 # The client's own POST (auth, error mapping), minus the typed-params transform and
                 # the typed response models of `chat.completions.create`: they cost milliseconds of
@@ -501,6 +504,8 @@ class LLMJudge:
                 kind = "connection"
             else:
                 raw = _content(response.content)
+                used = _usage(response.content, self.model, round((time.perf_counter() - began) * 1000))
+                spent = used if spent is None else spent.plus(used)
                 try:
                     scores, rationale = parse_reply(raw, traits, run.rubric.safety_keys)
                 except ReplyError as exc:
@@ -510,7 +515,7 @@ class LLMJudge:
                     notes.append(self._clean(str(exc)))
                     continue
                 return JudgePass(index=index, raw=raw, scores=scores, rationale=rationale,
-                                 attempts=attempts, retries=tuple(notes))
+                                 attempts=attempts, retries=tuple(notes), usage=spent)
             if http_retries >= self.retry.http_retries:
                 return failed(f"{problem} (after {attempts} attempts)", kind)
             http_retries += 1
@@ -519,6 +524,15 @@ class LLMJudge:
 
     def _clean(self, text: str) -> str:
         return text.replace(self._secret, _REDACTED) if self._secret else text
+
+
+def _usage(body: bytes, model: str, latency_ms: int) -> Usage:
+    """The usage one answered request reported (zero tokens when it reported none)."""
+    try:
+        completion = json.loads(body)
+    except ValueError:
+        completion = None
+    return usage_of_completion(completion, model, latency_ms)
 
 
 def _content(body: bytes) -> str | None:

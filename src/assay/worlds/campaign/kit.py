@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay.records import Usage
 from assay.worlds.base import Claim, Event, Observation, ToolError
 from assay.worlds.campaign.facilitator import (
     Cue, Facilitator, ResumedFacilitator, ScriptedFacilitator, Table, recorded_models, replaying,
@@ -204,6 +205,11 @@ class CampaignWorld:
     # -- the World protocol --------------------------------------------------------------------
     def tools(self) -> list[dict[str, Any]]:
         return pickle.loads(_SCHEMAS_BLOB)  # each run its own copy: an agent may scribble on it
+
+    def model_usage(self) -> list[tuple[str, Usage]]:
+        """The model usage of this run's facilitator (a model facilitator's; none for the script)."""
+        used = getattr(self._facilitator, "usage", None)
+        return [("facilitator", used)] if isinstance(used, Usage) else []
 
     def state(self) -> dict[str, Any]:
         return self._s

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from assay.endpoints import AFTER_CONNECT, CONNECT_TIMEOUT, connect_failure, is_loopback, unreachable, without_credentials
 from assay.errors import Invalid
+from assay.records import Usage
 from assay.worlds.campaign.facilitator import Cue, Facilitator, ScriptedFacilitator, Table
 
 #: Sent as the key to loopback endpoints that need none (the client refuses to run without one).
@@ -114,6 +116,8 @@ class ModelFacilitator:
         self._url = url
         self._client = _client_for(url, key or PLACEHOLDER_API_KEY, timeout)
         self._scripted = ScriptedFacilitator()
+        #: the model usage of this run's lines so far (role `facilitator` in `run_usage`)
+        self.usage: Usage | None = None
 
     def messages(self, cue: Cue, table: Table) -> list[dict[str, str]]:
         """The request: the brief as the system message, the conversation so far, then the cue."""
@@ -129,6 +133,7 @@ class ModelFacilitator:
     def speak(self, cue: Cue, table: Table) -> str:
         import openai
 
+        began = time.perf_counter()
         try:
             reply = self._client.chat.completions.create(model=self._name, messages=self.messages(cue, table),
                                                          temperature=self._temperature)
@@ -136,7 +141,21 @@ class ModelFacilitator:
             if connect_failure(exc) in (None, *AFTER_CONNECT):
                 raise
             raise FacilitatorUnreachable(unreachable("facilitator endpoint", self._url, exc)) from None
+        used = _usage(reply, self._name, round((time.perf_counter() - began) * 1000))
+        self.usage = used if self.usage is None else self.usage.plus(used)
         text = (reply.choices[0].message.content or "").strip() if reply.choices else ""
         if not text:
             raise RuntimeError(f"the facilitator model {self._name} answered with no words")
         return text
+
+
+def _usage(reply: Any, model: str, latency_ms: int) -> Usage:
+    """The usage one typed ChatCompletion reports (zero tokens where it reports none)."""
+    usage = getattr(reply, "usage", None)
+
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(model, count(getattr(usage, "prompt_tokens", None)), count(getattr(usage, "completion_tokens", None)),
+                 count(getattr(details, "cached_tokens", None)), 1, max(0, latency_ms))
