@@ -28,9 +28,10 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: extra -> (the distribution it adds, the import name, the one module that may import it)
 EXTRAS = {
     "ray": ("ray", "ray", "run/executors/ray.py"),
+    "inspect": ("inspect-ai", "inspect_ai", "service/inspect_logs.py"),
 }
 #: modules that only ask whether an extra imports (to refuse in one line), by import name
-PROBES = {"ray": {"run/executors/__init__.py"}}
+PROBES = {"ray": {"run/executors/__init__.py"}, "inspect_ai": {"service/inspect_logs.py"}}
 
 
 def _name(requirement: str) -> str:
@@ -71,7 +72,7 @@ def _provides(dist: str) -> set[str]:
 def test_pyproject_declares_what_the_code_imports_and_nothing_it_does_not() -> None:
     core = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
     extras = {extra: {_name(r) for r in reqs} for extra, reqs in PYPROJECT["project"]["optional-dependencies"].items()}
-    declared = core | extras["ray"]
+    declared = core | extras["ray"] | extras["inspect"]
     provides = {dist: _provides(dist) for dist in declared}
     imports = _third_party_imports()
     undeclared = {name: sorted(where) for name, where in imports.items()
@@ -82,7 +83,7 @@ def test_pyproject_declares_what_the_code_imports_and_nothing_it_does_not() -> N
     for extra, (dist, _, _) in EXTRAS.items():
         assert extras[extra] == {dist}, extra
         assert dist not in core, f"{dist} is an extra (assay[{extra}]), not a core dependency"
-    assert "assay" in extras["dev"] and "[ray]" in "".join(PYPROJECT["project"]["optional-dependencies"]["dev"]), \
+    assert "assay" in extras["dev"] and "[ray,inspect]" in "".join(PYPROJECT["project"]["optional-dependencies"]["dev"]), \
         "`make test` installs .[dev]: dev must pull the extras the tests test"
 
 
