@@ -103,10 +103,11 @@ def model_usage(calls: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-def _messages(events: list[dict[str, Any]], model: str, run_id: str) -> tuple[list[Any], list[Any]]:
+def _messages(events: list[dict[str, Any]], model: str, run_id: str,
+              when: datetime | None = None) -> tuple[list[Any], list[Any]]:
     """The transcript's chat messages as Inspect messages (ids `RUN-N`, so a log is the same
     bytes each time it is written), and its recorded-only events (dice, notes: never shown to the
-    agent) as Inspect info events."""
+    agent) as Inspect info events, stamped `when` (the run's end: the transcript keeps no times)."""
     from inspect_ai.event import InfoEvent
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
     from inspect_ai.tool import ToolCall
@@ -118,8 +119,11 @@ def _messages(events: list[dict[str, Any]], model: str, run_id: str) -> tuple[li
         role, content = event.get("role"), event.get("content") or ""
         meta = {"source": event["source"]} if event.get("source") else None
         if role is None:
-            info.append(InfoEvent(source=f"assay/{event.get('source') or 'harness'}",
-                                  data={"content": event.get("content"), "data": event.get("data")}))
+            note = InfoEvent(uuid=f"{run_id}-event-{len(info)}", source=f"assay/{event.get('source') or 'harness'}",
+                             data={"content": event.get("content"), "data": event.get("data")})
+            if when is not None:
+                note.timestamp = when
+            info.append(note)
         elif role == "system":
             messages.append(ChatMessageSystem(id=f"{run_id}-{len(messages)}", content=content, metadata=meta))
         elif role == "user":
@@ -164,7 +168,8 @@ def _sample(row: dict[str, Any], model: str, limits: dict[str, Any], salts: Mapp
 
     view = results.trial_view(row)
     events = transcript_events(row.get("transcript") or [])
-    messages, info = _messages(events, model, row["run_id"])
+    ended = row.get("created_at")
+    messages, info = _messages(events, model, row["run_id"], ended if isinstance(ended, datetime) else None)
     first_reply = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
     last = next((m for m in reversed(messages) if m.role == "assistant"), None)
     output = ModelOutput(model=model, choices=[ChatCompletionChoice(
@@ -185,7 +190,6 @@ def _sample(row: dict[str, Any], model: str, limits: dict[str, Any], salts: Mapp
     elif view.status == "turn_limit":
         limit = EvalSampleLimit(type="turn", limit=float(limits.get("turn_limit") or 0), reason=view.reason)
     seconds = (row.get("duration_ms") or 0) / 1000
-    ended = row.get("created_at")
     salt = salts.get(row["run_id"])
     usage = {m: ModelUsage(**u) for m, u in model_usage(row.get("usage") or []).items()}
     return EvalSample(
