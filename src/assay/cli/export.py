@@ -4,7 +4,8 @@
 stderr line, exit 2, nothing written); `verify` needs no database at all: exit 0 with a one-line
 summary when every line is the line exported and every digest and board figure adds up, exit 1
 naming the file and line of the first thing that does not, exit 2 for bad input (no such
-directory, not an export).
+directory, not an export). `export --inspect DIR` writes Inspect AI logs instead
+(`service/inspect_logs.py`; the extra `assay[inspect]`).
 """
 
 from __future__ import annotations
