@@ -4,7 +4,8 @@
 stderr line, exit 2, nothing written); `verify` needs no database at all: exit 0 with a one-line
 summary when every line is the line exported and every digest and board figure adds up, exit 1
 naming the file and line of the first thing that does not, exit 2 for bad input (no such
-directory, not an export).
+directory, not an export). `export --inspect DIR` writes Inspect AI logs instead
+(`service/inspect_logs.py`; the extra `assay[inspect]`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ PROGRESS_ROWS = 1
 
 
 def export(
-    out_dir: Path = typer.Option(..., "--out", help="A new (or empty) directory to write the export into."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="A new (or empty) directory to write the export into."),
+    inspect_dir: Optional[Path] = typer.Option(
+        None, "--inspect", metavar="DIR", help="Instead of --out: write each batch and submission as an Inspect AI "
+        "evaluation log (DIR/*.eval, for `inspect view --log-dir DIR` and `inspect_ai.log.read_eval_log`): one "
+        "sample per run, its transcript, its verdict as the score, the trials as epochs; no seeds, hidden truths or "
+        "account names. Needs the extra: pip install 'assay[inspect]'."),
+    batch: Optional[list[str]] = typer.Option(
+        None, "--batch", help="With --inspect: only this batch or submission (an id or a unique prefix; repeat "
+        "for more)."),
     public: bool = typer.Option(
         False, "--public", help="Only what the public may see: published, listed entries of public suites, seed "
         "commitments instead of seeds, public handles instead of account names, no scenario documents. Without "
@@ -39,8 +48,17 @@ def export(
 
     A full export holds secrets (seeds, hidden truths, account names) and says so; `--public`
     writes what anyone may download and check with `assay verify DIR`."""
+    from assay.errors import BadInput
     from assay.service import exports
 
+    if (out_dir is None) == (inspect_dir is None):
+        raise BadInput("give exactly one of --out DIR (an Assay export) and --inspect DIR (Inspect AI logs)", "export")
+    if batch and inspect_dir is None:
+        raise BadInput("only an --inspect export takes batches; --out exports the store (or --suite)", "--batch")
+    if inspect_dir is not None:
+        _inspect(inspect_dir, suite=suite, batches=batch, public=public, quiet=quiet, as_json=as_json, db=db)
+        return
+    assert out_dir is not None
     store = open_store_at(db)
 
     def progress(name: str, rows: int) -> None:
@@ -60,6 +78,23 @@ def export(
     out.print(f"exported {rows} rows in {len(manifest['files'])} files, {len(manifest['boards'])} boards "
               f"({entries} entries) to {out_dir} ({manifest['kind']} export); check it with `assay verify {out_dir}`",
               markup=False, highlight=False, soft_wrap=True)
+
+
+def _inspect(directory: Path, *, suite: Optional[str], batches: Optional[list[str]], public: bool, quiet: bool,
+             as_json: bool, db: Optional[str]) -> None:
+    from assay.service import inspect_logs
+
+    inspect_logs.require_inspect()  # before the store is opened: one line saying how to install it
+    store = open_store_at(db)
+    written = inspect_logs.export(store, directory, suite=suite, batch_ids=batches, public=public, actor=OPERATOR)
+    if not quiet and not as_json:
+        for path in written:
+            err.print(f"export: {path.name}", markup=False, highlight=False, soft_wrap=True)
+    if as_json:
+        print_json({"directory": str(directory), "kind": "inspect", "files": [p.name for p in written]})
+        return
+    out.print(f"exported {len(written)} Inspect log(s) to {directory}; view them with `inspect view --log-dir "
+              f"{directory}`", markup=False, highlight=False, soft_wrap=True)
 
 
 def verify(

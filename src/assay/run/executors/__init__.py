@@ -6,7 +6,8 @@ soon as its run ends (nothing is kept: memory stays flat however long the batch)
   model agent's batch with many runs in flight gets one event loop per core in child processes
   (`procs`; `aio.auto_processes` decides).
 - `ray`: runs in Ray worker processes, on a local Ray started on demand or an existing cluster;
-  records flow back to the one process that writes the store.
+  records flow back to the one process that writes the store. Ray is an optional extra
+  (`assay[ray]`): only this executor imports it, and without it `make_executor` refuses in one line.
 
 What crosses a process boundary (`procs`, `ray`) has one shape and one settle path: `wire`.
 
@@ -50,6 +51,19 @@ def default_executor(agent_factory: Any) -> str:
     return "async" if getattr(agent_factory, "is_async", False) else "threads"
 
 
+#: What `--executor ray` says where Ray is not installed (an extra since issue 28: most never leave one machine).
+RAY_MISSING = "Ray is not installed here; install it with: pip install 'assay[ray]'"
+
+
+def require_ray() -> None:
+    """Refuse the ray executor in one line, before anything is planned or stored, where Ray cannot
+    be imported (`assay[ray]` is an optional extra)."""
+    try:
+        import ray  # noqa: F401 - only whether it imports
+    except ImportError:
+        raise Invalid(RAY_MISSING, "executor", value="ray") from None
+
+
 def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
                   ray_address: str | None = None) -> Executor:
     name = name or default_executor(agent_factory)
@@ -71,6 +85,7 @@ def make_executor(name: str | None, workers: int, agent_factory: Any = None, *,
             return ProcessAsyncExecutor(workers, processes)
         return AsyncExecutor(workers)
     if name == "ray":
+        require_ray()
         from assay.run.executors.ray import RayExecutor
 
         return RayExecutor(workers, address=ray_address)

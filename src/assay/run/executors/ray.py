@@ -208,8 +208,10 @@ class RayExecutor:
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
         try:
             import ray
-        except ImportError:  # pragma: no cover - a declared dependency
-            raise BadInput("Ray is not installed in this environment (pip install ray)", "--executor") from None
+        except ImportError:  # make_executor refuses first; a RayExecutor built by hand says the same
+            from assay.run.executors import RAY_MISSING
+
+            raise BadInput(RAY_MISSING, "--executor") from None
         ours = not ray.is_initialized()
         if ours:
             self._connect(ray)
