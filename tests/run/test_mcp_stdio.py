@@ -12,7 +12,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from assay.service.actors import OPERATOR
-from assay.service.batches import pending
+from assay.errors import Conflict
+from assay.service.batches import pending, stored_agent
 from assay.service.results import replay, results_json
 from assay.store.db import open_store
 from tests.support.mcp_client import play
@@ -69,5 +70,7 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
         doc = results_json(store, batch["id"], actor=OPERATOR)
         statuses = {t["run_id"]: t["status"] for c in doc["cases"] for t in c["trials"]}
         assert statuses[first_case["run_id"]] == "completed" and list(statuses.values()).count("completed") == 2
+        with pytest.raises(Conflict, match="assay mcp"):  # `assay resume` cannot play it: it says who does
+            stored_agent(store, batch["id"])
     finally:
         store.close()
