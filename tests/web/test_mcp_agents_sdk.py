@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import anyio
+import pytest
 from fastapi.testclient import TestClient
 
 from assay.agents.loader import load_agent
@@ -60,6 +61,7 @@ def _agents_sdk() -> tuple[Any, Any]:
             sys.modules["agents"] = shadow
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the client is the point; test_mcp.py runs both stores
 def test_the_openai_agents_sdk_plays_a_run_over_mcp(web_store: Any) -> None:
     from openai import AsyncOpenAI
 
