@@ -171,3 +171,21 @@ def test_a_killed_client_leaves_its_run_pending_again_after_its_lease(web_store:
     assert run_id == lease["run_id"] and "completed" in text
     steps = RemoteRepo(web_store).steps(run_id)
     assert [s["step"] for s in steps] == [1, 2, 3]
+
+
+def test_mcp_needs_an_agent_key_and_a_handshake_version(web_store: Any) -> None:
+    keys = accounts_and_keys(web_store)
+    client = TestClient(make_app(web_store, rate_limit=0))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    for headers in ({}, {"Authorization": f"Bearer {keys.alice_api}"}, {"Authorization": "Bearer gk_nope"}):
+        refused = client.post("/mcp", json=body, headers=headers)
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+        assert set(refused.json()) == {"detail", "field"}
+    modern = client.post("/mcp", json=body, headers={"Authorization": f"Bearer {keys.alice_agent}",
+                                                     "MCP-Protocol-Version": "2026-07-28"})
+    assert modern.status_code == 400 and modern.json()["error"]["code"] == -32022
+    assert "2025-11-25" in modern.json()["error"]["data"]["supported"]
+    stranger = client.post("/mcp", json=body, headers={"Authorization": f"Bearer {keys.alice_agent}",
+                                                       "Mcp-Session-Id": "0" * 32})
+    assert stranger.status_code == 404  # no session of this key by that id
+    assert "/mcp" not in client.get("/openapi.json").json()["paths"]
