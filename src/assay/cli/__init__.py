@@ -303,6 +303,9 @@ def _register_board_commands() -> None:
     from assay.cli.kit import register as register_kit  # a kit's state and tools (issue 24)
 
     register_kit(app)
+    from assay.cli.mcp import register as register_mcp  # play over MCP, stdio (issue 28)
+
+    register_mcp(app)
 
 
 _register_board_commands()

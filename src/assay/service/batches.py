@@ -71,6 +71,10 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None,
     if row["load_spec"] == REMOTE_AGENT:
         raise Conflict("this submission is played by a remote agent over the agent API (`assay play`), not by "
                        "this process; it cannot be resumed here", "batch", value=batch_id)
+    if row["load_spec"] == "mcp":  # `service.mcp_play.MCP_SPEC`
+        raise Conflict("this batch is played by an MCP client (`assay mcp`), not by this process; launch "
+                       "`assay mcp` again with the batch's suite, trials and seed to play its next run", "batch",
+                       value=batch_id)
     options = {**dict(row["options"] or {}), **(overrides or {})}
     if batch["kind"] == "submission" and str(spec or row["load_spec"]).startswith("python:"):
         _require_sandbox(options, batch_id)

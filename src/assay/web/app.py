@@ -206,14 +206,15 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if store is not None:
-            yield
-            return
-        app.state.store = _open(settings)
-        try:
-            yield
-        finally:
-            app.state.store.close()
+        async with app.state.mcp.running():  # MCP sessions at /mcp (issue 28)
+            if store is not None:
+                yield
+                return
+            app.state.store = _open(settings)
+            try:
+                yield
+            finally:
+                app.state.store.close()
 
     app = FastAPI(
         title="Assay", version="1", lifespan=lifespan,
@@ -241,6 +242,9 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.include_router(admin.router)
     app.include_router(panel_api.router)
     app.include_router(panel_pages.router)
+    from assay.web import mcp_app  # remote play over MCP (issue 28)
+
+    mcp_app.mount(app)
     # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then JsonDepth,
     # then the routes
     app.add_middleware(JsonDepth)
