@@ -154,7 +154,7 @@ def throttle_of(request: Request) -> LoginThrottle:
 
 def _too_many(wait: float) -> JSONResponse:
     seconds = max(1, math.ceil(wait))
-    return JSONResponse({"detail": f"too many login attempts; retry after {seconds} s"}, status_code=429,
+    return JSONResponse({"detail": f"too many login attempts; retry after {seconds} s", "field": None}, status_code=429,
                         headers={"Retry-After": str(seconds)})
 
 
