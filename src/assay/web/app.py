@@ -269,7 +269,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
             app.state.store.close()
 
     app = FastAPI(
-        title="Assay", version="1", lifespan=lifespan,
+        title="Assay", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,  # /docs: `pages.api_docs`
         description="Benchmarks of AI agents in simulated worlds with a known, hidden ground truth: public "
                     "suites and boards, submissions with API keys, and remote play with agent keys. Every "
                     "refusal of the API is JSON `{\"detail\": …, \"field\": …}` (the `Refusal` schema); a "
