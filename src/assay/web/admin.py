@@ -211,6 +211,10 @@ async def login(request: Request) -> Response:
     client = request.client
     wait = throttle_of(request).wait(client.host if client else "unknown", email)
     if wait > 0:
+        if html:  # a browser's form post: the site's 429 page, not JSON
+            from assay.web.app import error_page
+
+            return error_page(429, max(1, math.ceil(wait)))
         return _too_many(wait)
     secret = get_secret(request)
     previous = unseal(secret, request.cookies.get(COOKIE))
