@@ -27,6 +27,11 @@ def test_wrong_guesses_from_one_address_do_not_lock_the_admin_out_elsewhere(web_
     wrong = {"email": ADMIN_EMAIL.upper(), "password": "wrong password, long enough"}
     statuses = [guesser.post("/admin/login", json=wrong).status_code for _ in range(6)]
     assert statuses[:3] == [401] * 3 and set(statuses[3:]) == {429}
+    stopped = guesser.post("/admin/login", json=wrong)
+    assert stopped.json() == {"detail": stopped.json()["detail"], "field": None}  # the API's one refusal shape
+    form = guesser.post("/admin/login", data=wrong, headers={"Accept": "text/html"})  # a browser: the 429 page
+    assert form.status_code == 429 and form.headers["content-type"].startswith("text/html")
+    assert form.headers["Retry-After"] and "Too many requests" in form.text
     # the guesser is stopped even with the right password, from its address
     assert guesser.post("/admin/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}).status_code == 429
     answer = owner.post("/admin/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD})

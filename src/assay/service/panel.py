@@ -241,7 +241,14 @@ def review(store: Store, application_id: str, decision: str, *, actor: Actor, by
     require_staff(actor, "decide panel applications", "application")
     if decision not in DECISIONS:
         raise Invalid("a decision is approve or reject", "decision", value=decision)
-    return application_view(PanelRepo(store).add_review(application_id, DECISIONS[decision], by))
+    try:
+        return application_view(PanelRepo(store).add_review(application_id, DECISIONS[decision], by))
+    except NotFound:
+        # an email that applied again was answered with an id naming nothing (the answer never
+        # says who applied): say so, and where the real application is
+        raise NotFound("no application has this id; an email that applies again is answered with an id that "
+                       "names nothing, so decide its first application, listed with its email among the "
+                       "applications", "application", value=application_id) from None
 
 
 # -- ingest -----------------------------------------------------------------------------------
@@ -262,7 +269,9 @@ class RegisterEnvironment(_Step):
     action: Literal["register-environment"]
     slug: StrictStr = Field(max_length=64)
     name: StrictStr = Field(max_length=200)
-    spec: StrictStr = Field(max_length=20000)
+    spec: StrictStr = Field(max_length=20000, description=(
+        "what the panelists are told the environment is: the task, the world, and what a good run does "
+        "(plain text or Markdown, up to 20,000 characters)"))
 
 
 class CreateRun(_Step):

@@ -17,7 +17,9 @@
   `csrf_token` instead, the one place a header cannot be set; it is checked the same way.
 - `POST /admin/logout` ends the session (an appended end row) and clears the cookie.
 - Pages: `/admin` (home, or the login form), `/admin/login`, `/admin/applications` (decide them),
-  `/admin/ingest` (the ingest steps as forms). Without a valid session a page sends the browser
+  `/admin/ingest` (every ingest step the API takes, as a form: register a model or an environment,
+  create a run, record a scorecard or a preference, each by an approved panelist chosen from a
+  list, finalise a run). Without a valid session a page sends the browser
   to the login form (303).
 
 The session stands for the service's `ADMIN` actor: every decision about what it may do is made by
@@ -154,7 +156,7 @@ def throttle_of(request: Request) -> LoginThrottle:
 
 def _too_many(wait: float) -> JSONResponse:
     seconds = max(1, math.ceil(wait))
-    return JSONResponse({"detail": f"too many login attempts; retry after {seconds} s"}, status_code=429,
+    return JSONResponse({"detail": f"too many login attempts; retry after {seconds} s", "field": None}, status_code=429,
                         headers={"Retry-After": str(seconds)})
 
 
@@ -209,6 +211,10 @@ async def login(request: Request) -> Response:
     client = request.client
     wait = throttle_of(request).wait(client.host if client else "unknown", email)
     if wait > 0:
+        if html:  # a browser's form post: the site's 429 page, not JSON
+            from assay.web.app import error_page
+
+            return error_page(429, max(1, math.ceil(wait)))
         return _too_many(wait)
     secret = get_secret(request)
     previous = unseal(secret, request.cookies.get(COOKIE))
@@ -323,9 +329,10 @@ def _ingest_page(request: Request, store: Store, session: AdminSession, message:
     from assay.store.panel_repo import PanelRepo
 
     repo = PanelRepo(store)
+    panelists = sorted({a["email"] for a in panel.applications(store, actor=session.actor) if a["status"] == "approved"})
     return render("admin_ingest.html", status, title="Assay — ingest", message=message, message_kind=kind,
                   runs=panel.runs(store, actor=session.actor), models=repo.models(), environments=repo.environments(),
-                  categories=panel.categories(store), **_page_context(request, session))
+                  categories=panel.categories(store), panelists=panelists, **_page_context(request, session))
 
 
 @router.get("/admin/ingest", include_in_schema=False)

@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay.errors import BadInput, DomainError, Unauthenticated, http_status
 from assay.store.db import Store
@@ -104,10 +105,9 @@ def _open(settings: Settings) -> Store:
 
 
 def refusal_response(exc: BadInput) -> JSONResponse:
-    """A refusal as the client reads it: its status, one-line `detail`, and the field at fault."""
-    body: dict[str, str | None] = {"detail": str(exc)}
-    if isinstance(exc, DomainError):
-        body["field"] = exc.field
+    """A refusal as the client reads it: its status, one-line `detail`, and the field at fault
+    (null when no one field is): the one shape of every API refusal (`web.refusals`)."""
+    body: dict[str, str | None] = {"detail": str(exc), "field": exc.field if isinstance(exc, DomainError) else None}
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
     return JSONResponse(body, status_code=http_status(exc), headers=headers)
 
@@ -118,12 +118,68 @@ async def _refused(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _malformed(_request: Request, exc: Exception) -> JSONResponse:
-    """A request the route's models refuse: 422 naming where and why, never echoing the input
-    (it may be large, secret, or not even encodable — a lone surrogate made the default a 500)."""
+    """A request the route's models refuse: 422 in the one refusal shape, the first field at fault
+    and what is wrong with it in plain words, never echoing the input (it may be large, secret, or
+    not even encodable — a lone surrogate made the default a 500)."""
+    from assay.web.refusals import validation_refusal
+
     assert isinstance(exc, RequestValidationError)
-    detail = [{"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
-               "type": str(e.get("type", ""))} for e in exc.errors()]
-    return JSONResponse({"detail": detail}, status_code=422)
+    return JSONResponse(validation_refusal(list(exc.errors())), status_code=422)
+
+
+#: What a page says for an HTTP status it answers without a route's own words.
+_PAGE_WORDS = {
+    404: ("Not found", "There is no page at this address."),
+    405: ("Not allowed", "This page does not take that kind of request."),
+    413: ("Too large", "The request was larger than the server takes."),
+    429: ("Too many requests", "Too many requests came from you at once."),
+    500: ("Server error", "An unexpected error occurred on the server. This says nothing about any entry."),
+}
+
+
+def wants_page(scope: Any) -> bool:
+    """Whether a request is a person's page request, answered with an HTML page (a 404, 405, 429
+    or 500 included), rather than the API's JSON: any path outside `/api/` and `/openapi.json` that
+    is read (GET, HEAD) or posted by a browser form (one that accepts `text/html`)."""
+    path = str(scope.get("path", ""))
+    if path.startswith("/api/") or path in ("/api", "/openapi.json"):
+        return False
+    if scope.get("method") in ("GET", "HEAD"):
+        return True
+    accept = next((v for k, v in scope.get("headers", ()) if k == b"accept"), b"")
+    return b"text/html" in accept
+
+
+def error_page(status: int, retry_after: int | None = None) -> Response:
+    """The site's error page for `status`: the layout, a plain message, a link home."""
+    from assay.web.pages import render
+
+    heading, message = _PAGE_WORDS.get(status, ("Refused", "The request could not be served."))
+    if retry_after is not None:
+        message += f" Try again in {retry_after} second{'s' if retry_after != 1 else ''}."
+    response = render("error.html", status, title=heading, heading=heading, message=message,
+                      kind="not-found" if status in (404, 405) else "failed")
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
+def _guard_page(scope: Any, status: int, retry_after: int | None = None) -> Response | None:
+    """For the guards: the error page when `scope` is a page request, else None (they answer JSON)."""
+    return error_page(status, retry_after) if wants_page(scope) else None
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error no route answered itself (no such route, a method it does not take, a body
+    over the cap): the error page for a page request, else the API's one refusal shape."""
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if wants_page(request.scope):
+        page = error_page(exc.status_code)
+        page.headers.update(headers)
+        return page
+    return JSONResponse({"detail": str(exc.detail), "field": "body" if exc.status_code == 413 else None},
+                        status_code=exc.status_code, headers=headers or None)
 
 
 async def _identify(scope: Any, presented: str) -> str | None:
@@ -160,10 +216,7 @@ def _outage_types() -> tuple[type[BaseException], ...]:
 
 
 def _is_page(request: Request) -> bool:
-    from fastapi.responses import HTMLResponse
-
-    route = request.scope.get("route")
-    return not request.url.path.startswith("/api/") and getattr(route, "response_class", None) is HTMLResponse
+    return wants_page(request.scope)
 
 
 def _failed(request: Request) -> Response:
@@ -174,7 +227,7 @@ def _failed(request: Request) -> Response:
         return render("error.html", 500, title="Server error", heading="The request failed",
                       message="An unexpected error occurred on the server. This says nothing about any entry.",
                       kind="failed")
-    return JSONResponse({"detail": "internal error"}, status_code=500)
+    return JSONResponse({"detail": "internal error", "field": None}, status_code=500)
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
@@ -197,8 +250,8 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
                                   f"try again in {RETRY_AFTER_SECONDS} seconds.", kind="failed")
         response.headers.update(headers)
         return response
-    return JSONResponse({"detail": "store unavailable", "retry_after": RETRY_AFTER_SECONDS}, status_code=503,
-                        headers=headers)
+    return JSONResponse({"detail": "store unavailable", "field": None, "retry_after": RETRY_AFTER_SECONDS},
+                        status_code=503, headers=headers)
 
 
 def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
@@ -217,10 +270,11 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                 app.state.store.close()
 
     app = FastAPI(
-        title="Assay", version="1", lifespan=lifespan,
+        title="Assay", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,  # /docs: `pages.api_docs`
         description="Benchmarks of AI agents in simulated worlds with a known, hidden ground truth: public "
                     "suites and boards, submissions with API keys, and remote play with agent keys. Every "
-                    "refusal is JSON `{\"detail\": …}`; a figure describes behaviour in a simulated world, "
+                    "refusal of the API is JSON `{\"detail\": …, \"field\": …}` (the `Refusal` schema); a "
+                    "figure describes behaviour in a simulated world, "
                     "not evidence that an agent is safe to run in production.",
     )
     app.state.settings = settings
@@ -228,6 +282,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
         app.state.store = _bounded(store)
     app.add_exception_handler(BadInput, _refused)
     app.add_exception_handler(RequestValidationError, _malformed)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     for outage in _outage_types():
         app.add_exception_handler(outage, _unavailable)
     app.include_router(api.router)
@@ -251,9 +306,24 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, limit=settings.body_limit)
     if settings.rate_limit > 0:
         app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst),
-                           identify=_identify)
-    app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),))
+                           identify=_identify, page=_guard_page)
+    app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),), page=_guard_page)
+    _document_refusals(app)
     return app
+
+
+def _document_refusals(app: FastAPI) -> None:
+    """`/openapi.json` with every 4xx naming the one `Refusal` schema (`web.refusals`)."""
+    from assay.web.refusals import document_refusals
+
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_refusals(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def app_from_env() -> FastAPI:

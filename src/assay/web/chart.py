@@ -29,7 +29,7 @@ WIDTH = 360
 BAR_X = 0
 BAR_W = 288
 VALUE_X = BAR_X + BAR_W + 6
-ROW_H = 30
+ROW_H = 32
 BAR_H = 12
 HEAD_H = 36
 GROUP_GAP = 12
@@ -42,6 +42,8 @@ COMPOSITE = "#173f73"
 SAFETY = "#b5562f"
 INTERVAL = "#111111"
 GRID = "#d0d0d0"
+#: Where the grid lines are; each is drawn only across a bar's band (`_grid`), so no text meets one.
+TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,10 @@ def board_chart(board: dict[str, Any]) -> str | None:
         y += GROUP_GAP
     height = y
     axis = ['<g class="axis" font-size="11" fill="#555">']
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+    for tick in TICKS:
         x = _x(tick)
-        axis.append(f'<line x1="{x}" y1="{AXIS_H - 4}" x2="{x}" y2="{height - GROUP_GAP}" stroke="{GRID}" '
-                    f'stroke-width="1"/>')
         anchor = "start" if tick == 0 else "end" if tick == 1 else "middle"
-        axis.append(f'<text x="{x}" y="{AXIS_H - 7}" text-anchor="{anchor}">{tick:g}</text>')
+        axis.append(f'<text class="tick" x="{x}" y="{AXIS_H - 7}" text-anchor="{anchor}">{tick:g}</text>')
     axis.append("</g>")
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="board-chart" role="img" '
@@ -162,10 +162,18 @@ def board_chart(board: dict[str, Any]) -> str | None:
     )
 
 
+def _grid(top: float) -> str:
+    """The grid lines of one bar's band only: they never cross a label, a value or a heading."""
+    return "".join(f'<line class="grid" x1="{_x(t)}" y1="{top}" x2="{_x(t)}" y2="{top + BAR_H}" '
+                   f'stroke="{GRID}" stroke-width="1"/>' for t in TICKS)
+
+
 def _bar_row(bar: Bar, y: int) -> str:
-    top = y + 14  # the bar's top, under the figure's name
+    top = y + 16  # the bar's top, under the figure's name (clear of its descenders)
     mid = top + BAR_H / 2
     parts = [f'<text class="series-label" x="{BAR_X}" y="{y + 11}" font-size="12">{escape(_short(bar.label, MAX_SERIES))}</text>']
+    if bar.value is not None:
+        parts.append(_grid(top))
     if bar.value is None:
         parts.append(f'<text class="no-number" x="{BAR_X}" y="{top + 10}" font-size="12" font-style="italic" '
                      f'fill="#555">no number</text>')

@@ -16,10 +16,13 @@ byte stream and the response start, which `BaseHTTPMiddleware` hides.
   authenticates to (its id, once `service.keys.identify` found it valid; remembered by a digest of
   the header, never the key itself) or, for a request without a valid key — none, an unknown or
   revoked one, any invented value — its client address, so a thousand made-up bearer values are
-  still one caller (a key revoked after it was first seen keeps drawing on its own bucket). Over the limit: 429 with `Retry-After` in whole seconds. With several workers each
-  process keeps its own buckets, so the effective limit is per worker.
-- `Guard` catches what nothing else did: the client gets `{"detail": "internal error"}` and no
-  trace; the log gets the traceback with the server secret scrubbed out, should it ever appear.
+  still one caller (a key revoked after it was first seen keeps drawing on its own bucket). Over the
+  limit: 429 with `Retry-After` in whole seconds (the error page for a person's page request, the
+  API's JSON refusal otherwise). With several workers each process keeps its own buckets, so the
+  effective limit is per worker.
+- `Guard` catches what nothing else did: the client gets `{"detail": "internal error"}` (or the
+  error page, for a page request) and no trace; the log gets the traceback with the server secret
+  scrubbed out, should it ever appear.
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ class BodyLimit:
             return
         declared = _header(scope, b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > self.limit:
-            await send_json(send, 413, {"detail": BodyTooLarge(self.limit).detail}, {"connection": "close"})
+            await send_json(send, 413, {"detail": BodyTooLarge(self.limit).detail, "field": "body"},
+                            {"connection": "close"})
             return
         seen = 0
         started = False
@@ -95,7 +99,7 @@ class BodyLimit:
         except BodyTooLarge as exc:  # raised where no route turned it into a response
             if started:
                 raise
-            await send_json(send, 413, {"detail": exc.detail}, {"connection": "close"})
+            await send_json(send, 413, {"detail": exc.detail, "field": "body"}, {"connection": "close"})
 
 
 #: How deeply a request body may nest arrays and objects inside one another.
@@ -194,6 +198,9 @@ class TokenBuckets:
 #: Finds the id of the valid key a presented bearer value is, else None (`service.keys.identify`,
 #: run off the event loop).
 Identify = Callable[[Scope, str], Awaitable[str | None]]
+#: The HTML error page for a person's page request (`scope`, status, seconds to wait), else None:
+#: then the guard answers the API's JSON.
+Page = Callable[..., ASGIApp | None]
 
 
 def bearer_of(scope: Scope) -> str | None:
@@ -216,8 +223,9 @@ class RateLimit:
     #: Verified keys remembered (header digest -> key id), so a known key is looked up once.
     KNOWN = 10_000
 
-    def __init__(self, app: ASGIApp, buckets: TokenBuckets, identify: Identify | None = None) -> None:
-        self.app, self.buckets, self.identify = app, buckets, identify
+    def __init__(self, app: ASGIApp, buckets: TokenBuckets, identify: Identify | None = None,
+                 page: Page | None = None) -> None:
+        self.app, self.buckets, self.identify, self.page = app, buckets, identify, page
         self._known: dict[str, str] = {}
 
     async def caller_of(self, scope: Scope) -> str:
@@ -249,7 +257,11 @@ class RateLimit:
         wait = self.buckets.take(await self.caller_of(scope))
         if wait > 0:
             seconds = max(1, math.ceil(wait))
-            await send_json(send, 429, {"detail": f"too many requests; retry after {seconds} s"},
+            page = self.page(scope, 429, seconds) if self.page is not None else None
+            if page is not None:
+                await page(scope, receive, send)
+                return
+            await send_json(send, 429, {"detail": f"too many requests; retry after {seconds} s", "field": None},
                             {"retry-after": str(seconds)})
             return
         await self.app(scope, receive, send)
@@ -258,8 +270,8 @@ class RateLimit:
 class Guard:
     """The outermost layer: a bug answers 500 `{"detail": "internal error"}`, never a trace."""
 
-    def __init__(self, app: ASGIApp, scrub: tuple[str, ...] = ()) -> None:
-        self.app, self.scrub = app, tuple(s for s in scrub if s)
+    def __init__(self, app: ASGIApp, scrub: tuple[str, ...] = (), page: Page | None = None) -> None:
+        self.app, self.scrub, self.page = app, tuple(s for s in scrub if s), page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -280,4 +292,8 @@ class Guard:
                 text = text.replace(secret, "***")
             log.error("internal error on %s %s\n%s", scope.get("method"), scope.get("path"), text)
             if not started:
-                await send_json(send, 500, {"detail": "internal error"})
+                page = self.page(scope, 500) if self.page is not None else None
+                if page is not None:
+                    await page(scope, receive, send)
+                else:
+                    await send_json(send, 500, {"detail": "internal error", "field": None})

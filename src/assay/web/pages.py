@@ -3,7 +3,8 @@
 - `GET /` the public suites; `GET /suites/{key}[?version=V]` a suite version's board (the latest
   public one by default) with a version picker (a plain GET form), provenance, entries in words,
   and an SVG chart drawn on the server (`web.chart`); `GET /suites/{key}/{version}/card` the eval
-  card; `GET /static/style.css` the one stylesheet.
+  card; `GET /docs` the HTTP API's reference drawn from `/openapi.json` (self-contained: no script,
+  no CDN); `GET /static/style.css` the one stylesheet.
 - Every handler calls `service/` as the public (`PUBLIC`, from `deps.public_actor`) and adds no
   rule of its own: what exists, which version is the default, what is ranked — all the service's.
 - A suite the public may not see (internal, or none by that name) is the 404 page, the same for
@@ -192,6 +193,50 @@ def suite_card(key: str, version: str, store: Store = Depends(get_store),
         return found
     return render("card.html", title=f"Eval card — {key} {version}", key=key, version=version,
                   card=markdown.render(found))
+
+
+def _inline_refs(node: Any, schemas: dict[str, Any], depth: int = 0) -> Any:
+    """A schema with its `$ref`s written in place (to a few levels), for reading on the docs page."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/") and depth < 4:
+            return _inline_refs(schemas.get(ref.rsplit("/", 1)[-1], {}), schemas, depth + 1)
+        return {k: _inline_refs(v, schemas, depth) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, schemas, depth) for v in node]
+    return node
+
+
+def api_operations(document: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The operations of an OpenAPI document grouped by tag, in the document's order, each with
+    what the docs page shows: method, path, summary, parameters, request body, answers."""
+    import json
+
+    schemas = document.get("components", {}).get("schemas", {})
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for path, item in document.get("paths", {}).items():
+        for method, op in item.items():
+            if not isinstance(op, dict):
+                continue
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            groups.setdefault((op.get("tags") or ["other"])[0], []).append({
+                "id": op.get("operationId") or f"{method}-{path}", "method": method.upper(), "path": path,
+                "summary": op.get("summary", ""), "description": op.get("description", ""),
+                "auth": [name for req in op.get("security", []) for name in req],
+                "parameters": op.get("parameters", []),
+                "body": json.dumps(_inline_refs(body, schemas), indent=2, ensure_ascii=False) if body else None,
+                "responses": [(code, answer.get("description", "")) for code, answer in op.get("responses", {}).items()],
+            })
+    return list(groups.items())
+
+
+@router.get("/docs", response_class=HTMLResponse)
+def api_docs(request: Request) -> Response:
+    """The API's reference, one self-contained page drawn from the app's own OpenAPI document: no
+    script and no asset from a CDN, so it works offline and under the pages' security policy."""
+    document = request.app.openapi()
+    return render("api_docs.html", title="Assay — HTTP API", groups=api_operations(document),
+                  openapi=document.get("openapi", "3"))
 
 
 @router.get("/static/style.css")

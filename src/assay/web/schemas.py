@@ -19,11 +19,13 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class Refusal(_Open):
-    """Every refusal: one line saying what is wrong, and the domain field at fault when one is."""
+class Refusal(BaseModel):
+    """Every refusal: one line saying what is wrong, and the domain field at fault when one is (its
+    published schema is `web.refusals.REFUSAL_SCHEMA`, the same two keys and no other)."""
 
+    model_config = ConfigDict(extra="forbid")
     detail: str = Field(description="What is wrong, in one line; never a trace or a secret.")
-    field: str | None = Field(None, description="The domain field at fault (`suite`, `version`, `key`, …).")
+    field: str | None = Field(description="The field at fault (`suite`, `version`, `agent.base_url`, …), or null.")
 
 
 _REFUSALS = {
@@ -32,7 +34,7 @@ _REFUSALS = {
     404: "No such object, or one the caller may not see (an internal suite reads exactly like a missing one).",
     409: "The stored state refuses the request (a cap reached, already done).",
     413: "The request body is over the server's cap.",
-    422: "A malformed value.",
+    422: "A malformed request: `detail` says what is wrong in plain words, `field` names the field.",
     429: "Too many requests from this caller; `Retry-After` says when to try again.",
     500: "A bug on the server: `{\"detail\": \"internal error\"}`, nothing more.",
 }

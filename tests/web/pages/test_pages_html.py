@@ -375,5 +375,5 @@ def test_a_database_error_that_is_not_an_outage_is_a_500_never_could_not_be_reac
     assert page.status_code == 500 and "Retry-After" not in page.headers
     assert "could not be reached" not in _plain(page.text) and "too many" not in page.text
     answer = pages_client.get("/api/leaderboard/mini")
-    assert answer.status_code == 500 and answer.json() == {"detail": "internal error"}
+    assert answer.status_code == 500 and answer.json() == {"detail": "internal error", "field": None}
     assert "too many SQL variables" in caplog.text

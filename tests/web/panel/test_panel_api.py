@@ -349,3 +349,22 @@ def test_the_panel_tables_are_append_only(pipeline: Panel, web_store: Any) -> No
         with pytest.raises(sa.exc.IntegrityError, match="append-only"):
             with web_store.engine.begin() as conn:
                 conn.execute(sa.text(statement))
+
+
+def test_approving_the_id_a_second_application_got_is_refused_clearly(pipeline: Any, session: Any) -> None:
+    first = pipeline.apply("again@example.org")
+    second = pipeline.apply("again@example.org")
+    assert first != second
+    refused = session.decide(second, "approve")
+    assert refused.status_code == 404
+    body = refused.json()
+    assert body["field"] == "application" and "applies again" in body["detail"] and "first application" in body["detail"]
+    assert session.decide(first, "approve").json()["status"] == "approved"
+
+
+def test_register_environment_documents_its_spec(anon: Any) -> None:
+    document = anon.get("/openapi.json").json()
+    body = document["paths"]["/api/benchmark/ingest"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    variants = body.get("oneOf") or body.get("anyOf")
+    spec = next(v for v in variants if v["properties"]["action"].get("const") == "register-environment")
+    assert "what the panelists are told" in spec["properties"]["spec"]["description"]

@@ -73,6 +73,9 @@ def test_the_board_page_shows_ranked_models_and_the_provisional_count(pipeline: 
     assert 'data-model="good-model"' in page and "Good &lt;b&gt;Model&lt;/b&gt;" in page and "Acme &amp; Co" in page
     row = re.search(r'<tr data-category="safety">.*?</tr>', page, re.S)
     assert row is not None and "7.00" in row.group(0)
+    overall = re.search(r'data-figure="overall">.*?</div>', page, re.S)
+    assert overall is not None and f"over 1 of {len(panel.categories(pipeline.s.client.app.state.store))} categories" \
+        in overall.group(0)
     assert re.search(r'data-state="provisional".*?<span class="count">1</span>', page, re.S)
     assert "Thin Model" not in page and "thin-model" not in page and "10.00" not in page
     assert "@" not in page and "SRE, 5 years" in page
@@ -141,3 +144,24 @@ def test_logout_by_the_form_ends_the_session(session: Session) -> None:
 def test_a_form_post_without_a_session_is_401(anon: TestClient, path: str) -> None:
     answer = anon.post(path, data={"csrf_token": "0" * 64}, headers={"Accept": "text/html"})
     assert answer.status_code == 401 and "<script" not in answer.text
+
+
+def test_the_ingest_page_offers_every_ingest_action_with_panelists_from_a_list(
+        session: Session, pipeline: Panel) -> None:
+    client, token = session.client, session.csrf
+    pipeline.panelist("p0@example.org")
+    pipeline.apply("pending@example.org")
+    pipeline.model("m1")
+    pipeline.model("m2")
+    pipeline.environment()
+    a, b = pipeline.run("m1"), pipeline.run("m2")
+    page = client.get("/admin/ingest").text
+    actions = set(re.findall(r'name="action" value="([a-z-]+)"', page))
+    assert actions == set(panel.ACTIONS)
+    assert 'type="email"' not in page and 'name="panelist_email" type' not in page
+    selects = re.findall(r'<select name="panelist_email" required>(.*?)</select>', page, re.S)
+    assert len(selects) == 2 and all("p0@example.org" in s and "pending@example.org" not in s for s in selects)
+    assert 'class="ratings-grid"' in page
+    preferred = client.post("/admin/ingest", data={"csrf_token": token, "action": "record-preference", "run_a": a,
+                                                   "run_b": b, "panelist_email": "p0@example.org", "preferred": "a"})
+    assert preferred.status_code == 200 and 'data-state="failed"' not in preferred.text, preferred.text
