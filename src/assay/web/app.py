@@ -33,6 +33,7 @@ from assay.web.guards import BodyLimit, Guard, JsonDepth, RateLimit, TokenBucket
 ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
 ENV_RATE = "ASSAY_RATE_LIMIT"
 ENV_BURST = "ASSAY_RATE_BURST"
+ENV_MAX_AGE = "ASSAY_CACHE_MAX_AGE"
 
 log = logging.getLogger("assay.web")
 
@@ -49,11 +50,13 @@ class Settings:
     body_limit: int = 1 << 20
     rate_limit: float = 20.0
     rate_burst: int = 120
+    cache_max_age: int = 10  # seconds a proxy or browser may reuse a public read (issue 26)
 
     def to_env(self) -> dict[str, str]:
         """The limits as environment variables for `app_from_env` (never the secret: each worker
         reads it from where it lives, `assay.service.secret`)."""
-        env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst)}
+        env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst),
+               ENV_MAX_AGE: str(self.cache_max_age)}
         if self.db_url is not None:
             env["ASSAY_DB"] = self.db_url
         return env
@@ -67,7 +70,8 @@ class Settings:
         return cls(db_url=db_url, secret=server_secret(db_url),
                    body_limit=_env_number(ENV_BODY_LIMIT, int, cls.body_limit),
                    rate_limit=_env_number(ENV_RATE, float, cls.rate_limit),
-                   rate_burst=_env_number(ENV_BURST, int, cls.rate_burst))
+                   rate_burst=_env_number(ENV_BURST, int, cls.rate_burst),
+                   cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
@@ -223,6 +227,9 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                     "not evidence that an agent is safe to run in production.",
     )
     app.state.settings = settings
+    from assay.web.edge import Edge, Lanes  # public reads cached at the edge, and the lanes (issue 26)
+
+    app.state.edge, app.state.lanes = Edge(settings.cache_max_age), Lanes()
     if store is not None:
         app.state.store = _bounded(store)
     app.add_exception_handler(BadInput, _refused)
