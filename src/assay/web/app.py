@@ -227,9 +227,10 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                     "not evidence that an agent is safe to run in production.",
     )
     app.state.settings = settings
-    from assay.web.edge import Edge, Lanes  # public reads cached at the edge, and the lanes (issue 26)
+    from assay.web.edge import Answered, Arrival, Edge, Lanes  # reads at the edge, and the lanes (issue 26)
 
-    app.state.edge, app.state.lanes = Edge(settings.cache_max_age), Lanes()
+    app.state.edge, app.state.lanes, app.state.answered = Edge(settings.cache_max_age), Lanes(), Answered()
+    app.state.clock = None  # when a request arrived and was answered (`utcnow`; a test may inject one)
     if store is not None:
         app.state.store = _bounded(store)
     app.add_exception_handler(BadInput, _refused)
@@ -256,6 +257,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
         app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst),
                            identify=_identify)
     app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),))
+    app.add_middleware(Arrival)  # outermost: a request is stamped before it waits anywhere
     return app
 
 

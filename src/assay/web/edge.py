@@ -16,6 +16,10 @@ every caller, and it changes only when the board does. `Edge.read` answers such 
   request whose `If-None-Match` names the current tag is answered 304 with no body, so a reverse
   proxy or a browser serves the rest.
 
+Remote play runs in a lane of its own (`Lanes.play`); `Arrival` stamps each request when it
+reaches the server and `Answered` remembers when each run was last answered, so an agent is charged
+only the time between the server's answer and its next request's arrival.
+
 Only 200 answers are cached; refusals (404, 422) and failures are computed each time, and when the
 last change cannot be read (the store is unreachable) the route answers as it would uncached.
 """
@@ -34,8 +38,11 @@ import anyio
 import anyio.to_thread
 from fastapi import Request, Response
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
+from assay.store import schema as store_schema
 
 #: Threads each lane runs its sync work in (per worker process); `ASSAY_READ_THREADS`,
 #: `ASSAY_PLAY_THREADS` change them.
@@ -153,3 +160,50 @@ async def read(request: Request, produce: Callable[[], Response]) -> Response:
     lanes: Lanes = app.state.lanes
     return await anyio.to_thread.run_sync(edge.answer, app.state.store, request_key(request),
                                           request.headers.get("if-none-match"), produce, limiter=lanes.reads)
+
+
+# -- the play lane: arrival stamps and answer times (issue 26) ------------------------------------
+
+ARRIVED = "assay.arrived"
+#: Runs whose last answer time a process remembers (the oldest forgotten first).
+ANSWERED_SIZE = 100_000
+
+
+class Arrival:
+    """Stamps each request with when it reached the server (`scope["assay.arrived"]`, the app's
+    `state.clock`), before any queue: remote play charges the agent from there, never for the time
+    the request then waits in the server. Outermost middleware."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            clock = getattr(getattr(scope.get("app"), "state", None), "clock", None)
+            scope[ARRIVED] = (clock or store_schema.utcnow)()  # looked up each time: a test may set the store's clock
+        await self.app(scope, receive, send)
+
+
+class Answered:
+    """When this process last answered each leased run, and after which of its steps (0: the
+    lease): the next step is charged from then (`service.remote.step`'s `answered_at`). A step
+    answered by another worker, or before a restart, counts from when its step was stored."""
+
+    def __init__(self, size: int = ANSWERED_SIZE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[str, tuple[int, datetime]] = OrderedDict()
+
+    def get(self, run_id: str) -> tuple[int, datetime] | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def put(self, run_id: str, step: int | None, when: datetime, done: bool) -> None:
+        with self._lock:
+            if done or step is None:
+                self._runs.pop(run_id, None)
+                return
+            self._runs[run_id] = (step, when)
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
