@@ -97,3 +97,37 @@ def test_play_never_queues_behind_public_reads(web_store: Store, monkeypatch: py
         release.set()
         reader.join(60)
     assert results["read"].status_code == 200
+
+
+def test_past_the_cap_in_flight_a_read_is_refused_with_retry_after_and_play_goes_on(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.service import board as board_service
+    from assay.web import api
+
+    keys = accounts_and_keys(web_store)
+    app = make_app(web_store, rate_limit=0, max_inflight=1)
+    _remote_submission(web_store, Limits(turn_limit=40, time_limit=60.0))
+    entered, release = threading.Event(), threading.Event()
+    real_board_json = board_service.board_json
+
+    def stuck_read(*args: Any, **kwargs: Any) -> str:
+        entered.set()
+        release.wait(60)
+        return real_board_json(*args, **kwargs)
+
+    monkeypatch.setattr(api, "board_json", stuck_read)
+    results: dict[str, Any] = {}
+    reader = threading.Thread(target=lambda: results.update(read=TestClient(app).get("/api/leaderboard/forge")))
+    reader.start()
+    try:
+        assert entered.wait(60)
+        busy = TestClient(app).get("/api/leaderboard/forge?limit=1")
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert busy.json()["retry_after"] == 1
+        lease = TestClient(app).post("/api/agent/runs/next", headers=bearer(keys.alice_agent))
+        assert lease.status_code == 200  # play is never refused for the readers' crowd
+    finally:
+        release.set()
+        reader.join(60)
+    assert results["read"].status_code == 200
+    assert TestClient(app).get("/api/leaderboard/forge?limit=1").status_code == 200  # the cap frees again

@@ -34,6 +34,7 @@ ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
 ENV_RATE = "ASSAY_RATE_LIMIT"
 ENV_BURST = "ASSAY_RATE_BURST"
 ENV_MAX_AGE = "ASSAY_CACHE_MAX_AGE"
+ENV_INFLIGHT = "ASSAY_MAX_INFLIGHT"
 
 log = logging.getLogger("assay.web")
 
@@ -51,12 +52,13 @@ class Settings:
     rate_limit: float = 20.0
     rate_burst: int = 120
     cache_max_age: int = 10  # seconds a proxy or browser may reuse a public read (issue 26)
+    max_inflight: int = 128  # requests in flight per worker (remote play aside) before a 503; 0: no cap
 
     def to_env(self) -> dict[str, str]:
         """The limits as environment variables for `app_from_env` (never the secret: each worker
         reads it from where it lives, `assay.service.secret`)."""
         env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst),
-               ENV_MAX_AGE: str(self.cache_max_age)}
+               ENV_MAX_AGE: str(self.cache_max_age), ENV_INFLIGHT: str(self.max_inflight)}
         if self.db_url is not None:
             env["ASSAY_DB"] = self.db_url
         return env
@@ -71,7 +73,8 @@ class Settings:
                    body_limit=_env_number(ENV_BODY_LIMIT, int, cls.body_limit),
                    rate_limit=_env_number(ENV_RATE, float, cls.rate_limit),
                    rate_burst=_env_number(ENV_BURST, int, cls.rate_burst),
-                   cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age))
+                   cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age),
+                   max_inflight=_env_number(ENV_INFLIGHT, int, cls.max_inflight))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
@@ -257,6 +260,10 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
         app.add_middleware(RateLimit, buckets=TokenBuckets(settings.rate_limit, settings.rate_burst),
                            identify=_identify)
     app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),))
+    if settings.max_inflight > 0:
+        from assay.web.edge import Admission
+
+        app.add_middleware(Admission, cap=settings.max_inflight)  # before the rate limit's key lookup
     app.add_middleware(Arrival)  # outermost: a request is stamped before it waits anywhere
     return app
 
