@@ -53,6 +53,23 @@ PREVIOUS = {("reads /suites/forge", 16): "11-15 req/s, p50 1.0 s", ("reads /suit
             ("play+64 readers", 32): "0.73 runs/s (~3 steps/s), p50 7.2 s"}
 
 
+#: Transport errors (a keep-alive connection the server closed as it was reused): retried, counted.
+ERRORS: list[str] = []
+
+
+async def _send(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """A request, retried (3 times at most) on a transport error; a step is safe to send again
+    (the same step index is answered again, never applied twice)."""
+    for attempt in range(3):
+        try:
+            return await client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            ERRORS.append(f"{method} {path}: {type(exc).__name__}")
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -69,7 +86,7 @@ def _summary(latencies: list[float], seconds: float, refused: int = 0) -> dict[s
 async def _reader(client: httpx.AsyncClient, path: str, stop: float, out: list[float], refused: list[int]) -> None:
     while time.monotonic() < stop:
         start = time.monotonic()
-        response = await client.get(path)
+        response = await _send(client, "GET", path)
         if response.status_code == 503:
             refused.append(1)
             await asyncio.sleep(0.05)
@@ -92,7 +109,7 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
     auth = {"Authorization": f"Bearer {key}"}
     factory = load_agent("reference:diligent")
     while time.monotonic() < stop:
-        lease = await client.post("/api/agent/runs/next", headers=auth)
+        lease = await _send(client, "POST", "/api/agent/runs/next", headers=auth)
         if lease.status_code == 204:
             return
         assert lease.status_code == 200, lease.text
@@ -101,8 +118,8 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
         while True:
             message = agent(history, body["tools"])
             start = time.monotonic()
-            answer = await client.post(f"/api/agent/runs/{body['run_id']}/step", json={"step": index, "message": message},
-                                       headers=auth)
+            answer = await _send(client, "POST", f"/api/agent/runs/{body['run_id']}/step",
+                                 json={"step": index, "message": message}, headers=auth)
             out.append(time.monotonic() - start)
             assert answer.status_code == 200, answer.text
             value = answer.json()
@@ -224,6 +241,7 @@ def main() -> None:
                          + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else ""))
         prev = next((p for (what, n), p in PREVIOUS.items() if name.startswith(what) and name.endswith(f"@{n}")), "")
         print(f"{name:44} " + "  ".join(f"{c:>40}" for c in cells) + f"   {prev}")
+    print(f"transport errors retried: {len(ERRORS)} {sorted(set(ERRORS))[:5]}")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
 
