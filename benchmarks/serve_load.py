@@ -78,7 +78,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _summary(latencies: list[float], seconds: float, refused: int = 0) -> dict[str, Any]:
-    return {"n": len(latencies), "per_s": round(len(latencies) / seconds, 1), "refused": refused,
+    return {"n": len(latencies), "seconds": round(seconds, 1), "per_s": round(len(latencies) / seconds, 1),
+            "refused": refused,
             "p50": round(_pct(latencies, 0.50), 4), "p95": round(_pct(latencies, 0.95), 4),
             "p99": round(_pct(latencies, 0.99), 4)}
 
@@ -100,9 +101,11 @@ async def reads(base: str, path: str, clients: int, seconds: float) -> dict[str,
     refused: list[int] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
-        stop = time.monotonic() + seconds
+        began = time.monotonic()
+        stop = began + seconds
         await asyncio.gather(*(_reader(client, path, stop, out, refused) for _ in range(clients)))
-    return _summary(out, seconds, len(refused))
+        wall = time.monotonic() - began  # the last requests end after `stop`
+    return _summary(out, wall, len(refused))
 
 
 async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[float], runs: list[str]) -> None:
@@ -137,15 +140,17 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
     refused: list[int] = []
     limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
-        stop = time.monotonic() + seconds
+        began = time.monotonic()
+        stop = began + seconds
         tasks = [_agent(client, agent_keys[i % len(agent_keys)], stop, out, runs) for i in range(agents)]
         tasks += [_reader(client, "/suites/forge", stop, read_out, refused) for _ in range(readers)]
         await asyncio.gather(*tasks)
-    found = _summary(out, seconds)
+        wall = time.monotonic() - began  # an agent finishes the run it is in after `stop`
+    found = _summary(out, wall)
     found["runs"] = len(runs)
     found["timeouts"] = runs.count("timeout")
     if readers:
-        found["reads"] = _summary(read_out, seconds, len(refused))
+        found["reads"] = _summary(read_out, wall, len(refused))
     return found
 
 
