@@ -268,7 +268,8 @@ def _digest(kind: str, said: Any) -> str:
 
 
 def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index: int | None = None,
-         failure: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+         failure: str | None = None, now: datetime | None = None,
+         answered_at: tuple[int, datetime] | None = None) -> dict[str, Any]:
     """Apply the agent's next answer to its leased run: `message` (one assistant message, or
     whatever it sent), or `failure` (it failed on its side: the run is `crashed` with that reason).
 
@@ -277,7 +278,12 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
     twice; another message there is refused (`Conflict`), as is a gap. Without `index` the answer
     is the next one. Returns `{run_id, step, messages, done, status}`: the messages that followed
     the answer, whether the run is over now, and its status then (`running` before). A step on a
-    run that is over (idle past its time, say) answers `done` with its status and applies nothing."""
+    run that is over (idle past its time, say) answers `done` with its status and applies nothing.
+
+    The agent is charged the time from the server's answer to this step's arrival only (issue 26):
+    `now` is when the request arrived (the web stamps it before any queue), and `answered_at`
+    `(n, when)` when the server's answer after the run's n-th step (0: the lease) left it, which
+    counts from then rather than from when that step was stored."""
     arrival = now or utcnow()
     run = _run(store, run_id, actor)
     if failure is not None:
@@ -306,6 +312,8 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
         if index is not None and index != n + 1:
             raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
         previous = max(steps[-1]["created_at"], lease["leased_at"]) if steps else lease["leased_at"]
+        if answered_at is not None and answered_at[0] == n:
+            previous = max(previous, answered_at[1])
         answered["step"] = n + 1
         return {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
                 "elapsed": max(0.0, (arrival - previous).total_seconds())}

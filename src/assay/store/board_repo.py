@@ -559,6 +559,16 @@ class BoardRepo(Repository):
         with self.read() as conn:
             return [self._info(row) for row in conn.execute(query)]
 
+    def last_change(self) -> tuple[str, datetime | None]:
+        """What every public board, entry and card was last changed by, in one cheap query: a token
+        that changes whenever a stored figure is replaced or an event that lists, labels or dates an
+        entry is appended (publication, handle, variance note, era, unlisting, digest stamp, release),
+        and the latest time among them (None on an empty store). Keys the web's read cache and ETags."""
+        with self.read() as conn:
+            row = list(conn.execute(_last_change_query()).one())
+        times = [v for v in row if isinstance(v, datetime)]
+        return "|".join(v.isoformat() if isinstance(v, datetime) else str(v) for v in row), max(times, default=None)
+
     # -- stored figures (derived: the one table whose rows are replaced) -------------------------
 
     def put_figures(self, rows: Sequence[dict[str, Any]], conn: sa.Connection | None = None) -> None:
@@ -709,3 +719,21 @@ class BoardRepo(Repository):
         query = self._ranked_above_query()
         with self.read() as conn:
             return [int(conn.execute(query, {"release_id": release_id, "upper": u}).scalar_one()) for u in uppers]
+
+
+@functools.cache
+def _last_change_query() -> sa.Select[Any]:
+    """`BoardRepo.last_change`'s one statement, built once (it is asked before every public read)."""
+    def one(column: Any) -> Any:
+        return sa.select(column).scalar_subquery()
+
+    def count(table: sa.Table) -> Any:
+        return sa.select(sa.func.count()).select_from(table).scalar_subquery()
+
+    ef, us, ds = entry_figures, unlisted_submissions, digest_stamps
+    return sa.select(one(sa.func.max(ef.c.created_at)), count(ef),
+                     one(sa.func.max(publication_events.c.id)), one(sa.func.max(publication_events.c.created_at)),
+                     one(sa.func.max(account_handles.c.id)), one(sa.func.max(account_handles.c.created_at)),
+                     one(sa.func.max(variance_notes.c.id)), one(sa.func.max(measurement_eras.c.id)),
+                     one(sa.func.max(suite_releases.c.id)), one(sa.func.max(us.c.created_at)),
+                     count(us), one(sa.func.max(ds.c.created_at)), count(ds))

@@ -12,20 +12,31 @@ run's `empty`, an unknown tool a tool error, a late answer a `timeout`). `step` 
 answers of a run from 1 and makes a retry safe: the same step sent again is answered again, never
 applied twice. A bare assistant message as the body (no `message` key) is taken as the message.
 Only the key's own account's runs exist for it; an API key is refused here like no key.
+
+Play has its own lane (issue 26): the routes run in `web.edge.Lanes.play`, a thread pool public
+reads never use, and a step is charged from the server's last answer to the step's arrival
+(`web.edge.Arrival`), so time a request waits in the server is never the agent's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Response
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.records import STATUSES
-from assay.service import remote
+from assay.service import keys, remote
 from assay.service.actors import Actor
 from assay.store.db import Store
-from assay.web.deps import agent_actor, get_store
+from assay.store import schema as store_schema
+from assay.web.deps import agent_scheme
+from assay.web.edge import ARRIVED, Answered
 from assay.web.schemas import error_responses
 
 router = APIRouter(prefix="/api/agent/runs", tags=["remote play"], responses=error_responses(401, 429, 500))
@@ -99,23 +110,52 @@ class StepAnswer(_Open):
     status: RunStatus = Field(description="`running`, or the run's outcome once it is over.")
 
 
+async def _play(request: Request, credentials: HTTPAuthorizationCredentials | None,
+                work: Callable[[Store, Actor], Any]) -> Any:
+    """`work` for the key's agent, in the play lane (`web.edge.Lanes.play`: never behind public
+    reads), the key checked there too."""
+    app = request.app
+    presented = credentials.credentials if credentials is not None else None
+
+    def run() -> Any:
+        store: Store = app.state.store
+        return work(store, keys.authenticate(store, app.state.settings.secret, presented, "agent"))
+
+    return await anyio.to_thread.run_sync(run, limiter=app.state.lanes.play)
+
+
+def _clock(request: Request) -> datetime:
+    clock = getattr(request.app.state, "clock", None)
+    return (clock or store_schema.utcnow)()  # looked up each time: a test may set the store's clock
+
+
 @router.post("/next", response_model=RunLease, summary="Lease the next pending run of the account's remote submissions",
              responses={204: {"description": "No run is pending."}, **error_responses(403)})
-def next_run(store: Store = Depends(get_store), actor: Actor = Depends(agent_actor)) -> Any:
-    lease = remote.next_run(store, actor=actor)
+async def next_run(request: Request,
+                   credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
+    lease = await _play(request, credentials, lambda store, actor: remote.next_run(store, actor=actor))
     if lease is None:
         return Response(status_code=204)
+    request.app.state.answered.put(lease["run_id"], 0, _clock(request), False)
     return lease
 
 
 @router.post("/{run_id}/step", response_model=StepAnswer, responses=error_responses(404, 409, 422),
              summary="Send a leased run the agent's next assistant message")
-def step(run_id: str, body: StepRequest, store: Store = Depends(get_store),
-         actor: Actor = Depends(agent_actor)) -> Any:
+async def step(run_id: str, body: StepRequest, request: Request,
+               credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
+    answered: Answered = request.app.state.answered
+    now, answered_at = request.scope.get(ARRIVED), answered.get(run_id)
     if body.error is not None:
-        return remote.step(store, run_id, actor=actor, index=body.step, failure=body.error)
-    message = body.message if "message" in body.model_fields_set else dict(body.model_extra or {})
-    return remote.step(store, run_id, message, actor=actor, index=body.step)
+        failure = body.error
+        answer = await _play(request, credentials, lambda store, actor: remote.step(
+            store, run_id, actor=actor, index=body.step, failure=failure, now=now, answered_at=answered_at))
+    else:
+        message = body.message if "message" in body.model_fields_set else dict(body.model_extra or {})
+        answer = await _play(request, credentials, lambda store, actor: remote.step(
+            store, run_id, message, actor=actor, index=body.step, now=now, answered_at=answered_at))
+    answered.put(run_id, answer["step"], _clock(request), answer["done"])
+    return answer
 
 
 class ReleaseAnswer(_Open):
@@ -126,5 +166,7 @@ class ReleaseAnswer(_Open):
 
 @router.post("/{run_id}/release", response_model=ReleaseAnswer, responses=error_responses(404),
              summary="Hand a leased run back: it is pending again at once, nothing recorded")
-def release(run_id: str, store: Store = Depends(get_store), actor: Actor = Depends(agent_actor)) -> Any:
-    return remote.release(store, run_id, actor=actor)
+async def release(run_id: str, request: Request,
+                  credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
+    request.app.state.answered.put(run_id, None, _clock(request), True)
+    return await _play(request, credentials, lambda store, actor: remote.release(store, run_id, actor=actor))

@@ -14,12 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from assay.service import catalog, releases
-from assay.service.actors import Actor
+from assay.service.actors import PUBLIC, Actor
 from assay.service.board import MAX_PAGE, board_json, entry
 from assay.service.cards import card
 from assay.store.db import Store
+from assay.web import edge
 from assay.web.deps import agent_actor, get_store, public_actor
 from assay.web.schemas import Board, Card, PublishedEntry, SuiteRelease, SuiteSummary, SuiteVersion, error_responses
 
@@ -58,12 +62,19 @@ def suite_release(key: str, version: str, store: Store = Depends(get_store),
 @router.get("/suites/{key}/{version}/card", tags=["suites"], response_model=Card,
             summary="A suite version's eval card (JSON, or Markdown with Accept: text/markdown)",
             responses={200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}, **error_responses(404)})
-def suite_card(key: str, version: str, request: Request, store: Store = Depends(get_store),
-               actor: Actor = Depends(public_actor)) -> Any:
-    text = card(store, key, version, actor=actor)
-    if wants_markdown(request.headers.get("accept", "")):
-        return Response(text, media_type=MARKDOWN)
-    return {"key": key, "version": version, "markdown": text}
+async def suite_card(key: str, version: str, request: Request) -> Any:
+    def produce() -> Response:
+        text = card(get_store(request), key, version, actor=PUBLIC)
+        if wants_markdown(request.headers.get("accept", "")):
+            return Response(text, media_type=MARKDOWN)
+        return _json(Card, {"key": key, "version": version, "markdown": text})
+
+    return await edge.read(request, produce)
+
+
+def _json(model: type[BaseModel], value: Any) -> Response:
+    """`value` as the route's response model serialises it (what FastAPI would send)."""
+    return JSONResponse(jsonable_encoder(model.model_validate(value)))
 
 
 def wants_markdown(accept: str) -> bool:
@@ -75,22 +86,25 @@ def wants_markdown(accept: str) -> bool:
 @router.get("/leaderboard/{key}", tags=["boards"], response_model=Board,
             summary="A suite version's public board: exactly what `assay board KEY --json` prints",
             responses=error_responses(404))
-def leaderboard(key: str,
-                version: str | None = Query(None, description="Suite version (default: the latest public one)."),
-                limit: int | None = Query(None, ge=1, le=MAX_PAGE,
-                                          description="At most this many entries (a page; default: every entry)."),
-                cursor: str | None = Query(None, max_length=200,
-                                           description="Where the page starts: a previous page's `page.next_cursor`."),
-                q: str | None = Query(None, max_length=200,
-                                      description="Only entries whose public handle or label contains this."),
-                store: Store = Depends(get_store), actor: Actor = Depends(public_actor)) -> Response:
-    return Response(board_json(store, key, version, actor=actor, limit=limit, cursor=cursor, search=q),
-                    media_type="application/json")
+async def leaderboard(key: str, request: Request,
+                      version: str | None = Query(None, description="Suite version (default: the latest public one)."),
+                      limit: int | None = Query(None, ge=1, le=MAX_PAGE,
+                                                description="At most this many entries (a page; default: every entry)."),
+                      cursor: str | None = Query(None, max_length=200,
+                                                 description="Where the page starts: a previous page's `page.next_cursor`."),
+                      q: str | None = Query(None, max_length=200,
+                                            description="Only entries whose public handle or label contains this.")
+                      ) -> Response:
+    def produce() -> Response:
+        return Response(board_json(get_store(request), key, version, actor=PUBLIC, limit=limit, cursor=cursor,
+                                   search=q), media_type="application/json")
+
+    return await edge.read(request, produce)
 
 
 @router.get("/entries/{submission_id}", tags=["boards"], response_model=PublishedEntry,
             summary="One published entry by its full submission id, listed or unlisted",
             responses=error_responses(404))
-def published_entry(submission_id: str, store: Store = Depends(get_store),
-                    actor: Actor = Depends(public_actor)) -> Any:
-    return entry(store, submission_id, actor=actor)
+async def published_entry(submission_id: str, request: Request) -> Any:
+    return await edge.read(request, lambda: _json(PublishedEntry, entry(get_store(request), submission_id,
+                                                                         actor=PUBLIC)))

@@ -34,6 +34,8 @@ from assay.web.guards import BodyLimit, Guard, JsonDepth, RateLimit, TokenBucket
 ENV_BODY_LIMIT = "ASSAY_BODY_LIMIT"
 ENV_RATE = "ASSAY_RATE_LIMIT"
 ENV_BURST = "ASSAY_RATE_BURST"
+ENV_MAX_AGE = "ASSAY_CACHE_MAX_AGE"
+ENV_INFLIGHT = "ASSAY_MAX_INFLIGHT"
 
 log = logging.getLogger("assay.web")
 
@@ -50,11 +52,14 @@ class Settings:
     body_limit: int = 1 << 20
     rate_limit: float = 20.0
     rate_burst: int = 120
+    cache_max_age: int = 10  # seconds a proxy or browser may reuse a public read (issue 26)
+    max_inflight: int = 128  # requests in flight per worker (remote play aside) before a 503; 0: no cap
 
     def to_env(self) -> dict[str, str]:
         """The limits as environment variables for `app_from_env` (never the secret: each worker
         reads it from where it lives, `assay.service.secret`)."""
-        env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst)}
+        env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst),
+               ENV_MAX_AGE: str(self.cache_max_age), ENV_INFLIGHT: str(self.max_inflight)}
         if self.db_url is not None:
             env["ASSAY_DB"] = self.db_url
         return env
@@ -68,7 +73,9 @@ class Settings:
         return cls(db_url=db_url, secret=server_secret(db_url),
                    body_limit=_env_number(ENV_BODY_LIMIT, int, cls.body_limit),
                    rate_limit=_env_number(ENV_RATE, float, cls.rate_limit),
-                   rate_burst=_env_number(ENV_BURST, int, cls.rate_burst))
+                   rate_burst=_env_number(ENV_BURST, int, cls.rate_burst),
+                   cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age),
+                   max_inflight=_env_number(ENV_INFLIGHT, int, cls.max_inflight))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
@@ -278,6 +285,10 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                     "not evidence that an agent is safe to run in production.",
     )
     app.state.settings = settings
+    from assay.web.edge import Answered, Arrival, Edge, Lanes  # reads at the edge, and the lanes (issue 26)
+
+    app.state.edge, app.state.lanes, app.state.answered = Edge(settings.cache_max_age), Lanes(), Answered()
+    app.state.clock = None  # when a request arrived and was answered (`utcnow`; a test may inject one)
     if store is not None:
         app.state.store = _bounded(store)
     app.add_exception_handler(BadInput, _refused)
@@ -309,6 +320,11 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                            identify=_identify, page=_guard_page)
     app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),), page=_guard_page)
     _document_refusals(app)
+    if settings.max_inflight > 0:
+        from assay.web.edge import Admission
+
+        app.add_middleware(Admission, cap=settings.max_inflight)  # before the rate limit's key lookup
+    app.add_middleware(Arrival)  # outermost: a request is stamped before it waits anywhere
     return app
 
 

@@ -27,6 +27,8 @@ _api_scheme = HTTPBearer(scheme_name="ApiKey", auto_error=False,
 _agent_scheme = HTTPBearer(scheme_name="AgentKey", auto_error=False,
                            description="An agent key (`gk_…`) from `assay key create --kind agent`.")
 
+agent_scheme = _agent_scheme  # the remote-play routes read the key themselves, in their own lane
+
 
 def get_store(request: Request) -> Store:
     return request.app.state.store

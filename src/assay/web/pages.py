@@ -30,9 +30,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from assay.errors import Invalid, NotFound
 from assay.service import board as board_service
 from assay.service import cards, releases
-from assay.service.actors import Actor
+from assay.service.actors import PUBLIC, Actor
 from assay.store.db import Store
-from assay.web import chart, cost_chart, markdown
+from assay.web import chart, cost_chart, edge, markdown
 from assay.web.deps import get_store, public_actor
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,14 @@ def index(store: Store = Depends(get_store), actor: Actor = Depends(public_actor
 
 
 @router.get("/suites/{key}", response_class=HTMLResponse)
-def suite_board(key: str, version: str | None = Query(None), cursor: str | None = Query(None, max_length=200),
+async def suite_board(request: Request, key: str, version: str | None = Query(None),
+                      cursor: str | None = Query(None, max_length=200),
+                      q: str | None = Query(None, max_length=200)) -> Response:
+    """The board page, from the read cache in the read lane (`web.edge`)."""
+    return await edge.read(request, lambda: board_page(key, version, cursor, q, get_store(request), PUBLIC))
+
+
+def board_page(key: str, version: str | None = Query(None), cursor: str | None = Query(None, max_length=200),
                 q: str | None = Query(None, max_length=200), store: Store = Depends(get_store),
                 actor: Actor = Depends(public_actor)) -> Response:
     """A suite version's board, a page of `board_service.PAGE` entries at a time (from `cursor`),
@@ -185,7 +192,12 @@ def suite_board(key: str, version: str | None = Query(None), cursor: str | None 
 
 
 @router.get("/suites/{key}/{version}/card", response_class=HTMLResponse)
-def suite_card(key: str, version: str, store: Store = Depends(get_store),
+async def suite_card(request: Request, key: str, version: str) -> Response:
+    """The card page, from the read cache in the read lane (`web.edge`)."""
+    return await edge.read(request, lambda: card_page(key, version, get_store(request), PUBLIC))
+
+
+def card_page(key: str, version: str, store: Store = Depends(get_store),
                actor: Actor = Depends(public_actor)) -> Response:
     """The eval card of one suite version, its Markdown rendered safely."""
     found = _attempt("eval card", lambda: cards.card(store, key, version, actor=actor))

@@ -98,6 +98,14 @@ def pages_client(site: Site) -> Iterator[Any]:
         yield test_client
 
 
+@pytest.fixture(autouse=True)
+def _fresh_reads(request: pytest.FixtureRequest) -> None:
+    """Each test computes its pages afresh: some fabricate the service's answer (monkeypatch), which
+    the read cache (`web.edge`, keyed by the store's last change) would otherwise keep for the next."""
+    if "pages_client" in request.fixturenames:
+        request.getfixturevalue("pages_client").app.state.edge.clear()
+
+
 # -- the real server ----------------------------------------------------------------------------
 
 

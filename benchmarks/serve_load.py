@@ -1,0 +1,255 @@
+"""Load on one `assay serve` worker (issue 26): board reads by a crowd, and remote play alone and
+while the crowd reads.
+
+    PYTHONPATH=src python benchmarks/serve_load.py [--backend sqlite|postgresql|both]
+                                                   [--entries 100] [--seconds 5] [--json FILE]
+
+What it builds: a forge board of `--entries` entries (one played submission copied in bulk, as
+`benchmarks/board_scale.py` builds its boards), accounts with agent keys and remote forge
+submissions for the agents to play; then it starts `assay serve` (one worker, the rate limit off,
+the default cap in flight) on 127.0.0.1 and drives it with asyncio httpx clients:
+
+* reads: `--seconds` of `/suites/forge`, `/api/leaderboard/forge` and `/api/entries/{id}` by 16
+  and 64 clients each (keep-alive, no conditional headers: every answer is a 200 body), giving
+  req/s and p50/p95/p99 latency, and the share refused (503 past the cap);
+* play: 1, 8 and 32 agents playing remote runs as `assay play` does (lease, step until done;
+  each step's answer is `reference:diligent`'s message), steps/s and step p50/p95/p99, alone
+  and while 64 clients read `/suites/forge`.
+
+Figures go to stdout side by side with the issue's previous ones (wrk, same machine, before).
+PostgreSQL is a throwaway cluster started as the tests start theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import httpx  # noqa: E402
+
+from assay.agents.loader import load_agent  # noqa: E402
+from assay.run.engine import Limits  # noqa: E402
+from assay.service import accounts, keys, releases, remote, submissions  # noqa: E402
+from assay.service.actors import OPERATOR, account_actor  # noqa: E402
+from assay.store import open_store  # noqa: E402
+
+SECRET = "serve-load-benchmark-secret-" + "s" * 32
+#: The issue's figures (one worker, 102 entries, before): (what, clients) -> (req/s, p50 s).
+PREVIOUS = {("reads /suites/forge", 16): "11-15 req/s, p50 1.0 s", ("reads /suites/forge", 64): "11-15 req/s, p50 5.7 s",
+            ("play", 1): "40-70 steps/s, p50 0.006 s", ("play", 32): "40-70 steps/s",
+            ("play+64 readers", 32): "0.73 runs/s (~3 steps/s), p50 7.2 s"}
+
+
+#: Transport errors (a keep-alive connection the server closed as it was reused): retried, counted.
+ERRORS: list[str] = []
+
+
+async def _send(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """A request, retried (3 times at most) on a transport error; a step is safe to send again
+    (the same step index is answered again, never applied twice)."""
+    for attempt in range(3):
+        try:
+            return await client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            ERRORS.append(f"{method} {path}: {type(exc).__name__}")
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _summary(latencies: list[float], seconds: float, refused: int = 0) -> dict[str, Any]:
+    return {"n": len(latencies), "seconds": round(seconds, 1), "per_s": round(len(latencies) / seconds, 1),
+            "refused": refused,
+            "p50": round(_pct(latencies, 0.50), 4), "p95": round(_pct(latencies, 0.95), 4),
+            "p99": round(_pct(latencies, 0.99), 4)}
+
+
+async def _reader(client: httpx.AsyncClient, path: str, stop: float, out: list[float], refused: list[int]) -> None:
+    while time.monotonic() < stop:
+        start = time.monotonic()
+        response = await _send(client, "GET", path)
+        if response.status_code == 503:
+            refused.append(1)
+            await asyncio.sleep(0.05)
+            continue
+        assert response.status_code == 200, (path, response.status_code)
+        out.append(time.monotonic() - start)
+
+
+async def reads(base: str, path: str, clients: int, seconds: float) -> dict[str, Any]:
+    out: list[float] = []
+    refused: list[int] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
+        began = time.monotonic()
+        stop = began + seconds
+        await asyncio.gather(*(_reader(client, path, stop, out, refused) for _ in range(clients)))
+        wall = time.monotonic() - began  # the last requests end after `stop`
+    return _summary(out, wall, len(refused))
+
+
+async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[float], runs: list[str]) -> None:
+    auth = {"Authorization": f"Bearer {key}"}
+    factory = load_agent("reference:diligent")
+    while time.monotonic() < stop:
+        lease = await _send(client, "POST", "/api/agent/runs/next", headers=auth)
+        if lease.status_code == 204:
+            return
+        assert lease.status_code == 200, lease.text
+        body = lease.json()
+        agent, history, index = factory(), list(body["messages"]), body["step"]
+        while True:
+            message = agent(history, body["tools"])
+            start = time.monotonic()
+            answer = await _send(client, "POST", f"/api/agent/runs/{body['run_id']}/step",
+                                 json={"step": index, "message": message}, headers=auth)
+            out.append(time.monotonic() - start)
+            assert answer.status_code == 200, answer.text
+            value = answer.json()
+            history = [*history, message, *value["messages"]]
+            if value["done"]:
+                runs.append(value["status"])
+                break
+            index += 1
+
+
+async def play(base: str, agent_keys: list[str], agents: int, seconds: float, readers: int = 0) -> dict[str, Any]:
+    out: list[float] = []
+    runs: list[str] = []
+    read_out: list[float] = []
+    refused: list[int] = []
+    limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+        began = time.monotonic()
+        stop = began + seconds
+        tasks = [_agent(client, agent_keys[i % len(agent_keys)], stop, out, runs) for i in range(agents)]
+        tasks += [_reader(client, "/suites/forge", stop, read_out, refused) for _ in range(readers)]
+        await asyncio.gather(*tasks)
+        wall = time.monotonic() - began  # an agent finishes the run it is in after `stop`
+    found = _summary(out, wall)
+    found["runs"] = len(runs)
+    found["timeouts"] = runs.count("timeout")
+    if readers:
+        found["reads"] = _summary(read_out, wall, len(refused))
+    return found
+
+
+def build(url: str, entries: int, n_agents: int) -> tuple[list[str], str]:
+    """The board, the agents' keys (one account each) and their remote submissions; returns the keys
+    and one entry's id."""
+    import board_scale
+
+    store = open_store(url)
+    try:
+        releases.bootstrap(store)
+        accounts.create(store, "bench", "Bench", actor=OPERATOR)
+        template_id = submissions.submit(store, "forge", factory=load_agent("reference:diligent"), account="bench",
+                                         label="template", workers=2, publish=True, actor=OPERATOR)
+        board_scale.grow(store, board_scale._template(store, template_id), entries - 1, "bench")
+        agent_keys = []
+        for i in range(n_agents):
+            account = f"agent{i}-{uuid.uuid4().hex[:6]}"
+            accounts.create(store, account, account, actor=OPERATOR)
+            agent_keys.append(keys.create(store, account, "agent", SECRET.encode(), actor=OPERATOR)[1])
+            for _ in range(3):
+                submissions.compose(store, "forge", factory=remote.remote_factory(), account=account, label="remote",
+                                    limits=Limits(turn_limit=40, time_limit=600.0), actor=account_actor(account))
+        return agent_keys, template_id
+    finally:
+        store.close()
+
+
+def serve(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "ASSAY_SECRET": SECRET, "ASSAY_RATE_LIMIT": "0", "ASSAY_DB": url}
+    exe = Path(sys.executable).parent / "assay"
+    proc = subprocess.Popen([str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(base + "/openapi.json", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"assay serve did not start: {log.read_text()[-2000:]}")
+
+
+def run(kind: str, url: str, entries: int, seconds: float) -> dict[str, Any]:
+    agent_keys, entry_id = build(url, entries, 32)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base = serve(url, Path(tmp) / "serve.log")
+        try:
+            found: dict[str, Any] = {}
+            for path in ("/suites/forge", "/api/leaderboard/forge", f"/api/entries/{entry_id}"):
+                for clients in (16, 64):
+                    name = f"reads {path if 'entries' not in path else '/api/entries/{id}'}"
+                    found[f"{name} @{clients}"] = asyncio.run(reads(base, path, clients, seconds))
+                    print(f"  {kind} {name} @{clients}: {found[f'{name} @{clients}']}", file=sys.stderr)
+            for agents in (1, 8, 32):
+                found[f"play @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds))
+                print(f"  {kind} play @{agents}: {found[f'play @{agents}']}", file=sys.stderr)
+            for agents in (8, 32):
+                found[f"play+64 readers @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, readers=64))
+                print(f"  {kind} play+64 readers @{agents}: {found[f'play+64 readers @{agents}']}", file=sys.stderr)
+            return found
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--entries", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    import board_scale
+
+    results = {}
+    for kind in (("sqlite", "postgresql") if args.backend == "both" else (args.backend,)):
+        with board_scale.backend(kind) as url:
+            results[kind] = run(kind, url, args.entries, args.seconds)
+    names = list(next(iter(results.values())))
+    print(f"{'measure':44} " + "  ".join(f"{k:>40}" for k in results) + "   previous (issue 26)")
+    for name in names:
+        cells = []
+        for kind in results:
+            v = results[kind][name]
+            cells.append(f"{v['per_s']:>7}/s p50 {v['p50']:.3f} p95 {v['p95']:.3f} p99 {v['p99']:.3f}"
+                         + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else ""))
+        prev = next((p for (what, n), p in PREVIOUS.items() if name.startswith(what) and name.endswith(f"@{n}")), "")
+        print(f"{name:44} " + "  ".join(f"{c:>40}" for c in cells) + f"   {prev}")
+    print(f"transport errors retried: {len(ERRORS)} {sorted(set(ERRORS))[:5]}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

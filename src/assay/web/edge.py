@@ -1,0 +1,248 @@
+"""Public reads served from stored figures, cached at the edge (issue 26).
+
+The board, entry and card routes only read, and only what the public may see: so one answer serves
+every caller, and it changes only when the board does. `Edge.read` answers such a route:
+
+- It runs off the event loop in the read lane, a thread pool of its own (`Lanes.reads`, an
+  `anyio.CapacityLimiter`), so a crowd of readers never takes the threads remote play runs in; a
+  request whose client has already gone is answered empty without being computed.
+- It asks the store one cheap question first, what the board was last changed by
+  (`BoardRepo.last_change`: a token over the stored figures and the events that list or label an
+  entry), and answers from an in-process cache keyed by that token and the request (path and
+  query): a repeated read touches the database with that one query only; a new entry, a
+  publication, a handle or a judgement changes the token and so every cached answer.
+- Each answer carries `ETag` (a digest of the token and the request), `Last-Modified` (the latest
+  time the token holds) and `Cache-Control: public, max-age=N` (`Settings.cache_max_age`), and a
+  request whose `If-None-Match` names the current tag is answered 304 with no body, so a reverse
+  proxy or a browser serves the rest.
+
+Remote play runs in a lane of its own (`Lanes.play`); `Arrival` stamps each request when it
+reaches the server and `Answered` remembers when each run was last answered, so an agent is charged
+only the time between the server's answer and its next request's arrival.
+
+Only 200 answers are cached; refusals (404, 422) and failures are computed each time, and when the
+last change cannot be read (the store is unreachable) the route answers as it would uncached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import format_datetime
+
+import anyio
+import anyio.to_thread
+from fastapi import Request, Response
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from assay.store.board_repo import BoardRepo
+from assay.store.db import Store
+from assay.store import schema as store_schema
+
+#: Threads each lane runs its sync work in (per worker process); `ASSAY_READ_THREADS`,
+#: `ASSAY_PLAY_THREADS` change them.
+READ_THREADS = 8
+PLAY_THREADS = 16
+#: Answers the read cache keeps (the board's pages, entries and cards under the current token).
+CACHE_SIZE = 512
+
+
+class Lanes:
+    """The bounded thread pools of one app: public reads in one, remote play in another, so neither
+    queues behind the other."""
+
+    def __init__(self, reads: int = READ_THREADS, play: int = PLAY_THREADS) -> None:
+        self.reads = anyio.CapacityLimiter(max(1, reads))
+        self.play = anyio.CapacityLimiter(max(1, play))
+
+
+@dataclass(frozen=True)
+class _Cached:
+    body: bytes
+    media_type: str | None
+    headers: tuple[tuple[str, str], ...]
+
+
+def _etag(token: str, key: str) -> str:
+    return '"' + hashlib.sha256(f"{token}\n{key}".encode()).hexdigest()[:24] + '"'
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an `If-None-Match` header names `etag` (a list of tags, weak or strong, or `*`)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or any(t.removeprefix("W/") == etag for t in tags)
+
+
+class Edge:
+    """The read cache and conditional answers of one app (see the module's docstring)."""
+
+    def __init__(self, max_age: int = 10, size: int = CACHE_SIZE) -> None:
+        self.max_age, self.size = max_age, size
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._answers: OrderedDict[str, _Cached] = OrderedDict()
+        self.computed = 0  # answers computed (not served from the cache): for tests and benchmarks
+
+    def clear(self) -> None:
+        """Forget every cached answer (the next read of each computes it)."""
+        with self._lock:
+            self._token = None
+            self._answers.clear()
+
+    def _get(self, token: str, key: str) -> _Cached | None:
+        with self._lock:
+            if token != self._token:
+                return None
+            found = self._answers.get(key)
+            if found is not None:
+                self._answers.move_to_end(key)
+            return found
+
+    def _put(self, token: str, key: str, value: _Cached) -> None:
+        with self._lock:
+            if token != self._token:
+                self._token = token
+                self._answers.clear()
+            self._answers[key] = value
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+    def _headers(self, token: str, key: str, modified: datetime | None) -> dict[str, str]:
+        headers = {"ETag": _etag(token, key), "Cache-Control": f"public, max-age={self.max_age}"}
+        if modified is not None:
+            headers["Last-Modified"] = format_datetime(modified, usegmt=True)
+        return headers
+
+    def answer(self, store: Store, key: str, if_none_match: str | None, produce: Callable[[], Response]) -> Response:
+        """The answer to a public read `key` (sync: runs in the read lane)."""
+        try:
+            token, modified = BoardRepo(store).last_change()
+        except Exception:  # noqa: BLE001 - no cache then: the route answers (and refuses) as it would
+            self.computed += 1
+            return produce()
+        headers = self._headers(token, key, modified)
+        if matches(if_none_match, headers["ETag"]):
+            return Response(status_code=304, headers=headers)
+        cached = self._get(token, key)
+        if cached is None:
+            self.computed += 1
+            response = produce()
+            if response.status_code != 200:
+                return response
+            cached = _Cached(bytes(response.body), response.media_type,
+                             tuple((k, v) for k, v in response.headers.items()
+                                   if k.lower() not in ("content-length", "content-type")))
+            self._put(token, key, cached)
+        out = Response(cached.body, media_type=cached.media_type, headers=dict(cached.headers))
+        out.headers.update(headers)
+        return out
+
+
+def request_key(request: Request) -> str:
+    """What distinguishes one public read from another: its path, query and the kind it accepts."""
+    accept = request.headers.get("accept", "")
+    return f"{request.url.path}?{request.url.query}\n{accept if 'markdown' in accept else ''}"
+
+
+async def read(request: Request, produce: Callable[[], Response]) -> Response:
+    """Answer a public read route from the cache, or compute it in the read lane (see the module)."""
+    if await request.is_disconnected():
+        return Response(status_code=499)  # nobody is listening: nothing computed
+    app = request.app
+    edge: Edge = app.state.edge
+    lanes: Lanes = app.state.lanes
+    return await anyio.to_thread.run_sync(edge.answer, app.state.store, request_key(request),
+                                          request.headers.get("if-none-match"), produce, limiter=lanes.reads)
+
+
+# -- the play lane: arrival stamps and answer times (issue 26) ------------------------------------
+
+ARRIVED = "assay.arrived"
+#: Runs whose last answer time a process remembers (the oldest forgotten first).
+ANSWERED_SIZE = 100_000
+
+
+class Arrival:
+    """Stamps each request with when it reached the server (`scope["assay.arrived"]`, the app's
+    `state.clock`), before any queue: remote play charges the agent from there, never for the time
+    the request then waits in the server. Outermost middleware."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            clock = getattr(getattr(scope.get("app"), "state", None), "clock", None)
+            scope[ARRIVED] = (clock or store_schema.utcnow)()  # looked up each time: a test may set the store's clock
+        await self.app(scope, receive, send)
+
+
+class Answered:
+    """When this process last answered each leased run, and after which of its steps (0: the
+    lease): the next step is charged from then (`service.remote.step`'s `answered_at`). A step
+    answered by another worker, or before a restart, counts from when its step was stored."""
+
+    def __init__(self, size: int = ANSWERED_SIZE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[str, tuple[int, datetime]] = OrderedDict()
+
+    def get(self, run_id: str) -> tuple[int, datetime] | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def put(self, run_id: str, step: int | None, when: datetime, done: bool) -> None:
+        with self._lock:
+            if done or step is None:
+                self._runs.pop(run_id, None)
+                return
+            self._runs[run_id] = (step, when)
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
+
+
+# -- a cap on requests in flight (issue 26) --------------------------------------------------------
+
+#: Requests a worker holds at once, besides remote play's, before it answers 503 (`ASSAY_MAX_INFLIGHT`;
+#: 0: no cap). Measured: one worker serves ~300+ cached board reads a second with p99 well under
+#: 500 ms at 64 clients, so 128 in flight is a queue of well under a second.
+MAX_INFLIGHT = 128
+#: What a refused request is told: come back in this many seconds.
+BUSY_RETRY_SECONDS = 1
+PLAY_PREFIX = "/api/agent/"
+
+
+class Admission:
+    """Refuses a request with 503 `{"detail", "retry_after"}` and `Retry-After` when `cap` others
+    are already in flight in this worker, before it queues anywhere: a crowd meets a quick refusal
+    instead of a queue that grows. Remote play (`/api/agent/…`, its own lane, each agent's key
+    rate-limited) is never refused here."""
+
+    def __init__(self, app: ASGIApp, cap: int) -> None:
+        self.app, self.cap = app, cap
+        self.inflight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or str(scope.get("path", "")).startswith(PLAY_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        if self.inflight >= self.cap:
+            from assay.web.guards import send_json
+
+            await send_json(send, 503, {"detail": "the server is busy; try again shortly",
+                                        "retry_after": BUSY_RETRY_SECONDS},
+                            {"retry-after": str(BUSY_RETRY_SECONDS)})
+            return
+        self.inflight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.inflight -= 1

@@ -1,0 +1,133 @@
+"""Public reads cached at the edge (issue 26): ETag, 304, the in-process cache keyed by the board's
+last change, its invalidation when a new entry lands, a gone client not computed, and one entry's
+rank equal to its rank on the whole board — on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastapi import FastAPI, Response
+from fastapi.testclient import TestClient
+from starlette.requests import Request
+
+from assay.web import edge
+from tests.board._support import mini_suite
+from tests.web.conftest import Site, make_app
+
+pytestmark = pytest.mark.slow
+
+
+def _reads(site: Site) -> list[str]:
+    entry = site.submissions["mini 1.1 diligent"]
+    return ["/api/leaderboard/mini", "/api/leaderboard/mini?limit=1", "/suites/mini",
+            f"/api/entries/{entry}", "/api/suites/mini/1.1/card", "/suites/mini/1.1/card"]
+
+
+def test_public_reads_carry_validators_and_answer_304_to_their_etag(site_client: TestClient,
+                                                                     populated_site: Site) -> None:
+    tags = set()
+    for path in _reads(populated_site):
+        first = site_client.get(path)
+        assert first.status_code == 200, path
+        tag = first.headers["etag"]
+        assert first.headers["cache-control"].startswith("public, max-age=")
+        assert first.headers["last-modified"].endswith("GMT")
+        tags.add(tag)
+        for asked in (tag, f"W/{tag}", f'"other", {tag}'):
+            again = site_client.get(path, headers={"If-None-Match": asked})
+            assert again.status_code == 304 and again.content == b"", (path, asked)
+            assert again.headers["etag"] == tag
+        stale = site_client.get(path, headers={"If-None-Match": '"not-this-one"'})
+        assert stale.status_code == 200 and stale.content == first.content
+    assert len(tags) == len(_reads(populated_site))  # each read its own tag
+
+
+def test_a_repeated_read_is_served_from_the_cache_with_the_same_bytes(site_client: TestClient,
+                                                                      populated_site: Site) -> None:
+    state: edge.Edge = populated_site.app.state.edge
+    for path in _reads(populated_site):
+        first = site_client.get(path)
+        computed = state.computed
+        again = site_client.get(path)
+        assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+        assert state.computed == computed, path  # not computed again
+
+
+def test_markdown_and_json_cards_are_cached_apart(site_client: TestClient) -> None:
+    as_json = site_client.get("/api/suites/mini/1.1/card")
+    as_markdown = site_client.get("/api/suites/mini/1.1/card", headers={"Accept": "text/markdown"})
+    assert as_json.json()["markdown"] == as_markdown.text
+    assert as_markdown.headers["content-type"].startswith("text/markdown")
+    assert as_json.headers["etag"] != as_markdown.headers["etag"]
+
+
+def test_refusals_are_not_cached(site_client: TestClient, populated_site: Site) -> None:
+    state: edge.Edge = populated_site.app.state.edge
+    for _ in range(2):
+        computed = state.computed
+        assert site_client.get("/api/leaderboard/no-such-suite").status_code == 404
+        assert site_client.get("/api/entries/0000000000000000").status_code == 404
+        assert state.computed == computed + 2
+
+
+def test_one_entry_s_rank_is_its_rank_on_the_whole_board(site_client: TestClient, populated_site: Site) -> None:
+    for version in ("1.0", "1.1"):
+        whole = site_client.get("/api/leaderboard/mini", params={"version": version}).json()["entries"]
+        assert whole
+        for on_board in whole:
+            alone = site_client.get(f"/api/entries/{on_board['submission_id']}").json()["entry"]
+            assert alone["rank"] == on_board["rank"]
+            assert alone == on_board
+
+
+def test_a_new_entry_changes_the_tag_and_the_cached_board(web_store: Any, tmp_path: Path) -> None:
+    from assay.agents.loader import load_agent
+    from assay.service import accounts, releases, submissions
+    from assay.service.actors import OPERATOR, PUBLIC
+    from assay.service.board import board_json
+
+    app = make_app(web_store, rate_limit=0)
+    client = TestClient(app)
+    accounts.create(web_store, "carol", "carol-h", actor=OPERATOR)
+    releases.release_path(web_store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
+    empty = client.get("/api/leaderboard/mini")
+    assert empty.status_code == 200 and empty.json()["entries"] == []
+    assert client.get("/api/leaderboard/mini", headers={"If-None-Match": empty.headers["etag"]}).status_code == 304
+
+    sid = submissions.submit(web_store, "mini", factory=load_agent("reference:diligent"), account="carol",
+                             label="diligent", publish=True, workers=1, actor=OPERATOR)
+    after = client.get("/api/leaderboard/mini", headers={"If-None-Match": empty.headers["etag"]})
+    assert after.status_code == 200 and after.headers["etag"] != empty.headers["etag"]
+    assert [e["submission_id"] for e in after.json()["entries"]] == [sid]
+    assert after.text == board_json(web_store, "mini", actor=PUBLIC)
+    assert client.get(f"/api/entries/{sid}").json()["entry"]["rank"] == after.json()["entries"][0]["rank"]
+
+
+def _gone_request(app: FastAPI) -> Request:
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    scope = {"type": "http", "method": "GET", "path": "/api/leaderboard/mini", "raw_path": b"/api/leaderboard/mini",
+             "query_string": b"", "headers": [], "app": app}
+    return Request(scope, receive)
+
+
+def test_a_request_whose_client_has_gone_is_not_computed(populated_site: Site) -> None:
+    called: list[bool] = []
+
+    def produce() -> Response:
+        called.append(True)
+        return Response("computed")
+
+    answer = anyio.run(edge.read, _gone_request(populated_site.app), produce)
+    assert called == [] and answer.status_code == 499
+
+
+@pytest.mark.parametrize(("header", "matched"), [
+    (None, False), ("", False), ('"a"', True), ('W/"a"', True), ('"b", "a"', True), ("*", True), ('"b"', False),
+    ('"a', False)])
+def test_if_none_match_parsing(header: str | None, matched: bool) -> None:
+    assert edge.matches(header, '"a"') is matched
