@@ -243,6 +243,9 @@ def _compose(
             used = repo.count_submissions(conn, account, release["id"], capped_only=True)
         if used >= cap:
             raise _cap_refusal(account, key, release["version"], cap)
+    from assay.agents.reference import check_fits
+
+    check_fits(factory.spec, {s.scenario.kit for s in bundle.scenarios})
     _check_own_inputs(bundle, release if release is not None else pending.row,  # type: ignore[union-attr]
                       facilitator, rubric)
     if pending is not None:
