@@ -24,19 +24,26 @@ PIPED_WIDTH = 120
 
 
 class Screen(Console):
-    """A console whose width is read at each print: $COLUMNS when set, else the terminal's, else
-    PIPED_WIDTH when piped. (Rich reads $COLUMNS once, when a console is made; a command run in
-    process, as the tests run it, would keep the first one it saw.)"""
+    """A console as wide as the terminal it writes to ($COLUMNS, else the terminal's own width, read
+    at each print), or PIPED_WIDTH when piped (a log line is never wrapped at a width nobody sees).
+    A table is laid out for `page_width` (`fit_table`), which $COLUMNS sets even when piped."""
 
     @property
     def size(self) -> ConsoleDimensions:
         if self._width is not None:  # set for one table (`--wide`)
             return ConsoleDimensions(self._width, self._height or 25)
-        return ConsoleDimensions(screen_width(self.file), 25)
+        return ConsoleDimensions(screen_width(self.file) if _is_terminal(self.file) else PIPED_WIDTH, 25)
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def screen_width(stream: Any) -> int:
@@ -208,7 +215,7 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[Ren
     spans = [_span(console, [c.header, *(row[i] for row in rows)]) for i, c in enumerate(cols)]
     natural = [hi for _lo, hi in spans]
     least = [min(hi, max(lo, TEXT_MIN_WIDTH)) if c.wraps else hi for c, (lo, hi) in zip(cols, spans)]
-    width = console.width
+    width = screen_width(console.file) if console._width is None else console.width  # noqa: SLF001
     shown = list(range(len(cols)))
     hidden: list[str] = []
     while not wide and sum(least[i] for i in shown) + _overhead(len(shown)) > width:
@@ -236,10 +243,7 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[Ren
                          overflow="fold" if c.wraps else "ellipsis", width=sizes[i])
     for row in rows:
         table.add_row(*(row[i] for i in shown))
-    if wide:
-        with _width(console, max(width, sum(sizes.values()) + _overhead(len(shown)))):
-            console.print(table)
-    else:
+    with _width(console, max(width, sum(sizes.values()) + _overhead(len(shown))) if wide else width):
         console.print(table)
     if hidden:
         console.print(f"hidden to fit {width} columns: {', '.join(hidden)} (--wide shows them)",

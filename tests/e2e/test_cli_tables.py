@@ -48,10 +48,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _fits(text: str, width: int) -> None:
-    """Every line within `width`, and nothing cut short with an ellipsis."""
+    """Every line of a table within `width`, and nothing cut short with an ellipsis."""
     assert "…" not in text, text
     for line in text.splitlines():
-        assert len(line) <= width, (len(line), line)
+        if any(c in line for c in "┃│┏└"):
+            assert len(line) <= width, (len(line), line)
 
 
 @pytest.mark.parametrize("width", [80, 60, None])  # None: piped with no $COLUMNS, a 120-column page

@@ -104,7 +104,7 @@ def batches_cmd(
         return
     if not rows:
         out.print("no batches yet — play one with: assay run forge --agent reference:diligent", markup=False,
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
         return
     table = Table(title="batches")
     for col in ("id", "kind", "suite", "agent", "created", "status", "recorded"):
@@ -132,7 +132,7 @@ def submissions_cmd(
         return
     if not rows:
         out.print("no submissions yet — make one with: assay submit forge --agent reference:diligent "
-                  "--account NAME --label LABEL", markup=False, highlight=False)
+                  "--account NAME --label LABEL", markup=False, highlight=False, soft_wrap=True)
         return
     cols = [Col("id"), Col("account", 40, wraps=True), Col("suite", 80, wraps=True), Col("label", 60, wraps=True),
             Col("status", 90), Col("planned", 55, "right"), Col("recorded", 75, "right"),

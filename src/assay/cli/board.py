@@ -544,7 +544,7 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
     if not entries:
         out.print(f"no entries yet — publish one: assay account create NAME --public-handle HANDLE, then "
                   f"assay submit {s['key']} --agent reference:diligent --account NAME --label LABEL --publish",
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=True)
         return
     notes = any(e.get("variance_note") for e in entries)  # the operator's word, beside the figures
     cols = [Col("rank", justify="right"), Col("agent (self-declared)", wraps=True), Col("handle", 70, wraps=True),
