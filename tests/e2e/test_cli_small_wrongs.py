@@ -37,3 +37,44 @@ def test_a_reference_agent_for_another_kit_is_refused_before_anything_runs(
     _assay(tmp_path, "account", "create", "ada")
     _out, err = _assay(tmp_path, "submit", suite, "--agent", agent, "--account", "ada", "--label", "x", expect=2)
     assert "kit" in err and _count(tmp_path, "submissions") == 0
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store holding one listed forge entry: (its directory, the submission id)."""
+    root = tmp_path_factory.mktemp("published")
+    _assay(root, "account", "create", "ada", "--public-handle", "Ada")
+    out, _err = _assay(root, "submit", "forge", "--agent", "reference:diligent", "--account", "ada", "--label", "d",
+                       "--publish", "-q")
+    return root, out.split()[1]
+
+
+def test_quiet_submit_prints_only_the_id_and_its_status(published: tuple[Path, str]) -> None:
+    root, sid = published
+    out, _err = _assay(root, "results", sid, "--json")
+    assert len(sid) == 32 and sid in out
+
+
+def test_compare_refuses_a_submission_with_itself(published: tuple[Path, str]) -> None:
+    root, sid = published
+    _out, err = _assay(root, "compare", sid, sid[:10], expect=2)
+    assert "both name submission" in err and sid in err
+
+
+def test_an_entry_is_found_by_a_unique_prefix_when_listed(published: tuple[Path, str]) -> None:
+    root, sid = published
+    out, _err = _assay(root, "entry", sid[:10], "--json")
+    import json
+
+    assert json.loads(out)["entry"]["submission_id"] == sid
+    _out, err = _assay(root, "entry", "ffffffffff", expect=2)
+    assert "no published entry" in err
+
+
+@pytest.mark.parametrize("name", ["Spring Era", "_x", "a/b", "é", "x" * 81, ""])
+def test_an_era_name_is_plain_words(published: tuple[Path, str], name: str) -> None:
+    root, _sid = published
+    before = _count(root, "measurement_eras")
+    _out, err = _assay(root, "era", "add", name, "--from", "2030-01-01", "--reason", "r", expect=2)
+    assert "era name" in err and "2026-06-scoring-fix" in err
+    assert _count(root, "measurement_eras") == before

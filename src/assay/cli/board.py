@@ -632,7 +632,8 @@ def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[st
 
 
 def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
-                                             help="The full submission id (a prefix does not find an unlisted entry)."),
+                                             help="Submission id; a unique prefix finds a listed entry (an unlisted one "
+                                                  "only by its full id)."),
           as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """One published entry by its submission id: listed (as its board shows it) or unlisted."""
     from assay.service.board import board_text, entry as find_entry

@@ -10,6 +10,8 @@ era boundaries, and a boundary is added with `assay era add` (each era is its ow
 
 from __future__ import annotations
 
+import re
+
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -152,11 +154,16 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
             "current": bool(row.get("current"))}
 
 
+#: What an era may be called: it is shown on every entry and in URLs and exports, so plain words only.
+ERA_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+
+
 def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "open a measurement era", "era")
     name = name.strip()
-    if not name or len(name) > 80:
-        raise Invalid("an era needs a name of 1 to 80 characters", "era")
+    if not ERA_NAME.fullmatch(name):
+        raise Invalid("an era name is 1 to 80 characters of a-z, 0-9, '.', '-' or '_', starting with a letter or "
+                      "digit (e.g. 2026-06-scoring-fix)", "era", value=name)
     if not reason.strip():
         raise Invalid("an era needs a reason (what changed in the measurement stack)", "reason")
     moment = parse_moment(starts)
