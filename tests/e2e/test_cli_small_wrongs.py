@@ -78,3 +78,10 @@ def test_an_era_name_is_plain_words(published: tuple[Path, str], name: str) -> N
     _out, err = _assay(root, "era", "add", name, "--from", "2030-01-01", "--reason", "r", expect=2)
     assert "era name" in err and "2026-06-scoring-fix" in err
     assert _count(root, "measurement_eras") == before
+
+
+def test_an_unknown_config_field_lists_the_allowed_ones(tmp_path: Path) -> None:
+    _out, err = _assay(tmp_path, "config", "set", "submission_cap", '{"max_per_account": 2}', expect=2)
+    assert "unknown field" in err and "max_per_account_per_version" in err
+    _out, err = _assay(tmp_path, "config", "set", "submission_cap", '{"max_per_account_per_version": "x"}', expect=2)
+    assert "must be an integer" in err and "Input should" not in err

@@ -89,7 +89,7 @@ def validate_value(key: str, value: Any) -> dict[str, Any]:
     try:
         return model.model_validate(value).model_dump()
     except ValidationError as exc:
-        raise Invalid(describe_error(exc), "config_value", value=key) from None
+        raise Invalid(describe_error(exc, model=model), "config_value", value=key) from None
 
 
 def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
