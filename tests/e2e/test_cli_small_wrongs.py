@@ -85,3 +85,21 @@ def test_an_unknown_config_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     assert "unknown field" in err and "max_per_account_per_version" in err
     _out, err = _assay(tmp_path, "config", "set", "submission_cap", '{"max_per_account_per_version": "x"}', expect=2)
     assert "must be an integer" in err and "Input should" not in err
+
+
+def test_the_secret_beside_a_store_in_the_checkout_is_never_committed(tmp_path: Path) -> None:
+    """The service quick-start keeps its store in the checkout (`--db sqlite:///assay.db`), and the
+    server secret is written beside it (assay.service.secret): git must ignore both."""
+    import shutil
+    import subprocess
+
+    from assay.service.secret import secret_path
+
+    repo = Path(__file__).resolve().parents[2]
+    beside = secret_path(f"sqlite:///{repo / 'assay.db'}")
+    assert beside.parent == repo
+    git = shutil.which("git")
+    assert git is not None, "git is needed to read .gitignore"
+    for name in (beside.name, "assay.db", ".secret.123.abcd"):
+        done = subprocess.run([git, "check-ignore", "-q", "--no-index", name], cwd=repo, check=False)
+        assert done.returncode == 0, f"{name} is not ignored"
