@@ -103,3 +103,18 @@ def test_the_secret_beside_a_store_in_the_checkout_is_never_committed(tmp_path: 
     for name in (beside.name, "assay.db", ".secret.123.abcd"):
         done = subprocess.run([git, "check-ignore", "-q", "--no-index", name], cwd=repo, check=False)
         assert done.returncode == 0, f"{name} is not ignored"
+
+
+def test_the_participation_config_shows_the_kit_floor_a_campaign_run_is_held_to(tmp_path: Path) -> None:
+    """`silent` is gated by the campaign kit's floor (3 messages), not by the config default (1):
+    `config get` says so, and the figures agree with the floor the sweep applies."""
+    import json
+
+    from assay.stats.traits import DEFAULT_MIN_ACTIONS_PER_TURN, DEFAULT_MIN_PLAYER_MESSAGES
+
+    out, _err = _assay(tmp_path, "config", "get", "academy_eval_participation")
+    shown = json.loads(out)
+    assert shown["value"]["min_player_messages"] == 1
+    assert shown["kit_floors"]["campaign"] == {"min_player_messages": DEFAULT_MIN_PLAYER_MESSAGES,
+                                               "min_actions_per_turn": DEFAULT_MIN_ACTIONS_PER_TURN}
+    assert "higher" in shown["note"]

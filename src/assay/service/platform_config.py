@@ -44,7 +44,11 @@ class Participation(_Strict):
     """The participation floor. For estate runs a player message is an assistant message and an
     action is a tool call applied to the world (`finish` is not an action); a completed run with
     fewer than `min_player_messages`, or fewer than `min_actions_per_turn` × player messages
-    actions, is `participation_gated` and leaves the aggregates."""
+    actions, is `participation_gated` and leaves the aggregates.
+
+    These are the platform's floor; a kit may set a higher one of its own (the campaign kit: 3
+    player messages and 0.5 actions per message), and a run is held to the higher of the two
+    (`describe` shows both)."""
 
     min_player_messages: StrictInt = Field(default=1, ge=0)
     min_actions_per_turn: StrictFloat | StrictInt = Field(default=0, ge=0)
@@ -112,7 +116,21 @@ def describe(store: Store, key: str) -> dict[str, Any]:
         "value": get(store, key),
         "default": not history,
         "history": [{"value": h["value"], "set_at": h["created_at"].isoformat()} for h in history],
+        **({"kit_floors": kit_floors(), "note": "a run is held to the higher of the value and its kit's floor"}
+           if key == PARTICIPATION else {}),
     }
+
+
+def kit_floors() -> dict[str, dict[str, float]]:
+    """Each kit's own participation floor, where it has one (a run is held to the higher)."""
+    from assay.worlds.kits import KITS, get_kit
+
+    floors = {}
+    for name in sorted(KITS):
+        found = getattr(get_kit(name), "participation_floor", None)
+        if found is not None:
+            floors[name] = {"min_player_messages": found[0], "min_actions_per_turn": found[1]}
+    return floors
 
 
 def set_value(store: Store, key: str, value: Any, *, actor: Actor) -> dict[str, Any]:
