@@ -118,3 +118,15 @@ def test_the_participation_config_shows_the_kit_floor_a_campaign_run_is_held_to(
     assert shown["kit_floors"]["campaign"] == {"min_player_messages": DEFAULT_MIN_PLAYER_MESSAGES,
                                                "min_actions_per_turn": DEFAULT_MIN_ACTIONS_PER_TURN}
     assert "higher" in shown["note"]
+
+
+@pytest.mark.parametrize("url", ["", "mysql://x/y", "sqlite://", "{tmp}/plain-path.db", "sqlite:///{tmp}/no/dir/a.db",
+                                 "postgresql://u:pw@127.0.0.1:1/x"])
+def test_every_db_refusal_names_the_flag_alike(tmp_path: Path, url: str) -> None:
+    code, out, err = run_main(["batches", "--db", url.format(tmp=tmp_path)], cwd=tmp_path,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert code == 2 and not out, err
+    assert err.startswith("assay: error: --db: ") and len(err.strip().splitlines()) == 1, err
+    assert ":pw@" not in err
+    if "plain-path" in url:
+        assert f"sqlite:///{tmp_path}/plain-path.db" in err  # the URL that names the file
