@@ -130,3 +130,34 @@ def test_every_db_refusal_names_the_flag_alike(tmp_path: Path, url: str) -> None
     assert ":pw@" not in err
     if "plain-path" in url:
         assert f"sqlite:///{tmp_path}/plain-path.db" in err  # the URL that names the file
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_pending_run_shows_no_score_and_no_verdict(tmp_path: Path) -> None:
+    """A planned slot with no run yet is `pending`: neither `score 0` nor `passed no`."""
+    from assay.service.runs import run_suite
+    from assay.store.db import open_store
+
+    made: list[str] = []
+
+    def stop(batch_id: str, _n: int) -> None:
+        made.append(batch_id)
+        raise _Stopped  # the plan is stored, no run has started
+
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        with pytest.raises(_Stopped):
+            run_suite("forge", agent_spec="reference:diligent", trials=1, store=store, on_created=stop)
+    finally:
+        store.close()
+    out, _err = _assay(tmp_path, "runs", made[0])
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) == 5 and all(r[3] == "pending" for r in rows), out
+    assert all(r[4:] == ["-", "-", "-"] for r in rows), out  # score, passed, claimed
+    import json
+
+    listed, _err = _assay(tmp_path, "runs", made[0], "--json")
+    assert all(r["score"] is None and r["passed"] is None for r in json.loads(listed))
