@@ -227,7 +227,8 @@ def print_submission(view: dict[str, Any], console: Any = None, *, wide: bool = 
     if not runs:
         return
     cols = [Col("run"), Col("case", wraps=True), Col("rep", 60, "right"), Col("seed", 90, "right"),
-            Col("status", 95), Col("score", 70, "right"), Col("passed", 80), Col("gated", 50)]
+            Col("status", 95), Col("score", 70, "right"), Col("passed", 80), Col("gated", 50),
+            *((Col("why it ended", 45, wraps=True),) if any(r.get("reason") for r in runs) else ())]
     rows: list[list[RenderableType]] = []
     for r in runs:
         recorded = r["status"] != "pending"
@@ -235,7 +236,8 @@ def print_submission(view: dict[str, Any], console: Any = None, *, wide: bool = 
                      str(r["seed"]), r["status"],
                      "-" if r["score"] is None else f"{r['score']:g}",
                      ("yes" if r["passed"] else "no") if recorded else "-",
-                     "yes" if r["participation_gated"] else ""])
+                     "yes" if r["participation_gated"] else "",
+                     *((Text(r.get("reason") or ""),) if len(cols) > 8 else ())])
     fit_table(console, cols, rows, wide=wide, title="runs (a run id prefix is enough for `assay debrief RUN`)")
 
 
