@@ -28,6 +28,11 @@ class Screen(Console):
     at each print), or PIPED_WIDTH when piped (a log line is never wrapped at a width nobody sees).
     A table is laid out for `page_width` (`fit_table`), which $COLUMNS sets even when piped."""
 
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        if kw.get("width") is None:
+            self._width = None  # Rich fixes $COLUMNS as it was at import: here it is read at each print
+
     @property
     def size(self) -> ConsoleDimensions:
         if self._width is not None:  # set for one table (`--wide`)

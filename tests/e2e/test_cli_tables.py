@@ -140,3 +140,21 @@ def test_one_trial_withholds_consistency_and_says_why(store: dict[str, Any]) -> 
 def test_an_empty_listing_says_what_to_do(store: dict[str, Any], tmp_path: Path, args: list[str], says: str) -> None:
     shown = store["cli"](*args, columns=200, db=f"sqlite:///{tmp_path / 'empty.db'}")
     assert says in shown and "┏" not in shown
+
+
+def test_columns_is_read_at_each_print_not_when_the_console_was_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich fixes $COLUMNS when a console is made (at import); a piped line keeps 120 columns and
+    a table follows $COLUMNS as it is when the table is printed."""
+    import io
+
+    from assay.ui import PIPED_WIDTH, Col, Screen, fit_table
+
+    monkeypatch.setenv("COLUMNS", "50")
+    page = io.StringIO()
+    console = Screen(file=page)
+    monkeypatch.setenv("COLUMNS", "90")
+    assert console.width == PIPED_WIDTH
+    cols = [Col("name"), *(Col(f"figure {i}", 50, "right") for i in range(8))]
+    hidden = fit_table(console, cols, [["x", *(f"{i}.0000" for i in range(8))]])
+    assert hidden  # 9 columns of 8+ characters do not fit 90
+    assert max(len(line) for line in page.getvalue().splitlines() if "┃" in line) <= 90
