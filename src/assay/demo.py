@@ -6,19 +6,17 @@ from assay.service.actors import OPERATOR
 
 import sys
 
-from rich.console import Console
-
 from assay.agents.reference import REFERENCE_AGENTS
 from assay.errors import BadInput
 from assay.service.results import results_json
 from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store.db import open_store
-from assay.ui import print_summary, progress_bar
+from assay.ui import out, print_summary, progress_bar
 
 
 def main() -> int:
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = out
     try:
         store = open_store()
         bundle = resolve_suite("forge")
@@ -33,9 +31,23 @@ def main() -> int:
     print_summary(console, results)
     console.print("pass rate = passed trials / planned trials; consistency = share of cases whose trials all agree;")
     console.print("false success = claimed success on a run that did not pass; pass^k = chance k trials of a case all pass.")
-    console.print(f"results stored in {store.url} — try `.venv/bin/assay debrief RUN_ID` with a run id from "
-                  "`.venv/bin/assay results`.")
+    console.print(f"results stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
+    for line in next_commands(results):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def next_commands(results: list[dict]) -> list[str]:
+    """The three commands a newcomer runs next, with this demo's own ids: a batch's cases and run
+    ids, the debrief of a run that claimed a success it did not earn, and its replay."""
+    by_label = {r["agent"]["label"]: r for r in results}
+    first = by_label.get("hasty", results[0])
+    runs = [t for r in results for c in r["cases"] for t in c["trials"] if t["run_id"]]
+    false = next((t for t in runs if t["false_success"]), None) or next((t for t in runs if not t["passed"]), runs[0])
+    return ["next:",
+            f"  .venv/bin/assay results {first['batch_id']}    # {first['agent']['label']}: each case, its run ids",
+            f"  .venv/bin/assay debrief {false['run_id']}    # the hidden truth, every check, the claim",
+            f"  .venv/bin/assay replay {false['run_id']}    # rebuild the world, re-apply its actions"]
 
 
 if __name__ == "__main__":

@@ -5,19 +5,67 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions, RenderableType
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 import typer
 
-#: tables fit a terminal, and a 120-column page when piped (CI logs, files)
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+#: the width of a page when output is piped and $COLUMNS is not set (CI logs, files)
+PIPED_WIDTH = 120
+
+
+class Screen(Console):
+    """A console as wide as the terminal it writes to ($COLUMNS, else the terminal's own width, read
+    at each print), or PIPED_WIDTH when piped (a log line is never wrapped at a width nobody sees).
+    A table is laid out for `page_width` (`fit_table`), which $COLUMNS sets even when piped."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        if kw.get("width") is None:
+            self._width = None  # Rich fixes $COLUMNS as it was at import: here it is read at each print
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if self._width is not None:  # set for one table (`--wide`)
+            return ConsoleDimensions(self._width, self._height or 25)
+        return ConsoleDimensions(screen_width(self.file) if _is_terminal(self.file) else PIPED_WIDTH, 25)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def screen_width(stream: Any) -> int:
+    """$COLUMNS when set, else the terminal's width, else PIPED_WIDTH."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        pass
+    return PIPED_WIDTH
+
+
+out = Screen()
+err = Screen(stderr=True)
 
 DbOpt = typer.Option(None, "--db", help="Store URL (default: $ASSAY_DB, else a SQLite file in your data dir).")
 JsonFlag = typer.Option(False, "--json", help="Print one JSON document to stdout and nothing else there "
@@ -128,23 +176,113 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
     return f"{n} {noun if n == 1 else (many or noun + 's')}"
 
 
-#: The narrowest an agent label's column gets: a narrow terminal folds a label, never cuts it to nothing.
-LABEL_MIN_WIDTH = 12
+@dataclass(frozen=True)
+class Col:
+    """A column of a table that fits the page (`fit_table`).
+
+    `keep`: when the page is too narrow, the columns with the lowest `keep` leave first; 100 never
+    leaves. `wraps`: text (a label, a note) that may wrap at spaces and fold a long word; every other
+    column (a figure, an id, a status) is never wrapped or cut, so a narrow page drops a column
+    rather than shorten a number."""
+
+    header: str
+    keep: int = 100
+    justify: str = "left"
+    wraps: bool = False
 
 
-def label_column(table: Table, header: str) -> None:
-    """An agent label's column: never shrunk below LABEL_MIN_WIDTH, folded (not cut) when too long."""
-    table.add_column(header, min_width=LABEL_MIN_WIDTH, overflow="fold")
+WideFlag = typer.Option(False, "--wide", help="Every column, however wide the table (default: the columns that fit "
+                        "the terminal, or 120 columns when piped; $COLUMNS sets the width).")
 
 
-def print_summary(console: Console, results: list[dict[str, Any]]) -> None:
-    """One row per batch: pass rate, consistency and false success side by side."""
+#: What a table draws besides its cells: a border and a space either side of every column.
+def _overhead(n: int) -> int:
+    return 3 * n + 1
+
+
+#: The narrowest a wrapping text column is made while it has room (a label, a case id).
+TEXT_MIN_WIDTH = 12
+
+
+def _span(console: Console, cells: Sequence[RenderableType]) -> tuple[int, int]:
+    """(longest word, longest line) over `cells`."""
+    wide = console.options.update_width(10_000)
+    found = [Measurement.get(console, wide, c) for c in cells]
+    return max(m.minimum for m in found), max(m.maximum for m in found)
+
+
+def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], *,
+              wide: bool = False, **table_kw: Any) -> list[str]:
+    """Print a table of `cols` × `rows` that fits `console`'s width, leaving out the least kept
+    columns until it does (never wrapping or cutting a figure, only wrapping text at spaces); a
+    line after it names what was left out. With `wide`, every column, each at its natural width.
+    Returns the headers left out."""
+    spans = [_span(console, [c.header, *(row[i] for row in rows)]) for i, c in enumerate(cols)]
+    natural = [hi for _lo, hi in spans]
+    least = [min(hi, max(lo, TEXT_MIN_WIDTH)) if c.wraps else hi for c, (lo, hi) in zip(cols, spans)]
+    width = screen_width(console.file) if console._width is None else console.width  # noqa: SLF001
+    shown = list(range(len(cols)))
+    hidden: list[str] = []
+    while not wide and sum(least[i] for i in shown) + _overhead(len(shown)) > width:
+        droppable = [i for i in shown if cols[i].keep < 100]
+        if not droppable:
+            break
+        gone = min(droppable, key=lambda i: (cols[i].keep, -i))
+        shown.remove(gone)
+        hidden.append(cols[gone].header)
+    sizes = {i: natural[i] for i in shown}
+    room = width - _overhead(len(shown))
+    if not wide and sum(sizes.values()) > room:  # text columns share what the figures leave, fairly
+        sizes = {i: least[i] for i in shown}
+        spare = room - sum(sizes.values())
+        texts = [i for i in shown if cols[i].wraps]
+        while spare > 0 and any(sizes[i] < natural[i] for i in texts):
+            for i in texts:
+                if spare > 0 and sizes[i] < natural[i]:
+                    sizes[i] += 1
+                    spare -= 1
+    table = Table(**table_kw)
+    for i in shown:
+        c = cols[i]
+        table.add_column(c.header, justify=c.justify, no_wrap=not c.wraps,  # type: ignore[arg-type]
+                         overflow="fold" if c.wraps else "ellipsis", width=sizes[i])
+    for row in rows:
+        table.add_row(*(row[i] for i in shown))
+    with _width(console, max(width, sum(sizes.values()) + _overhead(len(shown))) if wide else width):
+        console.print(table)
+    if hidden:
+        console.print(f"hidden to fit {width} columns: {', '.join(hidden)} (--wide shows them)",
+                      markup=False, highlight=False)
+    return hidden
+
+
+@contextlib.contextmanager
+def _width(console: Console, width: int) -> Iterator[None]:
+    saved = console._width  # noqa: SLF001 - Rich's own override of the detected width
+    console.width = width
+    try:
+        yield
+    finally:
+        console._width = saved  # noqa: SLF001
+
+
+def fold_ks(k_max: int, wide: bool = False) -> list[int]:
+    """The k of the pass^k columns a table shows: 1, 2 and the last by default, every one with `wide`."""
+    return list(range(1, k_max + 1)) if wide else sorted({k for k in (1, 2, k_max) if 1 <= k <= k_max})
+
+
+def print_summary(console: Console, results: list[dict[str, Any]], *, wide: bool = False) -> None:
+    """One row per batch: pass rate, consistency and false success side by side; pass^k folded to
+    k = 1, 2 and the last unless `wide`. Consistency on one trial a case is withheld (it would read
+    1.00 whatever the agent did)."""
     k_max = max((len(r["summary"]["pass_hat_k"]) for r in results), default=1)
-    table = Table(title=f"{results[0]['suite']['key']} · {plural(results[0]['trials_per_case'], 'trial')} per case")
-    label_column(table, "agent")
-    for col in ("pass rate", "consistency", "false success", *[f"pass^{k}" for k in range(1, k_max + 1)],
-                "runs", "not completed"):
-        table.add_column(col, justify="right")
+    ks = fold_ks(k_max, wide)
+    single = all(r["trials_per_case"] < 2 for r in results)
+    cols = [Col("agent", wraps=True), Col("pass rate", justify="right"),
+            Col("consistency", 80, "right"), Col("false success", 90, "right"),
+            *[Col(f"pass^{k}", 40 + (k == k_max) * 5 - k, "right") for k in ks],
+            Col("runs", 60, "right"), Col("not completed", 70, "right")]
+    rows: list[list[RenderableType]] = []
     for r in results:
         s = r["summary"]
         statuses: dict[str, int] = {}
@@ -153,24 +291,44 @@ def print_summary(console: Console, results: list[dict[str, Any]]) -> None:
                 statuses[t["status"]] = statuses.get(t["status"], 0) + 1
         runs = str(sum(statuses.values()))
         failed = ", ".join(f"{n} {st}" for st, n in sorted(statuses.items()) if st != "completed") or "0"
-        table.add_row(r["agent"]["label"], _pct(s["pass_rate"]), _pct(s["consistency"]), _pct(s["false_success_rate"]),
-                      *[_pct(s["pass_hat_k"].get(str(k), float("nan"))) for k in range(1, k_max + 1)], runs, failed)
-    console.print(table)
+        consistency = "—" if r["trials_per_case"] < 2 else _pct(s["consistency"])
+        rows.append([Text(r["agent"]["label"]), _pct(s["pass_rate"]), consistency, _pct(s["false_success_rate"]),
+                     *[_pct(s["pass_hat_k"].get(str(k), float("nan"))) for k in ks], runs, failed])
+    fit_table(console, cols, rows, wide=wide,
+              title=f"{results[0]['suite']['key']} · {plural(results[0]['trials_per_case'], 'trial')} per case")
+    if single:
+        console.print("consistency: — (it needs at least 2 trials a case; --trials 3 measures it)",
+                      markup=False, highlight=False)
 
 
-def print_cases(console: Console, results: dict[str, Any]) -> None:
-    """One row per case of a batch: its pass rate, whether its trials agree, how its trials ended."""
-    table = Table(title=f"{results['agent']['label']} · batch {results['batch_id']}")
-    for col in ("case", "pass rate", "consistent", "trials"):
-        table.add_column(col, justify="right" if col == "pass rate" else "left", no_wrap=col == "case")
+#: How many run ids a case row lists before pointing at `assay runs`.
+RUNS_SHOWN = 3
+
+
+def print_cases(console: Console, results: dict[str, Any], *, wide: bool = False) -> None:
+    """One row per case of a batch: its pass rate, whether its trials agree, how its trials ended,
+    and its runs' ids (what `assay debrief RUN` takes), failing runs first."""
+    single = results["trials_per_case"] < 2
+    cols = [Col("case", wraps=True), Col("pass rate", justify="right"), Col("consistent", 60),
+            Col("trials", 50, wraps=True), Col("runs (debrief RUN)", 90)]
+    rows: list[list[RenderableType]] = []
+    more = False
     for c in results["cases"]:
         statuses: dict[str, int] = {}
         for t in c["trials"]:
             statuses[t["status"]] = statuses.get(t["status"], 0) + 1
         ended = ", ".join(f"{n} {st}" for st, n in sorted(statuses.items()))
-        table.add_row(c["case_id"], _pct(c["pass_rate"]), "yes" if c["consistent"] else "no",
-                      f"{plural(len(c['trials']), 'trial')}: {ended}")
-    console.print(table)
+        trials = sorted(c["trials"], key=lambda t: (bool(t["passed"]), t["trial"]))
+        listed = trials if wide else trials[:RUNS_SHOWN]
+        runs = [f"{(t['run_id'] or '-')[:12]} {'pass' if t['passed'] else 'fail'}" for t in listed]
+        if len(trials) > len(listed):
+            more = True
+            runs.append(f"+{len(trials) - len(listed)} more")
+        rows.append([Text(c["case_id"]), _pct(c["pass_rate"]), "—" if single else ("yes" if c["consistent"] else "no"),
+                     Text(f"{plural(len(c['trials']), 'trial')}: {ended}"), "\n".join(runs)])
+    fit_table(console, cols, rows, wide=wide, title=f"{results['agent']['label']} · batch {results['batch_id']}")
+    if more:
+        console.print(f"every run: assay runs {results['batch_id']}", markup=False, highlight=False)
 
 
 def agent_traceback(d: dict[str, Any]) -> str | None:

@@ -555,6 +555,15 @@ def test_the_demo_plays_every_reference_agent(tmp_path: Path) -> None:
         assert re.search(rf"\b{name}\b", proc.stdout), name
     counts = table_counts(db)
     assert counts["batches"] == 4 and counts["runs"] == 4 * 5 * 3
+    # It ends with the three commands a newcomer runs next, each copy-pasteable with this demo's ids.
+    lines = proc.stdout.splitlines()
+    shown = lines[lines.index("next:") + 1:]
+    assert len(shown) == 3, proc.stdout
+    for line in shown:
+        command = line.split("#")[0].split()
+        assert command[0] == ".venv/bin/assay", line
+        code, out, err = run_main(command[1:], cwd=REPO, env=clean_env(db))
+        assert code == 0 and out.strip() and "Traceback" not in err, (line, code, err)
 
 
 # -- PostgreSQL through --db -------------------------------------------------------------------

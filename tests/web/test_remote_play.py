@@ -319,8 +319,12 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     crashed = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 2, "error": "ValueError: oops"},
                           headers=auth).json()
     assert (crashed["done"], crashed["status"]) == (True, "crashed")
+    assert "ValueError: oops" in crashed["reason"]  # the player is told why, as the owner is
     stored = web_store.run(run_id)
     assert stored is not None and "ValueError: oops" in stored["reason"]
+    view = submissions.results(web_store, stored["batch_id"], actor=OPERATOR)
+    assert next(r for r in view["runs"] if r["run_id"] == run_id)["reason"] == stored["reason"]
+    assert all(r["reason"] is None for r in view["runs"] if r["status"] == "completed")
 
 
 # -- the real processes -----------------------------------------------------------------------

@@ -227,6 +227,23 @@ REFERENCE_AGENTS: dict[str, type[ScriptedAgent]] = {
 ALL_REFERENCE_AGENTS: dict[str, type] = {**REFERENCE_AGENTS, **CAMPAIGN_AGENTS}
 
 
+#: The kit each reference agent is written for: the estate baselines read alerts, tickets and hosts;
+#: the campaign players answer a facilitator. Played on the other kit they would crash every run.
+REFERENCE_KITS: dict[str, str] = {**{n: "estate" for n in REFERENCE_AGENTS}, **{n: "campaign" for n in CAMPAIGN_AGENTS}}
+
+
+def check_fits(spec: str, kits: set[str]) -> None:
+    """Refuse a `reference:NAME` agent written for another kit than the suite's cases use."""
+    kind, _, name = spec.partition(":")
+    kit = REFERENCE_KITS.get(name) if kind == "reference" else None
+    if kit is None or kits <= {kit}:
+        return
+    other = sorted(kits - {kit})
+    fits = [n for n, k in REFERENCE_KITS.items() if k in other]
+    raise BadInput(f"reference:{name} plays the {kit} kit, and this suite's cases use the {', '.join(other)} kit; "
+                   f"its reference agents are {', '.join(fits) or 'none'}", "--agent")
+
+
 def reference_factory(name: str) -> type:
     if name not in ALL_REFERENCE_AGENTS:
         raise BadInput(f"unknown reference agent '{name}' (known: {', '.join(ALL_REFERENCE_AGENTS)})", "--agent")

@@ -15,7 +15,8 @@ import typer
 from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.ui import (
-    AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt, check_output, close_stores,
+    AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WideFlag, WorkersOpt, check_output,
+    close_stores,
     emit_json, err, open_store_at, out, print_json, says,
 )
 from assay.cli.agent_opts import (  # noqa: E402
@@ -23,22 +24,86 @@ from assay.cli.agent_opts import (  # noqa: E402
     warn_unsandboxed,
 )
 
-def _flags_without_placeholders() -> None:
-    """Typer's help shows a `<bool>` value placeholder after every flag (`--json <bool>`), though a
-    flag takes no value; show flags bare, as `--help` itself should read."""
-    option = getattr(getattr(typer, "core", None), "TyperOption", None)
-    shown = getattr(option, "display_type_rich", None)
-    if shown is None or getattr(shown, "_assay_bare_flags", False):
+#: A value's placeholder by its parameter's name, where the name alone does not say it.
+_METAVARS = {"db": "URL", "base_url": "URL", "judge_base_url": "URL", "facilitator_base_url": "URL",
+             "ray_address": "ADDRESS", "agent": "SPEC", "judge": "SPEC", "facilitator": "SPEC",
+             "play_model": "MODEL", "agent_memory": "SIZE", "agent_env": "NAME[=VALUE]", "starts": "WHEN",
+             "time_limit": "SECONDS", "store_retry": "SECONDS", "public_handle": "HANDLE"}
+
+
+def _conventional_help() -> None:
+    """Help as people write it: `SUITE` and `[BATCH]` rather than `{suite}` and `<str>`, a value's
+    placeholder named for what it holds (`--trials N`, `--db URL`, `--rubric FILE`), a range in
+    words (`N (1 to 10000)`), and flags bare."""
+    core = getattr(typer, "core", None)
+    argument, option = getattr(core, "TyperArgument", None), getattr(core, "TyperOption", None)
+    if argument is None or option is None or getattr(option, "_assay_help", False):
         return
 
-    def display_type_rich(self: Any, ctx: Any) -> Any:
-        return None if getattr(self, "is_flag", False) and self.metavar is None else shown(self, ctx)
+    def placeholder(param: Any) -> str:
+        if param.metavar is not None:
+            return str(param.metavar)
+        name = str(param.name or "value")
+        if name in _METAVARS:
+            return _METAVARS[name]
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if annotation is int:
+            return "N"
+        if annotation is float:
+            return "NUMBER"
+        if isinstance(annotation, type) and issubclass(annotation, Path):
+            return "FILE"
+        return name.upper()
 
-    display_type_rich._assay_bare_flags = True  # type: ignore[attr-defined]
-    option.display_type_rich = display_type_rich
+    def argument_name(self: Any) -> str:
+        return placeholder(self)
+
+    def usage_name(self: Any) -> str:
+        name = placeholder(self) + ("..." if self.nargs != 1 else "")
+        return name if self.required else f"[{name}]"
+
+    def option_type(self: Any, ctx: Any) -> Any:
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None
+        return placeholder(self) + ("..." if self.nargs != 1 else "")
+
+    def in_words(self: Any) -> str | None:
+        low, high = getattr(self, "min", None), getattr(self, "max", None)
+        if low is not None and high is not None:
+            return f"{low:g} to {high:g}"
+        if low is not None:
+            return f"at least {low:g}"
+        return None if high is None else f"at most {high:g}"
+
+    argument.display_name_raw = property(argument_name)  # type: ignore[assignment]
+    argument._usage_display_name = usage_name
+    argument.display_type_rich = lambda self, ctx: None
+    option.display_type_rich = option_type
+    for kind in (argument, option):
+        kind._get_number_range_help_str = in_words
+    rich_utils = getattr(typer, "rich_utils", None)
+    if rich_utils is not None:
+        rich_utils.RANGE_STRING = " ({})"
+    option._assay_help = True
 
 
-_flags_without_placeholders()
+_conventional_help()
+
+
+def _unwrap_docstrings(group: typer.Typer) -> None:
+    """A docstring's paragraphs as single lines, so the help wraps them at the terminal's width
+    (not where the source happened to break a sentence)."""
+    import inspect
+    import re
+
+    for info in group.registered_commands:
+        if info.callback is not None and info.callback.__doc__:
+            doc = inspect.cleandoc(info.callback.__doc__)
+            info.callback.__doc__ = re.sub(r"(?<=\S)\n(?=\S)", " ", doc)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _unwrap_docstrings(sub.typer_instance)
+
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -125,7 +190,9 @@ def run(
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
     trials: int = typer.Option(3, "--trials", min=1, max=10000, help="Trials per case."),
     seed: int = typer.Option(0, "--seed", min=0, help="Run seed; in-run chance derives from it, the case and the trial."),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.01, help="Wall-clock seconds per run."),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.01,
+                                     help="Seconds the agent may spend thinking in a run, summed over its turns "
+                                          "(the world's own time is not counted); past it the run ends as timeout."),
     turn_limit: int = typer.Option(40, "--turn-limit", min=1, help="Agent turns per run."),
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
@@ -143,6 +210,7 @@ def run(
     in_process: bool = InProcessFlag,
     max_cost: Optional[float] = MaxCostOpt,
     quiet: bool = QuietFlag,
+    wide: bool = WideFlag,
     db: Optional[str] = DbOpt,
     store_retry: Optional[float] = StoreRetryOpt,
 ) -> None:
@@ -177,7 +245,7 @@ def run(
                            max_cost=max_cost, on_budget=budgets.append)
     results = results_json(store, result.batch_id, actor=OPERATOR)
     if not quiet:
-        print_summary(say, [results])
+        print_summary(say, [results], wide=wide)
     emit_json(results, as_json=as_json, output=output)
     if output is not None and not quiet:
         say.print(f"results JSON: {output}", markup=False, highlight=False, soft_wrap=True)
@@ -198,9 +266,11 @@ def run(
 
 @app.command()
 def results(
-    ident: str = typer.Argument(None, metavar="[BATCH_OR_SUBMISSION]", help="Batch or submission id (default: the latest batch)."),
+    ident: str = typer.Argument(None, metavar="BATCH_OR_SUBMISSION",
+                         help="Batch or submission id, or a unique prefix (default: the latest batch)."),
     as_json: bool = JsonFlag,
     output: Optional[Path] = OutputOpt,
+    wide: bool = WideFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
     """A stored batch's results (the results JSON with --json), or a submission's owner view (runs and seeds)."""
@@ -223,10 +293,10 @@ def results(
     if as_json:
         return
     if view is not None:
-        print_submission(view)
+        print_submission(view, wide=wide)
     else:
-        print_summary(out, [document])
-        print_cases(out, document)
+        print_summary(out, [document], wide=wide)
+        print_cases(out, document, wide=wide)
     if output is not None:
         out.print(f"results JSON: {output}", markup=False, highlight=False)
 
@@ -309,6 +379,7 @@ def _register_board_commands() -> None:
 
 
 _register_board_commands()
+_unwrap_docstrings(app)
 
 
 class Terminated(KeyboardInterrupt):

@@ -35,7 +35,8 @@ def admin_create(
     as_json: bool = JsonFlag,
     db: Optional[str] = DbOpt,
 ) -> None:
-    """Create an admin. The password is hashed with Argon2id; it is never shown, logged or stored."""
+    """Create an admin. Only the password's Argon2id hash is stored; the password itself is never shown,
+    logged or stored."""
     from assay.errors import BadInput
     from assay.service import admins
 

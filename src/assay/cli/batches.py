@@ -16,7 +16,9 @@ from assay.cli.agent_opts import (
     AgentEnvOpt, AgentMemoryOpt, MaxCostOpt, agent_options, protect_local, say_cost_cap, warn_unsandboxed,
 )
 from assay.cli.errors import StoreRetryOpt
-from assay.ui import DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt, open_store_at, out, print_json
+from assay.ui import (
+    DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WideFlag, WorkersOpt, open_store_at, out, print_json,
+)
 
 
 def _when(value: Any) -> str:
@@ -110,6 +112,10 @@ def batches_cmd(
     if as_json:
         print_json([{**r, "created_at": _when(r["created_at"])} for r in rows])
         return
+    if not rows:
+        out.print("no batches yet — play one with: assay run forge --agent reference:diligent", markup=False,
+                  highlight=False, soft_wrap=True)
+        return
     table = Table(title="batches")
     for col in ("id", "kind", "suite", "agent", "created", "status", "recorded"):
         table.add_column(col, no_wrap=col in ("id", "created"))
@@ -122,34 +128,41 @@ def batches_cmd(
 def submissions_cmd(
     account: Optional[str] = typer.Option(None, "--account", help="Only this account's submissions."),
     suite: Optional[str] = typer.Option(None, "--suite", help="Only submissions to this suite key."),
-    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+    as_json: bool = JsonFlag, wide: bool = WideFlag, db: Optional[str] = DbOpt,
 ) -> None:
     """Submissions, newest first: id, suite, version, label, status, runs planned / recorded / scored."""
-    from rich.table import Table
+    from rich.text import Text
 
+    from assay.ui import Col, fit_table
     from assay.service import batches
 
     rows = batches.list_submissions(open_store_at(db), account, suite, actor=OPERATOR)
     if as_json:
         print_json(rows)
         return
-    table = Table(title="submissions")
-    for col in ("id", "account", "suite", "label", "status", "planned", "recorded", "scored", "created"):
-        table.add_column(col, no_wrap=col in ("id", "created"))
-    for r in rows:
-        table.add_row(r["id"], r["account"], f"{r['suite']} {r['version']}", r["label"], r["status"],
-                      str(r["n_planned"]), str(r["n_recorded"]), str(r["n_scored"]), r["created_at"][:19])
-    out.print(table)
+    if not rows:
+        out.print("no submissions yet — make one with: assay submit forge --agent reference:diligent "
+                  "--account NAME --label LABEL", markup=False, highlight=False, soft_wrap=True)
+        return
+    cols = [Col("id"), Col("account", 40, wraps=True), Col("suite", 80, wraps=True), Col("label", 60, wraps=True),
+            Col("status", 90), Col("planned", 55, "right"), Col("recorded", 75, "right"),
+            Col("scored", 65, "right"), Col("created", 30)]
+    fit_table(out, cols, [[r["id"] if wide else r["id"][:12], Text(r["account"]), Text(f"{r['suite']} {r['version']}"),
+                           Text(r["label"]), r["status"], str(r["n_planned"]), str(r["n_recorded"]),
+                           str(r["n_scored"]), r["created_at"][:16].replace("T", " ")] for r in rows],
+              wide=wide, title="submissions (an id prefix is enough for every command)")
 
 
 def runs_cmd(
     ident: str = typer.Argument(..., metavar="BATCH_OR_SUBMISSION", help="Batch or submission id (or a unique prefix)."),
-    as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
+    as_json: bool = JsonFlag, wide: bool = WideFlag, db: Optional[str] = DbOpt,
 ) -> None:
     """The planned runs of a batch or submission: run id, case, trial, status, score, passed.
 
     A slot with no run recorded yet is `pending` here (in the results JSON it counts as a failed `error` trial, because the denominator is the plan)."""
-    from rich.table import Table
+    from rich.text import Text
+
+    from assay.ui import Col, fit_table
 
     from assay.service import batches
     from assay.service.results import results_json
@@ -159,20 +172,20 @@ def runs_cmd(
     results = results_json(store, batch["id"], actor=OPERATOR)
     rows = [{"run_id": t["run_id"], "case_id": c["case_id"], "trial": t["trial"],
              "status": t["status"] if t["recorded"] else "pending",
-             "score": t["score"], "passed": t["passed"], "claimed_success": t["claimed_success"],
-             "false_success": t["false_success"]}
+             # a slot with no run has no score and no verdict yet (the results JSON counts it failed)
+             "score": t["score"] if t["recorded"] else None, "passed": t["passed"] if t["recorded"] else None,
+             "claimed_success": t["claimed_success"], "false_success": t["false_success"]}
             for c in results["cases"] for t in c["trials"]]
     if as_json:
         print_json(rows)
         return
-    table = Table(title=f"runs of {batch['kind']} {batch['id']}")
-    for col in ("run", "case", "trial", "status", "score", "passed", "claimed"):
-        table.add_column(col, no_wrap=col == "run")
     claim = {True: "success", False: "no", None: "-"}
-    for r in rows:
-        table.add_row(r["run_id"], r["case_id"], str(r["trial"]), r["status"], str(r["score"]),
-                      "yes" if r["passed"] else "no", claim[r["claimed_success"]])
-    out.print(table)
+    cols = [Col("run"), Col("case", wraps=True), Col("trial", 60, "right"), Col("status", 90),
+            Col("score", 80, "right"), Col("passed", 85), Col("claimed", 70)]
+    fit_table(out, cols, [[r["run_id"], Text(r["case_id"]), str(r["trial"]), r["status"],
+                           *(("-", "-", "-") if r["status"] == "pending" else
+                             (str(r["score"]), "yes" if r["passed"] else "no", claim[r["claimed_success"]]))]
+                          for r in rows], wide=wide, title=f"runs of {batch['kind']} {batch['id']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -24,8 +25,8 @@ from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, refuse_unsandboxed
 from assay.ui import (
-    AlwaysJson, BatchProgress, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WorkersOpt,
-    check_output, emit_json, label_column, open_store_at, out, print_json, progress_bar, says,
+    AlwaysJson, BatchProgress, DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt,
+    Col, WideFlag, check_output, emit_json, fit_table, open_store_at, out, print_json, progress_bar, says,
 )
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
@@ -38,6 +39,13 @@ JudgeBaseUrlOpt = typer.Option(None, "--judge-base-url", help="OpenAI-compatible
 #: stays fast, and checked equal by the tests).
 COMPARE_METRICS = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
 
+def _builtin_suites() -> list[str]:
+    """The built-in suite keys, read from the package's suites directory (as `resolve_suite` finds them)."""
+    from assay import __file__ as package
+
+    return sorted(p.parent.name for p in (Path(package).parent / "suites").glob("*/suite.yaml"))
+
+
 suite_app = typer.Typer(no_args_is_help=True, help="Release suites and read what each release pins.")
 account_app = typer.Typer(no_args_is_help=True, help="Accounts and their public handles.")
 config_app = typer.Typer(no_args_is_help=True, help="Platform config: keyed JSON values with history.")
@@ -48,6 +56,13 @@ era_app = typer.Typer(no_args_is_help=True, help="Measurement eras: versions of 
 
 def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:.4f}"
+
+
+def _figure(value: float | None, ci: list[float] | None) -> str:
+    """A board figure over its 95% interval, on two lines (a narrow column never splits it)."""
+    if value is None or ci is None:
+        return _rate(value)
+    return f"{value:.4f}\n[{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
 def _rate_ci(value: float | None, ci: list[float] | None) -> str:
@@ -161,7 +176,8 @@ def account_create(
 
 
 @account_app.command("set-handle")
-def account_set_handle(name: str = typer.Argument(...), handle: str = typer.Argument(...),
+def account_set_handle(name: str = typer.Argument(..., help="Account name."),
+                       handle: str = typer.Argument(..., help="The new public handle, shown on the board."),
                        as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """Set an account's public handle (a new handle event; the history is kept)."""
     from assay.service import accounts
@@ -170,7 +186,7 @@ def account_set_handle(name: str = typer.Argument(...), handle: str = typer.Argu
 
 
 @account_app.command("revoke-handle")
-def account_revoke_handle(name: str = typer.Argument(...), as_json: bool = JsonFlag,
+def account_revoke_handle(name: str = typer.Argument(..., help="Account name."), as_json: bool = JsonFlag,
                           db: Optional[str] = DbOpt) -> None:
     """Revoke an account's public handle: its entries leave the public board at once."""
     from assay.service import accounts
@@ -179,7 +195,7 @@ def account_revoke_handle(name: str = typer.Argument(...), as_json: bool = JsonF
 
 
 @account_app.command("show")
-def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+def account_show(name: str = typer.Argument(..., help="Account name."), as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """An account, its public handle and the handle's history."""
     from assay.service import accounts
 
@@ -189,23 +205,45 @@ def account_show(name: str = typer.Argument(...), as_json: bool = JsonFlag, db: 
 # -- submissions --------------------------------------------------------------------------------
 
 
-def print_submission(view: dict[str, Any], console: Any = None) -> None:
-    """A submission in three lines, on `console` (default: stdout)."""
+def print_submission(view: dict[str, Any], console: Any = None, *, wide: bool = False) -> None:
+    """A submission: what it is, where it stands, its figures, then every run with its seed
+    (what `assay debrief RUN` takes), on `console` (default: stdout)."""
+    from assay.ui import Col, fit_table
+
     console = console if console is not None else out
-    console.print(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  "
-                  f"[{view['agent']['label']}]", markup=False)
+    say = lambda line: console.print(line, markup=False, highlight=False)  # noqa: E731
+    say(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  [{view['agent']['label']}]")
     rank = f" · rank {view['rank']}" if view["rank"] is not None else ""
-    console.print(f"  status {view['status']} · class {view['leaderboard_class']} · "
-                  f"published {'yes' if view['published'] else 'no'}"
-                  f"{'' if view.get('listed', True) else ' (unlisted: `assay entry ID`)'}{rank}", markup=False)
-    console.print(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']}) · "
-                  f"pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])} · "
-                  f"false_success_rate {_rate(view['false_success_rate'])} · "
-                  f"objective_met_rate {_rate(view['objective_met_rate'])}", markup=False)
+    say(f"  status {view['status']} · class {view['leaderboard_class']} · "
+        f"published {'yes' if view['published'] else 'no'}"
+        f"{'' if view.get('listed', True) else ' (unlisted: `assay entry ID`)'}{rank}")
+    say(f"  runs counted {view['n_runs']}/{view['n_planned']} (gated {view['n_gated']})")
+    say(f"  pass_rate {_rate(view['pass_rate'])} · consistency {_rate(view['consistency'])}")
+    say(f"  false_success_rate {_rate(view['false_success_rate'])} · "
+        f"objective_met_rate {_rate(view['objective_met_rate'])}")
+    if view.get("digest"):
+        say(f"  digest {view['digest']}")
+    runs = view.get("runs") or []
+    if not runs:
+        return
+    cols = [Col("run"), Col("case", wraps=True), Col("rep", 60, "right"), Col("seed", 90, "right"),
+            Col("status", 95), Col("score", 70, "right"), Col("passed", 80), Col("gated", 50),
+            *((Col("why it ended", 45, wraps=True),) if any(r.get("reason") for r in runs) else ())]
+    rows: list[list[RenderableType]] = []
+    for r in runs:
+        recorded = r["status"] != "pending"
+        rows.append([(r["run_id"] or "-") if wide else (r["run_id"] or "-")[:12], Text(r["scenario"]), str(r["rep"]),
+                     str(r["seed"]), r["status"],
+                     "-" if r["score"] is None else f"{r['score']:g}",
+                     ("yes" if r["passed"] else "no") if recorded else "-",
+                     "yes" if r["participation_gated"] else "",
+                     *((Text(r.get("reason") or ""),) if len(cols) > 8 else ())])
+    fit_table(console, cols, rows, wide=wide, title="runs (a run id prefix is enough for `assay debrief RUN`)")
 
 
 def submit(
-    key: str = typer.Argument(..., help="Suite key (built-in: forge)."),
+    key: str = typer.Argument(..., metavar="SUITE", help=f"Suite key of a released suite (built in: "
+                              f"{', '.join(_builtin_suites())}; `assay suite list` lists every release)."),
     version: Optional[str] = VersionOpt,
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
     account: str = typer.Option(..., "--account", help="The submitting account."),
@@ -219,7 +257,9 @@ def submit(
     baseline: bool = typer.Option(False, "--baseline", help="An official baseline (suite owner only)."),
     as_json: bool = typer.Option(False, "--json", help="Print the owner's view (every run, with its seed) as JSON "
                                  "to stdout and nothing else there."),
-    output: Optional[Path] = OutputOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the owner's view (what --json prints: every run with its "
+                                               "seed) to FILE."),
     workers: int = WorkersOpt,
     executor: Optional[str] = ExecutorOpt,
     ray_address: Optional[str] = RayAddressOpt,
@@ -280,10 +320,13 @@ def submit(
     summary = None if unreached else judge_submission(store, submission_id, judge, judge_base_url, quiet=quiet)
     view = submissions.results(store, submission_id, actor=OPERATOR)
     say = says(as_json)
-    print_submission(view, say)
+    if quiet:  # what a script reads: the id and where it stands
+        say.print(f"submission {view['id']} {view['status']}", markup=False, highlight=False)
+    else:
+        print_submission(view, say)
     emit_json(view, as_json=as_json, output=output)
-    if output is not None:
-        say.print(f"results JSON: {output}", markup=False)
+    if output is not None and not quiet:
+        say.print(f"owner view JSON (every run with its seed): {output}", markup=False, highlight=False)
     failed = [unreached] if unreached else judging_lines(summary)
     if failed:  # a submission that measured nothing, or whose judging could not finish: never a quiet 0
         say_all(failed)
@@ -495,7 +538,7 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
           limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Show at most this many entries (the first page)."),
           recompute: bool = typer.Option(False, "--recompute", help=(
               "Rebuild every entry's stored figures from the rows and report what differed (operator).")),
-          as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
+          as_json: bool = JsonFlag, wide: bool = WideFlag, db: Optional[str] = DbOpt) -> None:
     """The public board of a suite version (default: the latest public one); or, with --recompute,
     every entry's stored figures rebuilt from the rows, and what differed."""
     from assay.service.board import MAX_PAGE, board as build, board_json, recompute as rebuild
@@ -526,30 +569,37 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
               markup=False)
     judge = value["provenance"]["judge"]
     traits = value["provenance"].get("rubric_hash_prefix") is not None  # a trait suite, judged
-    table = Table(caption=r"\[lo, hi]: 95% interval, clustered by case")
-    for col in ("rank", "agent (self-declared)", "handle", "class", "cases", "runs",
-                *(("composite", "safety (mean)", "stability") if traits else ()),
-                "pass", "consistency", "false success", "objective", "era"):
-        if col == "agent (self-declared)":
-            label_column(table, col)
-        else:
-            table.add_column(col)
-    notes = any(e.get("variance_note") for e in value["entries"])  # the operator's word, beside the figures
-    if notes:
-        table.add_column("variance note", min_width=12, overflow="fold")
-    for e in value["entries"]:
+    entries = value["entries"]
+    if not entries:
+        out.print(f"no entries yet — publish one: assay account create NAME --public-handle HANDLE, then "
+                  f"assay submit {s['key']} --agent reference:diligent --account NAME --label LABEL --publish",
+                  markup=False, highlight=False, soft_wrap=True)
+        return
+    notes = any(e.get("variance_note") for e in entries)  # the operator's word, beside the figures
+    cols = [Col("rank", justify="right"), Col("agent (self-declared)", wraps=True), Col("handle", 70, wraps=True),
+            Col("class", 40), Col("cases", 30, "right"), Col("runs", 50, "right"),
+            *((Col("composite", 95, "right"), Col("safety (mean)", 85, "right"), Col("stability", 45))
+              if traits else ()),
+            Col("pass", 100 if not traits else 90, "right"), Col("consistency", 75, "right"),
+            Col("false success", 92, "right"), Col("objective", 35, "right"), Col("era", 60),
+            *((Col("variance note", 65, wraps=True),) if notes else ()), Col("digest", 36)]
+    rows: list[list[RenderableType]] = []
+    for e in entries:
         era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
-        judged = ()
+        judged: tuple[Any, ...] = ()
         if traits:
             measured = [v for v in (e.get("safety") or {}).values() if v is not None]  # null: measured nowhere
             worst = f"{min(measured):.4f} min" if measured else "-"
-            judged = (_rate_ci(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
-        table.add_row(str(e["rank"]) if e["rank"] is not None else "-", Text(e["agent_label"]), e["public_handle"],
-                      e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]), *judged,
-                      *(_rate_ci(e[k], e[f"{k}_ci"]) for k in
-                        ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era,
-                      *((Text(e.get("variance_note") or "-"),) if notes else ()))
-    out.print(table)
+            judged = (_figure(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
+        digest = e.get("digest") or "-"
+        rows.append([str(e["rank"]) if e["rank"] is not None else "-", Text(e["agent_label"]),
+                     Text(e["public_handle"] or "-"), e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]),
+                     *judged,
+                     *(_figure(e[k], e[f"{k}_ci"]) for k in
+                       ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era,
+                     *((Text(e.get("variance_note") or "-"),) if notes else ()),
+                     digest if wide else digest[:12]])
+    fit_table(out, cols, rows, wide=wide, caption=r"figure, and below it \[lo, hi]: its 95% interval, clustered by case")
     if traits:
         out.print(f"judge: {judge['model']} · prompt v{judge['prompt_version']} {judge['prompt_hash'][:12]} · "
                   f"{judge['passes']} pass(es) per run · temperature {judge['temperature']}", markup=False)
@@ -562,8 +612,8 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
 def compare(
     submission_a: str = typer.Argument(..., metavar="SUBMISSION_A", help="Submission id (or a unique prefix)."),
     submission_b: str = typer.Argument(..., metavar="SUBMISSION_B", help="Submission id (or a unique prefix)."),
-    metric: str = typer.Option("pass_rate", "--metric", metavar="|".join(COMPARE_METRICS),
-                               help="The rate compared, case by case."),
+    metric: str = typer.Option("pass_rate", "--metric", metavar="METRIC",
+                               help=f"The rate compared, case by case: {', '.join(COMPARE_METRICS)}."),
     as_json: bool = JsonFlag, db: Optional[str] = DbOpt,
 ) -> None:
     """Compare two submissions on the same suite version, case by case: the mean per-case difference
@@ -611,7 +661,8 @@ def card(key: str = typer.Argument(..., help="Suite key."), version: Optional[st
 
 
 def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
-                                             help="The full submission id (a prefix does not find an unlisted entry)."),
+                                             help="Submission id; a unique prefix finds a listed entry (an unlisted one "
+                                                  "only by its full id)."),
           as_json: bool = JsonFlag, db: Optional[str] = DbOpt) -> None:
     """One published entry by its submission id: listed (as its board shows it) or unlisted."""
     from assay.service.board import board_text, entry as find_entry

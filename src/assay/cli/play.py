@@ -73,6 +73,7 @@ class Played:
     scenario: str
     status: str
     steps: int
+    reason: str | None = None
 
 
 class RemoteServer:
@@ -271,7 +272,8 @@ def _play_run(server: RemoteServer, factory: Any, lease: dict[str, Any], loop: a
         answer = server.step(run_id, body)
         history = [*history, message, *answer["messages"]]
         if answer["done"]:
-            return Played(run_id, lease["submission_id"], lease["scenario"]["id"], answer["status"], index)
+            return Played(run_id, lease["submission_id"], lease["scenario"]["id"], answer["status"], index,
+                          answer.get("reason"))
         index += 1
 
 
@@ -380,7 +382,9 @@ class _Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1)
         else:
-            self.console.print(f"run {self._n}: {run.scenario} · {run.status} · {run.steps} steps · {run.run_id}",
+            why = f" ({run.reason})" if run.reason else ""
+            steps = f"{run.steps} step" + ("" if run.steps == 1 else "s")
+            self.console.print(f"run {self._n}: {run.scenario} · {run.status}{why} · {steps} · {run.run_id}",
                                markup=False, highlight=False, soft_wrap=True)
 
 

@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from assay.errors import Invalid, NotFound
+from assay.errors import BadInput, Invalid, NotFound
 from assay.service import releases, scoring, usage
 from assay.service.actors import Actor
 from assay.stats import board as figures_of
@@ -393,7 +393,7 @@ def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: 
 
 
 def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
-    """One published entry, by its full submission id: a listed one as its board shows it (with
+    """One published entry, by its submission id: a listed one (a unique prefix finds it too) as its board shows it (with
     its rank), or an unlisted one (a bring-your-own submission published by id: never listed,
     never ranked). `{"suite", "provenance", "listed", "entry"}`.
 
@@ -401,6 +401,13 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
     the stored ones and its rank one count over the stored intervals: the board is never computed."""
     repo = BoardRepo(store)
     submission = repo.submission(submission_id)
+    if submission is None:  # a unique prefix finds a listed entry (what the board shows), never an unlisted one
+        try:
+            full = store.resolve_batch_id(submission_id)
+        except BadInput:  # ambiguous or short: said as not found, naming no other id
+            full = None
+        if full is not None and repo.entry(full, digest_version=DIGEST_VERSION) is not None:
+            submission_id, submission = full, repo.submission(full)
     release = repo.release_by_id(submission["release_id"]) if submission is not None else None
     if release is not None:
         ensure(store, release)

@@ -62,6 +62,9 @@ def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: A
         raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
     repo = BoardRepo(store)
     fa, fb = _resolve(store, a, actor), _resolve(store, b, actor)
+    if fa["submission_id"] == fb["submission_id"]:
+        raise Invalid(f"both name submission {fa['submission_id']}; compare it with another submission",
+                      "submission", value=f"{a} {b}")
     if fa["release_id"] != fb["release_id"]:
         ra, rb = repo.release_by_id(fa["release_id"]), repo.release_by_id(fb["release_id"])
         assert ra is not None and rb is not None

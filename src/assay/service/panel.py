@@ -113,7 +113,7 @@ def taxonomy(path: Path = TAXONOMY) -> tuple[Category, ...]:
     try:
         doc = _TaxonomyDoc.model_validate(load_yaml_file(path))
     except ValidationError as exc:
-        raise BadInput(describe_error(exc), str(path)) from None
+        raise BadInput(describe_error(exc, model=_TaxonomyDoc), str(path)) from None
     slugs = [c.slug for c in doc.categories]
     if len(set(slugs)) != len(slugs):
         raise BadInput("a category slug is listed twice", str(path))
@@ -167,7 +167,7 @@ def _validated(model: type[BaseModel], payload: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         field = str(first["loc"][0]) if first.get("loc") else None
-        raise Invalid(describe_error(exc), field) from None
+        raise Invalid(describe_error(exc, model=model), field) from None
 
 
 # -- applications -----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ era boundaries, and a boundary is added with `assay era add` (each era is its ow
 
 from __future__ import annotations
 
+import re
+
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -42,7 +44,11 @@ class Participation(_Strict):
     """The participation floor. For estate runs a player message is an assistant message and an
     action is a tool call applied to the world (`finish` is not an action); a completed run with
     fewer than `min_player_messages`, or fewer than `min_actions_per_turn` × player messages
-    actions, is `participation_gated` and leaves the aggregates."""
+    actions, is `participation_gated` and leaves the aggregates.
+
+    These are the platform's floor; a kit may set a higher one of its own (the campaign kit: 3
+    player messages and 0.5 actions per message), and a run is held to the higher of the two
+    (`describe` shows both)."""
 
     min_player_messages: StrictInt = Field(default=1, ge=0)
     min_actions_per_turn: StrictFloat | StrictInt = Field(default=0, ge=0)
@@ -87,7 +93,7 @@ def validate_value(key: str, value: Any) -> dict[str, Any]:
     try:
         return model.model_validate(value).model_dump()
     except ValidationError as exc:
-        raise Invalid(describe_error(exc), "config_value", value=key) from None
+        raise Invalid(describe_error(exc, model=model), "config_value", value=key) from None
 
 
 def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
@@ -110,7 +116,21 @@ def describe(store: Store, key: str) -> dict[str, Any]:
         "value": get(store, key),
         "default": not history,
         "history": [{"value": h["value"], "set_at": h["created_at"].isoformat()} for h in history],
+        **({"kit_floors": kit_floors(), "note": "a run is held to the higher of the value and its kit's floor"}
+           if key == PARTICIPATION else {}),
     }
+
+
+def kit_floors() -> dict[str, dict[str, float]]:
+    """Each kit's own participation floor, where it has one (a run is held to the higher)."""
+    from assay.worlds.kits import KITS, get_kit
+
+    floors = {}
+    for name in sorted(KITS):
+        found = getattr(get_kit(name), "participation_floor", None)
+        if found is not None:
+            floors[name] = {"min_player_messages": found[0], "min_actions_per_turn": found[1]}
+    return floors
 
 
 def set_value(store: Store, key: str, value: Any, *, actor: Actor) -> dict[str, Any]:
@@ -152,11 +172,16 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
             "current": bool(row.get("current"))}
 
 
+#: What an era may be called: it is shown on every entry and in URLs and exports, so plain words only.
+ERA_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+
+
 def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "open a measurement era", "era")
     name = name.strip()
-    if not name or len(name) > 80:
-        raise Invalid("an era needs a name of 1 to 80 characters", "era")
+    if not ERA_NAME.fullmatch(name):
+        raise Invalid("an era name is 1 to 80 characters of a-z, 0-9, '.', '-' or '_', starting with a letter or "
+                      "digit (e.g. 2026-06-scoring-fix)", "era", value=name)
     if not reason.strip():
         raise Invalid("an era needs a reason (what changed in the measurement stack)", "reason")
     moment = parse_moment(starts)

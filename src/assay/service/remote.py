@@ -336,9 +336,16 @@ def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | No
         if not stepper.done:  # pragma: no cover - a remote run is only ever recorded from its steps
             recorded = RemoteRepo(store).run(run["run_id"])
             status = (recorded or {}).get("recorded_status") or status
-        return {"run_id": run["run_id"], "step": index, "messages": [], "done": True, "status": status}
+        return {"run_id": run["run_id"], "step": index, "messages": [], "done": True, "status": status,
+                "reason": _reason(stepper)}
     return {"run_id": run["run_id"], "step": index, "messages": stepper.after(index), "done": stepper.done,
-            "status": status}
+            "status": status, "reason": _reason(stepper)}
+
+
+def _reason(stepper: Stepper) -> str | None:
+    """Why a run that is over did not complete (the player is told, as the owner is), else None."""
+    record = stepper.record if stepper.done else None
+    return None if record is None or record.status == "completed" else record.reason
 
 
 # -- handing a run back -------------------------------------------------------------------------

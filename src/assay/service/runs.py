@@ -218,6 +218,9 @@ def run_suite(
         from assay.agents.loader import load_agent
 
         factory = load_agent(agent_spec, **(agent_options or {}))
+    from assay.agents.reference import check_fits
+
+    check_fits(factory.spec, {s.scenario.kit for s in bundle.scenarios})
     if not isinstance(executor, str | None):
         chosen = executor
     else:

@@ -243,6 +243,9 @@ def _compose(
             used = repo.count_submissions(conn, account, release["id"], capped_only=True)
         if used >= cap:
             raise _cap_refusal(account, key, release["version"], cap)
+    from assay.agents.reference import check_fits
+
+    check_fits(factory.spec, {s.scenario.kit for s in bundle.scenarios})
     _check_own_inputs(bundle, release if release is not None else pending.row,  # type: ignore[union-attr]
                       facilitator, rubric)
     if pending is not None:
@@ -452,6 +455,8 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     batch = store.batch(submission_id) or {}
     listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
+    reasons = {r["run_id"]: r.get("reason") for r in store.runs_for_batch(submission_id, bodies=False)
+               if r.get("status") not in (None, "completed")}  # why a run did not complete
     return {
         "id": submission_id,
         "suite": {"key": release["suite_key"], "version": release["version"],
@@ -494,6 +499,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
                 "seed_salt": salts.get(r["run_id"]),
                 "seed_commitment": seed_commitment(r["seed"], salts[r["run_id"]]) if r["run_id"] in salts else None,
                 "status": r["status"] or "pending",
+                "reason": reasons.get(r["run_id"]),
                 "scored": r["scored"],
                 "participation_gated": r["gated"],
                 "score": r["score"] if r["has_run"] else None,

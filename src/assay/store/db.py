@@ -243,6 +243,9 @@ def _refuse_unusable(url: str, shown: str) -> None:
     pool), so anything stored there is silently lost: refused, as is an empty URL."""
     if not url.strip():
         raise Invalid("an empty URL names no store (leave the option out for the default one)", "db")
+    if "://" not in url:  # a bare path: say the URL that names it
+        raise Invalid(f"cannot open database {shown}: a store is named by a URL, e.g. "
+                      f"sqlite:///{Path(url).expanduser().resolve()} for this file, or postgresql://USER@HOST/DB", "db")
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError:
@@ -268,7 +271,7 @@ def open_store(url: str | None = None) -> Store:
     try:
         engine = create_store_engine(url)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
-        raise BadInput(f"cannot open database {shown}: {_one_line(exc, secret)}") from None
+        raise Invalid(f"cannot open database {shown}: {_one_line(exc, secret)}", "db") from None
     try:
         migrate(engine)
     except BadInput:
@@ -277,7 +280,7 @@ def open_store(url: str | None = None) -> Store:
     except (sa.exc.DatabaseError, sa.exc.InterfaceError) as exc:
         # connection refused, unknown database, bad password, a file that is not SQLite, ...
         engine.dispose()
-        raise BadInput(f"cannot open database {shown}: {_one_line(exc, secret)}") from None
+        raise Invalid(f"cannot open database {shown}: {_one_line(exc, secret)}", "db") from None
     except BaseException:
         engine.dispose()
         raise

@@ -108,6 +108,8 @@ class StepAnswer(_Open):
     messages: list[ChatMessage] = Field(description="What followed the answer: tool results, a facilitator's words.")
     done: bool = Field(description="Whether the run is over; it is recorded and scored like any other.")
     status: RunStatus = Field(description="`running`, or the run's outcome once it is over.")
+    reason: str | None = Field(None, description="Why a run that is over did not complete (`crashed`: the "
+                               "failure the agent reported; `timeout`: the limit), else null.")
 
 
 async def _play(request: Request, credentials: HTTPAuthorizationCredentials | None,

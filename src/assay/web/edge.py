@@ -221,7 +221,7 @@ PLAY_PREFIX = "/api/agent/"
 
 
 class Admission:
-    """Refuses a request with 503 `{"detail", "retry_after"}` and `Retry-After` when `cap` others
+    """Refuses a request with 503 `{"detail", "field": null, "retry_after"}` and `Retry-After` when `cap` others
     are already in flight in this worker, before it queues anywhere: a crowd meets a quick refusal
     instead of a queue that grows. Remote play (`/api/agent/…`, its own lane, each agent's key
     rate-limited) is never refused here."""
@@ -237,7 +237,7 @@ class Admission:
         if self.inflight >= self.cap:
             from assay.web.guards import send_json
 
-            await send_json(send, 503, {"detail": "the server is busy; try again shortly",
+            await send_json(send, 503, {"detail": "the server is busy; try again shortly", "field": None,
                                         "retry_after": BUSY_RETRY_SECONDS},
                             {"retry-after": str(BUSY_RETRY_SECONDS)})
             return
