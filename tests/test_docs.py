@@ -100,3 +100,14 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     for path in schema["paths"]:
         assert path in api, f"{path} missing from the generated API page"
     assert (site / "openapi.json").is_file()
+
+
+def test_the_readme_stays_a_front_page() -> None:
+    # issue 29: the README is the two commands, a tour and links (under 10 KB); the rest is the guide
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) < 10_000
+    for command in ("make demo", "make test"):
+        assert command in readme
+    for page in ("getting-started", "agents", "scenarios", "suites", "judges", "statistics", "api", "operating",
+                 "benchmarks", "troubleshooting", "architecture"):
+        assert f"](docs/{page}.md)" in readme, f"README links no docs/{page}.md"

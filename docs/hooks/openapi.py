@@ -87,7 +87,7 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
         for media, content in kinds.items():
             out += [f"**Body** (`{media}`): {_type(content.get('schema', {}))}", ""]
     out += ["| status | meaning | body |", "|---|---|---|"]
-    for status, resp in op.get("responses", {}).items():
+    for status, resp in sorted(op.get("responses", {}).items(), key=lambda item: str(item[0])):
         content = resp.get("content", {})
         shapes = ", ".join(f"{_type(c.get('schema', {}))} (`{m}`)" for m, c in content.items()) or "none"
         out.append(f"| {status} | {_cell(resp.get('description', ''))} | {shapes} |")
