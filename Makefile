@@ -11,7 +11,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,docs]'
 	touch $(STAMP)
 
 # The package is installed editable, and where PYTHONDONTWRITEBYTECODE is set (CI here) Python never
