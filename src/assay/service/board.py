@@ -30,7 +30,7 @@ from typing import Any
 
 from assay.errors import Invalid, NotFound
 from assay.service import releases
-from assay.service.actors import Actor, require_staff
+from assay.service.actors import Actor, may_see, require_staff
 from assay.service.judgements import judge_provenance, trait_figures
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
@@ -403,7 +403,7 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
         ensure(store, release)
     listed = repo.entry(submission_id, digest_version=DIGEST_VERSION)
     found = listed if listed is not None else repo.entry(submission_id, digest_version=DIGEST_VERSION, unlisted=True)
-    if found is None or release is None or (release["visibility"] == "internal" and not actor.is_staff):
+    if found is None or release is None or not may_see(actor, release):
         raise NotFound("no published entry has that submission id", "submission", value=submission_id)
     history = _public_history(repo, release["suite_key"])
     return {

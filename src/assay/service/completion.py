@@ -65,8 +65,8 @@ def complete_submission(store: Store, submission_id: str) -> None:
             scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
         messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
         kit = get_kit(scenario.kit)
-        kit_messages, kit_per_turn = getattr(kit, "participation_floor", (0, 0.0))
-        observed: list[str] = getattr(kit, "observed_facilitators", lambda _t: [])(transcript_events(run["transcript"]))
+        kit_messages, kit_per_turn = kit.participation_floor
+        observed = kit.observed_facilitators(transcript_events(run["transcript"]))
         sweeps.append({
             "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
             "actions": n_actions, "min_player_messages": max(floor["min_player_messages"], kit_messages),

@@ -289,8 +289,8 @@ def with_facilitator(scenarios: dict[str, LoadedScenario], facilitator: dict[str
         return scenarios
     out = {}
     for key, loaded in scenarios.items():
-        options = getattr(get_kit(loaded.scenario.kit), "run_options", None)
-        out[key] = dataclasses.replace(loaded, world_options=options(facilitator)) if options else loaded
+        options = get_kit(loaded.scenario.kit).run_options(facilitator)
+        out[key] = dataclasses.replace(loaded, world_options=options) if options is not None else loaded
     return out
 
 

@@ -27,7 +27,7 @@ from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.score.judge import RulesJudge
-from assay.service.actors import Actor, require_staff
+from assay.service.actors import PUBLIC, Actor, may_see, require_staff
 from assay.service.panel import taxonomy
 from assay.service.suites import (
     Findings,
@@ -314,7 +314,7 @@ def find_release(
     unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
     if public:
-        releases = [r for r in releases if r["visibility"] != "internal"]
+        releases = [r for r in releases if may_see(PUBLIC, r)]
     if not releases:
         raise unknown
     if version is not None:
@@ -410,7 +410,7 @@ def list_releases(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
 
 def versions(store: Store, key: str, *, actor: Actor) -> list[dict[str, Any]]:
     """A suite's versions, oldest first; an internal one exists only for the staff."""
-    releases = sorted((r for r in BoardRepo(store).releases(key) if actor.is_staff or r["visibility"] != "internal"),
+    releases = sorted((r for r in BoardRepo(store).releases(key) if may_see(actor, r)),
                       key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")

@@ -140,12 +140,12 @@ def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> Loaded
     first spoken, and said again at every later replay, so the model is asked for each line once."""
     from assay.worlds.kits import get_kit
 
-    resume = getattr(get_kit(loaded.scenario.kit), "resume_options", None)
-    facilitator = execution.facilitator_of(store, run["batch_id"]) if resume is not None else None
+    kit = get_kit(loaded.scenario.kit)
+    facilitator = execution.facilitator_of(store, run["batch_id"]) if kit.worded else None
     if facilitator is None:
         return loaded
     repo, run_id, spec = RemoteRepo(store), run["run_id"], str(facilitator["spec"])
-    options = resume(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
+    options = kit.resume_options(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
     return dataclasses.replace(loaded, world_options=options)
 
 

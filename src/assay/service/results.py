@@ -189,9 +189,9 @@ def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     run = _stored_run(store, run_id, actor)
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
-    replaying = getattr(get_kit(loaded.scenario.kit), "replay_options", None)
+    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run["transcript"]))
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew
-        loaded = dataclasses.replace(loaded, world_options=replaying(transcript_events(run["transcript"])))
+        loaded = dataclasses.replace(loaded, world_options=replaying)
     world_same = loaded.world_fingerprint == scen["world_fingerprint"]
     planned = PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
     actions = legacy_actions(run["actions"])

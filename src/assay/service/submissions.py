@@ -33,7 +33,8 @@ from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
 from assay.service import accounts, exports, judgements, platform_config, releases
-from assay.service.actors import OPERATOR, Actor, prefix_owner, require_operator, require_owner, require_speaks_for
+from assay.service.actors import (OPERATOR, Actor, may_see, prefix_owner, require_operator, require_owner,
+                                  require_speaks_for)
 from assay.service import board as boards
 from assay.service.board import entry_numbers
 from assay.service.completion import complete
@@ -216,7 +217,7 @@ def _compose(
     repo = BoardRepo(store)
     # Resolve without writing: a built-in not yet released is released only once every check passed.
     release = _stored_release(store, key, version)
-    if release is not None and release["visibility"] == "internal" and not actor.is_staff:
+    if release is not None and not may_see(actor, release):
         raise NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
     pending: releases.PreparedRelease | None = None
@@ -288,7 +289,7 @@ def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator:
                       rubric: Rubric | None) -> None:
     """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
     does not score, and a rubric the rules judge cannot read."""
-    worded = [s for s in bundle.scenarios if hasattr(get_kit(s.scenario.kit), "run_options")]
+    worded = [s for s in bundle.scenarios if get_kit(s.scenario.kit).worded]
     if facilitator is not None and not worded:
         raise Invalid(f"suite {release['suite_key']} has no facilitator to replace (its worlds have none)",
                       "facilitator")
