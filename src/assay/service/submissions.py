@@ -164,7 +164,7 @@ def _require_sandboxed(factory: AgentFactory) -> None:
         raise Invalid("an agent played in process (--in-process) can never be submitted; submit it sandboxed",
                       "agent")
     if isolation == "subprocess":
-        from assay.agents import sandbox
+        from assay.agents import sandbox  # lazy: start-up cost
 
         raise Invalid(sandbox.missing_line("a submission"), "agent")
 
