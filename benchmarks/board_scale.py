@@ -21,7 +21,7 @@ API and pages call):
 * `full JSON`: `board_json(...)`, every entry, the text `assay board KEY --json` prints and
   `GET /api/leaderboard/KEY` serves (median of 3; 1 above 20,000 entries);
 * `entry`: `service.board.entry(...)` for an entry in the middle of the board (median of 5);
-* `complete`: completing one more submission — `submissions.complete` (sweep, finalise, digest,
+* `complete`: completing one more submission — `completion.complete_submission` (sweep, finalise, digest,
   store its figures) for a freshly played forge entry; `submit` is the whole submission with its
   15 runs played by the engine.
 
@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from assay.agents.loader import load_agent
-from assay.service import accounts, releases, submissions
+from assay.service import accounts, completion, releases, submissions
 from assay.service import board as boards
 from assay.service.actors import OPERATOR, PUBLIC
 from assay.store import Store, open_store
@@ -202,12 +202,12 @@ def _count(store: Store) -> int:
 
 
 def _completion(store: Store) -> tuple[float, float]:
-    """(seconds in `submissions.complete`, seconds of the whole submission) for one more entry, by
+    """(seconds in `completion.complete_submission`, seconds of the whole submission) for one more entry, by
     a new account (as a new entrant submits: its cap counts its own submissions)."""
     account = f"entrant-{uuid.uuid4().hex[:8]}"
     accounts.create(store, account, account.title(), actor=OPERATOR)
     spent: list[float] = []
-    real = submissions.complete
+    real = completion.complete_submission
 
     def timed(store_: Store, submission_id: str) -> None:
         start = time.perf_counter()
@@ -216,14 +216,14 @@ def _completion(store: Store) -> tuple[float, float]:
         finally:
             spent.append(time.perf_counter() - start)
 
-    submissions.complete = timed  # type: ignore[assignment]  # batches.complete calls it by module
+    completion.complete_submission = timed  # type: ignore[assignment]  # completion.complete calls it by module
     try:
         start = time.perf_counter()
         submissions.submit(store, "forge", factory=load_agent("reference:diligent"), account=account,
                            label=f"bench-{uuid.uuid4().hex[:6]}", workers=2, publish=True, actor=OPERATOR)
         whole = time.perf_counter() - start
     finally:
-        submissions.complete = real  # type: ignore[assignment]
+        completion.complete_submission = real  # type: ignore[assignment]
     return sum(spent), whole
 
 

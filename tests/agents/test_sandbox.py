@@ -360,17 +360,17 @@ def test_the_async_executors_child_processes_make_their_own_pools(sqlite_store: 
 def test_a_submissions_python_agent_is_played_again_only_in_its_sandbox(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """`resume` and the service load a submission's agent from its row: never without bwrap."""
-    from assay.service import batches
+    from assay.service import execution
 
     accounts.create(store, "alice", "alice", actor=OPERATOR)
     sid = submissions.compose(store, "forge", factory=load_agent(f"python:{FIXTURES / 'honest.py'}:agent"),
                               account="alice", label="x", actor=OPERATOR)
-    factory, _ = batches.stored_agent(store, sid)
+    factory, _ = execution.stored_agent(store, sid)
     assert factory.isolation == "sandbox"
     factory.close()
     monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
     with pytest.raises(Invalid, match="bubblewrap"):
-        batches.stored_agent(store, sid)
+        execution.stored_agent(store, sid)
 
 
 class _FakeServer:

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from assay.errors import BadInput
-from assay.service import accounts, platform_config, releases, submissions
+from assay.service import accounts, completion, platform_config, releases, submissions
 from assay.service.board import board, board_text
 from assay.service.cards import card
 from assay.store import Store
@@ -247,18 +247,18 @@ def test_ranks_are_statistical_and_entries_stay_listed_by_estimate(mini: Store) 
 
 def test_scoring_lags_run_completion(mini: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """All runs done is not all runs scored: before the sweep, nothing is complete or published."""
-    monkeypatch.setattr(submissions, "complete", lambda store, sid: None)
+    monkeypatch.setattr(completion, "complete_submission", lambda store, sid: None)
     sid = submit(mini, publish=True)
     monkeypatch.undo()
     view = submissions.results(mini, sid, actor=OPERATOR)
     assert all(r["status"] == "completed" for r in view["runs"])
     assert view["status"] == "incomplete" and view["n_scored"] == 0 and not view["finalised"]
     assert view["published"] is False and view["pass_rate"] is None
-    submissions.complete(mini, sid)
+    completion.complete_submission(mini, sid)
     view = submissions.results(mini, sid, actor=OPERATOR)
     assert view["status"] == "complete" and view["published"] is True and view["finalised"] is True
     before = row_counts(mini)
-    submissions.complete(mini, sid)  # idempotent
+    completion.complete_submission(mini, sid)  # idempotent
     assert row_counts(mini) == before
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.canonical import canonical_bytes
-from assay.service import board, scoring, submissions
+from assay.service import board, completion, scoring, submissions
 from assay.service.actors import OPERATOR, PUBLIC
 from assay.stats import digest
 from assay.store import Store
@@ -64,7 +64,7 @@ def test_a_submission_is_stamped_once_when_finalised_and_its_entry_shows_the_dig
 
     # completing again (a resume, a background worker) sweeps nothing new and never restamps
     for _ in range(2):
-        submissions.complete(store, sid)
+        completion.complete_submission(store, sid)
     assert _stamps(store) == stamps and _stamps(store, 2) == v2
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(submission_digests)).scalar_one() == 1

@@ -15,13 +15,13 @@ from assay.canonical import canonical_hash
 from assay.records import PlannedRun, TranscriptEvent
 from assay.run.drivers import play_async, play_sync, replay
 from assay.run.engine import Episode, Limits
-from assay.worlds.base import Event, Observation, opening
+from assay.worlds.base import Event, Observation, WorldDefaults, opening
 from assay.worlds.rng import Rng
 
 SCENES = 3
 
 
-class Tavern:
+class Tavern(WorldDefaults):
     """Three scenes; each message of the agent's is answered by the facilitator after a d20."""
 
     def __init__(self, rng: Rng) -> None:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from assay.agents.loader import load_agent
 from assay.errors import Forbidden, Invalid, NotFound
 from assay.service import accounts, agreement, panel, releases, scoring, submissions
+from assay.service.judgements import judgements
 from assay.service.actors import ADMIN, OPERATOR, PUBLIC
 from assay.stats import agreement as stats
 from assay.store import Store, open_store
@@ -66,14 +67,14 @@ def _build(store: Store) -> World:
                                  label=agent, publish=False, workers=2, actor=OPERATOR)
         scoring.score(store, sid, actor=OPERATOR)
         runs[agent] = [r["run_id"] for r in JudgeRepo(store).recorded_runs(sid)]
-        judged = scoring.judgements(store, sid)
+        judged = judgements(store, sid)
         assert all(judged[r].scored for r in runs[agent])
     for email in PANELISTS:
         _panelist(store, email)
     _panelist(store, REJECTED)
     panel.register_model(store, "steady", "Steady", "Assay", actor=ADMIN)
     panel.register_environment(store, "academy", "Academy", "The academy campaigns.", actor=ADMIN)
-    means = {r: j.scores for sid in _submission_ids(store) for r, j in scoring.judgements(store, sid).items()}
+    means = {r: j.scores for sid in _submission_ids(store) for r, j in judgements(store, sid).items()}
     chosen = runs["steadfast"][::4] + runs["pushover"][1::3]  # across scenarios and both players
     linked: dict[str, str] = {}
     ignored: list[str] = []

@@ -30,7 +30,7 @@ import pytest
 from assay.agents.loader import load_agent
 from assay.errors import BadInput, Conflict, DomainError, Forbidden, Invalid, NotFound, http_status
 from assay.run.executors import make_executor
-from assay.service import accounts, batches, platform_config, releases, results, submissions
+from assay.service import accounts, batches, execution, platform_config, releases, results, submissions
 from assay.service.board import board
 from assay.service.board import entry as board_entry
 from assay.service.runs import run_suite
@@ -141,7 +141,7 @@ CATALOGUE: dict[str, Refusal] = {
                                     lambda w: releases.release_path(w.store, str(w.changed_suite), actor=OPERATOR)),
     "resume-with-another-agent": Refusal(("resume", "{batch}", "--agent", "reference:diligent"), "--agent",
                                          Conflict,
-                                         lambda w: batches.stored_agent(w.store, w.batch, "reference:diligent")),
+                                         lambda w: execution.stored_agent(w.store, w.batch, "reference:diligent")),
     # -- Forbidden: 403 --------------------------------------------------------------------------
     "baseline-not-owner": Refusal((*SUBMIT, "--account", "bob", "--label", "x", "--baseline"), "--baseline",
                                   Forbidden, lambda w: _submit(w, baseline=True)),

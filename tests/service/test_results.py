@@ -19,7 +19,8 @@ from assay.run.engine import Limits
 from assay.run.executors.threads import ThreadExecutor
 from assay.service.results import debrief, replay, results_json
 from assay.run.executors import Task
-from assay.service.runs import execute_tasks, plan_batch
+from assay.service.execution import execute_tasks
+from assay.service.runs import plan_batch
 from assay.service.suites import record_scenarios, resolve_suite
 from assay.store.repo import Store
 

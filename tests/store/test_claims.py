@@ -15,7 +15,7 @@ from assay.store import Store
 from assay.store import claims as claims_module
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.schema import DURABLE_APPEND_ONLY_TABLES, claim_holders, run_claims, utcnow
-from assay.service.runs import _append
+from assay.service.execution import _append
 
 from ._factories import CHECKS, scored, record, seeded_batch
 

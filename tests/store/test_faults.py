@@ -28,8 +28,9 @@ import pytest
 import sqlalchemy as sa
 
 from assay.records import RunRecord
-from assay.service import batches
-from assay.service.runs import RunWriter, run_suite
+from assay.service import completion, execution
+from assay.service.execution import RunWriter
+from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store import open_store
 from assay.store.faults import Retry, StoreUnavailable, is_fault, is_transient
@@ -234,10 +235,10 @@ def test_an_exclusive_lock_held_on_a_sqlite_store_mid_batch_is_waited_out(
 def _resume(store: Any, batch_id: str) -> None:
     from assay.run.executors import make_executor
 
-    factory, limits = batches.stored_agent(store, batch_id)
-    batches.execute_pending(store, batch_id, factory, make_executor(None, 2, factory), limits,
-                            batches.stored_scenarios(store, batch_id))
-    assert batches.complete(store, batch_id)
+    factory, limits = execution.stored_agent(store, batch_id)
+    execution.execute_pending(store, batch_id, factory, make_executor(None, 2, factory), limits,
+                            execution.stored_scenarios(store, batch_id))
+    assert completion.complete(store, batch_id)
 
 
 # -- the run writer ends at once ----------------------------------------------------------------
@@ -306,9 +307,7 @@ def test_a_final_flush_that_fails_ends_close_at_once_with_the_fault() -> None:
 
 
 def test_a_writer_that_failed_with_the_queue_full_fails_the_next_hand_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.service.runs as runs
-
-    monkeypatch.setattr(runs, "FLUSH_RUNS", 1)  # a queue of 4, a flush per run
+    monkeypatch.setattr(execution, "FLUSH_RUNS", 1)  # a queue of 4, a flush per run
     record = _records(1)[0]
     store = _Failing(ok=1)
     writer = RunWriter(store, [FORGE.scenarios[0]])

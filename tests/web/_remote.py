@@ -14,7 +14,7 @@ from assay.records import PlannedRun, RunRecord
 from assay.run.drivers import play_sync
 from assay.run.engine import Limits, open_episode
 from assay.score.oracle import evaluate_checks, verdict
-from assay.service import accounts, batches
+from assay.service import accounts, execution
 from assay.service.actors import OPERATOR
 from assay.store import Store
 
@@ -104,7 +104,7 @@ def in_process(store: Store, run_id: str, agent: str | Any, limits: Limits | Non
     """The run `run_id` played in this process by `agent` (a spec, or a factory) on a fresh fork
     with the same seed."""
     planned = planned_of(store, run_id)
-    loaded = batches.stored_scenarios(store, _batch_of(store, run_id))[planned.scenario_hash]
+    loaded = execution.stored_scenarios(store, _batch_of(store, run_id))[planned.scenario_hash]
     factory = load_agent(agent) if isinstance(agent, str) else agent
     return play_sync(open_episode(loaded, planned, limits or Limits()), factory)
 
@@ -134,6 +134,6 @@ def same_as_stored(store: Store, run_id: str, expected: RunRecord) -> dict[str, 
 
 
 def expected_score(store: Store, run_id: str, expected: RunRecord) -> tuple[int, bool]:
-    loaded = batches.stored_scenarios(store, _batch_of(store, run_id))[expected.scenario_hash]
+    loaded = execution.stored_scenarios(store, _batch_of(store, run_id))[expected.scenario_hash]
     v = verdict(evaluate_checks(loaded.scenario.checks, expected.final_state), expected.status)
     return v.score, v.passed

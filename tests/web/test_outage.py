@@ -185,7 +185,7 @@ def _status(store: Store, submission_id: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("db_url", "finisher"), [("postgresql", "sweeper"), ("sqlite", "resume"),
                                                   ("sqlite", "score")],
-                         indirect=["db_url"])  # each finisher calls the same `batches.complete`
+                         indirect=["db_url"])  # each finisher calls the same `completion.complete`
 def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_score(
         web_store: Store, db_url: str, finisher: str, monkeypatch: pytest.MonkeyPatch,
         cli: Callable[..., tuple[int, str, str]]) -> None:

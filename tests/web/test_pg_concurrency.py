@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from assay.agents.loader import load_agent
-from assay.service import batches, remote, submissions
+from assay.service import execution, remote, submissions
 from assay.service.actors import OPERATOR, account_actor
 from assay.store import Store, open_store
 from assay.store.board_schema import submissions as submissions_table
@@ -99,7 +99,7 @@ def test_concurrent_leases_never_lease_a_run_twice(web_store: Store, apps: list[
     leased = [run_id for batch in at_once(THREADS, lease_all) for run_id in batch]
     assert len(leased) == len(set(leased)) == 30
     assert set(leased) == {r["run_id"] for s in ids for r in web_store.planned_runs(s)}
-    assert all(batches.pending(web_store, s) == 0 for s in ids)
+    assert all(execution.pending(web_store, s) == 0 for s in ids)
 
 
 def test_the_same_step_from_many_threads_is_applied_once(web_store: Store, apps: list[TestClient]) -> None:

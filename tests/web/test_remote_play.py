@@ -389,7 +389,7 @@ def test_a_release_worded_by_a_model_is_played_remotely_with_each_line_asked_onc
 
     import assay
     from assay.service import releases, scoring
-    from assay.service.batches import FACILITATOR_BASE_URL_ENV
+    from assay.service.execution import FACILITATOR_BASE_URL_ENV
     from tests.support.fake_judge_server import FakeJudgeServer, content
 
     suite = tmp_path / "academy-gm"

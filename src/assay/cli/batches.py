@@ -47,16 +47,16 @@ def resume(
 
     A python: agent is played as the batch was (sandboxed, or in process if it was run with --in-process), with the --agent-env and --agent-memory it was stored with unless given again."""
     from assay.run.executors import make_executor
-    from assay.service import batches
+    from assay.service import batches, completion, execution
     from assay.ui import BatchProgress
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
     noun = "submission" if batch["kind"] == "submission" else "batch"
-    left = not batches.all_recorded(store, batch["id"])
+    left = not execution.all_recorded(store, batch["id"])
     if left or agent is not None:  # an agent named again is checked, whether or not it has runs to play
         protect_local(None, db)
-        factory, limits = batches.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
+        factory, limits = execution.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
         warn_unsandboxed(factory)
     budget = None
     if left:
@@ -64,16 +64,16 @@ def resume(
 
         budget = None if max_cost is None else Budget(store, batch["id"], max_cost)
         chosen = make_executor(executor, workers, factory, ray_address=ray_address)
-        scenarios = batches.stored_scenarios(store, batch["id"])
+        scenarios = execution.stored_scenarios(store, batch["id"])
         with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
                            announce=False) as progress:
-            progress.created(batch["id"], batches.pending(store, batch["id"]))
-            batches.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done,
+            progress.created(batch["id"], execution.pending(store, batch["id"]))
+            execution.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done,
                                     budget=budget)
         if budget is not None and budget.stopped:
             say_cost_cap(budget, store, batch["id"])
     # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
-    finished = batches.complete(store, batch["id"])
+    finished = completion.complete(store, batch["id"])
     if batch["kind"] == "submission":
         from assay.cli.board import judge_submission
 

@@ -372,9 +372,9 @@ def _check_judge(judge: str | None, base_url: str | None) -> None:
 def judge_submission(store: Any, submission_id: str, judge: str | None, base_url: str | None, *,
                      quiet: bool = False) -> dict[str, Any] | None:
     """Score a submission's runs with its judge; None for an oracle suite (nothing to judge)."""
-    from assay.service import scoring
+    from assay.service.judgements import needs_judging
 
-    if not scoring.needs_judging(store, submission_id):
+    if not needs_judging(store, submission_id):
         return None
     return _scored(store, submission_id, judge, base_url, quiet)
 
@@ -395,12 +395,15 @@ def score(
     from assay.cli.failures import FAILED, judging_lines, say_all
 
     store = open_store_at(db)
-    from assay.service import batches, scoring, submissions
+    from assay.service import submissions
+    from assay.service.completion import complete
+    from assay.service.execution import all_recorded
+    from assay.service.judgements import needs_judging
 
     found = submissions.find(store, submission)
-    if found is not None and batches.all_recorded(store, found):
-        batches.complete(store, found)  # a finalisation cut short is finished here too
-        if not scoring.needs_judging(store, found):  # checks alone: nothing to judge, and now complete
+    if found is not None and all_recorded(store, found):
+        complete(store, found)  # a finalisation cut short is finished here too
+        if not needs_judging(store, found):  # checks alone: nothing to judge, and now complete
             if json_out:
                 print_json({"submission_id": found, "judge": None, "complete": True})
             else:

@@ -45,8 +45,8 @@ Offload = Callable[[Callable[[], _T]], Awaitable[_T]]
 
 def blocks(episode: Episode) -> bool:
     """Whether the episode's world says its `reset` and `step` may block (on a model, say): the
-    World protocol's optional `blocking` attribute, False when a world does not have it."""
-    return bool(getattr(episode.world, "blocking", False))
+    World protocol's `blocking` (False by `WorldDefaults`)."""
+    return bool(episode.world.blocking)
 
 
 #: The end of an agent's traceback that a crashed run keeps (its innermost frames matter most).

@@ -199,9 +199,8 @@ class Episode:
     # -- the books ----------------------------------------------------------------------------
     def _world_usage(self) -> list[tuple[str, Usage]]:
         """What the world's own model calls used (a model facilitator's lines), when it says."""
-        said = getattr(self.world, "model_usage", None)
         try:
-            return list(said()) if callable(said) else []
+            return list(self.world.model_usage())
         except Exception:  # noqa: BLE001 - a kit fault never loses the run
             return []
 

@@ -18,7 +18,8 @@ never confirmed to someone who may not know it; what it may see but not do is `F
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from assay.errors import Forbidden, NotFound
 
@@ -59,6 +60,25 @@ def account_actor(name: str) -> Actor:
 
 def agent_of(name: str) -> Actor:
     return Actor("agent", name)
+
+
+# -- visibility: decided here only --------------------------------------------------------------
+
+
+def may_see(actor: Actor, release: Mapping[str, Any]) -> bool:
+    """Whether `release` exists for `actor` at all: an internal suite is the staff's alone (to
+    anyone else it does not exist); public and unlisted versions exist for everyone (an unlisted one
+    is found when named, never listed: `listed_visibilities`)."""
+    return actor.is_staff or release["visibility"] != "internal"
+
+
+def listed_visibilities(actor: Actor) -> frozenset[str]:
+    """The release visibilities an actor's index lists."""
+    if actor.is_staff:
+        return frozenset({"public", "unlisted", "internal"})
+    if actor.kind == "agent":
+        return frozenset({"public", "unlisted"})
+    return frozenset({"public"})
 
 
 def require_operator(actor: Actor, what: str, field: str) -> None:

@@ -5,7 +5,7 @@ A panel run may name the Assay run it scored (`assay_run` on `create-run`). For 
 that maps traits to panel categories (`panel_categories` in the suite document), this gathers the
 runs of the release's submissions that have both
 
-- a judge trait mean: the mean of the run's valid passes (`scoring.judgements`), from a
+- a judge trait mean: the mean of the run's valid passes (`judgements`), from a
   submission judged by the judge the release pins against the release's own rubric (a submission
   scored by another judge or against a rubric of its own measures something else, and is left out,
   counted in `excluded_runs`); and
@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assay.service import releases, scoring
+from assay.service import releases
+from assay.service.judgements import judge_provenance, judgements
 from assay.service.actors import Actor, require_staff
 from assay.stats import agreement as stats
 from assay.store.db import Store
@@ -77,7 +78,7 @@ def panel_medians(store: Store, release_id: int) -> dict[str, dict[str, Any]]:
 def _judged_by_the_release(store: Store, release: Mapping[str, Any], submission_id: str) -> bool:
     """Whether the submission was judged with the judge the release pins (model and prompt hash)
     against the release's own rubric."""
-    declared = scoring.judge_provenance(dict(release))
+    declared = judge_provenance(dict(release))
     rubric = releases.release_rubric(dict(release))
     pinned = JudgeRepo(store).config(submission_id)
     if declared is None or rubric is None or pinned is None:
@@ -95,7 +96,7 @@ def judge_means(store: Store, release: Mapping[str, Any], submission_ids: set[st
         if not _judged_by_the_release(store, release, sid):
             other.add(sid)
             continue
-        for run_id, judged in scoring.judgements(store, sid).items():
+        for run_id, judged in judgements(store, sid).items():
             if judged.scores is not None:
                 means[run_id] = dict(judged.scores)
     return means, other
@@ -111,7 +112,7 @@ def agreement(store: Store, suite: str, version: str | None = None, *, actor: Ac
     release = releases.find_release(store, suite, version, actor=actor)
     key, ver = release["suite_key"], release["version"]
     mapping = releases.panel_categories(release)
-    report: dict[str, Any] = {"suite": key, "version": ver, "judge": scoring.judge_provenance(release),
+    report: dict[str, Any] = {"suite": key, "version": ver, "judge": judge_provenance(release),
                               "scale": f"judge trait mean x {stats.JUDGE_SCALE:g}, on the panel's 0..10",
                               "mapping": mapping, "n_linked_runs": 0, "excluded_runs": 0, "pairs": [],
                               "note": None, "method": METHOD}

@@ -29,8 +29,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assay.errors import BadInput, Invalid, NotFound
-from assay.service import releases, scoring, usage
-from assay.service.actors import Actor
+from assay.service import releases, usage
+from assay.service.actors import Actor, may_see, require_staff
+from assay.service.judgements import judge_provenance, trait_figures
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
@@ -122,9 +123,9 @@ def case_counts(store: Store, submission_ids: Sequence[str]) -> dict[str, list[d
 
 
 def _trait_figures(store: Store, release: dict[str, Any], submission_id: str) -> dict[str, Any] | None:
-    """`scoring.trait_figures` for an entry of a release that pins a rubric (the board shows trait
+    """`trait_figures` for an entry of a release that pins a rubric (the board shows trait
     figures there only), else None."""
-    return scoring.trait_figures(store, submission_id) if release.get("rubric") is not None else None
+    return trait_figures(store, submission_id) if release.get("rubric") is not None else None
 
 
 def shown_fields(figures: dict[str, Any]) -> list[str]:
@@ -153,7 +154,7 @@ def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> 
 def _computed(store: Store, release: dict[str, Any], submission_id: str,
               rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     figures = figures_of.entry_figures(_planned(rows), _trait_figures(store, release, submission_id),
-                                       scoring.judge_provenance(release),
+                                       judge_provenance(release),
                                        UsageRepo(store).for_batch(submission_id), usage.prices(store))
     return stored_row(submission_id, release["id"], figures)
 
@@ -202,8 +203,6 @@ def recompute(store: Store, *, actor: Actor) -> dict[str, Any]:
     """Rebuild every finalised submission's stored figures from the rows (staff only), and say what
     differed from what was stored: {"entries", "differences": [{submission_id, field, stored,
     recomputed}]} (`field` "*" when a row was missing)."""
-    from assay.service.actors import require_staff
-
     require_staff(actor, "recompute the board's figures", "recompute")
     repo = BoardRepo(store)
     stored = {r["submission_id"]: r for r in repo.stored_figures()}
@@ -328,7 +327,7 @@ def provenance(store: Store, release: dict[str, Any]) -> dict[str, Any]:
         "release_hash_prefix": release["release_hash"][: releases.HASH_PREFIX],
         "scenarios": [{"case_id": p["case_id"], "version": p["version"], "hash_prefix": p["hash_prefix"]}
                       for p in releases.scenario_pins(store, release)],
-        "judge": scoring.judge_provenance(release),
+        "judge": judge_provenance(release),
         "rubric_hash_prefix": (releases.release_rubric(release).content_hash()[: releases.HASH_PREFIX]  # type: ignore[union-attr]
                                if release.get("rubric") is not None else None),
         "facilitator_model": release["facilitator_model"],
@@ -413,7 +412,7 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
         ensure(store, release)
     listed = repo.entry(submission_id, digest_version=DIGEST_VERSION)
     found = listed if listed is not None else repo.entry(submission_id, digest_version=DIGEST_VERSION, unlisted=True)
-    if found is None or release is None or (release["visibility"] == "internal" and not actor.is_staff):
+    if found is None or release is None or not may_see(actor, release):
         raise NotFound("no published entry has that submission id", "submission", value=submission_id)
     history = _public_history(repo, release["suite_key"])
     return {

@@ -12,7 +12,8 @@ from typing import Any
 from assay.score.oracle import PASS_MARK
 from assay.service.actors import Actor
 
-from assay.service import releases, scoring
+from assay.service import releases
+from assay.service.judgements import judge_provenance
 from assay.service import board as boards
 from assay.service.board import round_rate
 from assay.store.board_repo import BoardRepo
@@ -86,7 +87,7 @@ def card(store: Store, key: str, version: str | None = None, *, actor: Actor) ->
                      f"{_cell(p['title'])} |")
     lines += ["", "## Judge configuration", ""]
     rubric = releases.release_rubric(release)
-    judge = scoring.judge_provenance(release) if rubric is not None else releases.judge_view(release)
+    judge = judge_provenance(release) if rubric is not None else releases.judge_view(release)
     if rubric is not None and judge is not None:
         lines.append(f"- Judge: `{judge['model']}` · prompt version {judge['prompt_version']} "
                      f"(hash `{judge['prompt_hash'][: releases.HASH_PREFIX]}`) · {judge['passes']} pass(es) per "

@@ -12,18 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from assay.service import releases
-from assay.service.actors import Actor
+from assay.service.actors import Actor, listed_visibilities
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
-
-
-def listed_visibilities(actor: Actor) -> frozenset[str]:
-    """The release visibilities an actor's index lists."""
-    if actor.is_staff:
-        return frozenset({"public", "unlisted", "internal"})
-    if actor.kind == "agent":
-        return frozenset({"public", "unlisted"})
-    return frozenset({"public"})
 
 
 def suites(store: Store, *, actor: Actor) -> list[dict[str, Any]]:

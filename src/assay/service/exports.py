@@ -3,7 +3,7 @@ submission is stamped with when finalised, and `assay export`, the store's appen
 files anyone can verify, in two kinds.
 
 **Digests.** `stamp(conn, submission_id, era)` runs inside the transaction that finalises a
-submission (`submissions.complete`): it reads every row recorded for the submission as that
+submission (`completion.complete_submission`): it reads every row recorded for the submission as that
 transaction sees them (`ExportRepo.digest_rows`, the parts of `assay.stats.digest`) and stamps
 both digest versions, once each: version 1 (every column, secrets included) in
 `submission_digests`, version 2 (what a public export holds: seed commitments, never seeds) in

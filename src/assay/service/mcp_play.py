@@ -15,7 +15,7 @@ its status.
 
 `LocalPlay` plays a slot of a stored run batch in this process: it claims the slot with a holder
 that keeps a heartbeat (`store/claims.py`), so a killed server's slot is pending again; the run
-ends recorded and oracle-scored by the same writer as `assay run` (`runs.RunWriter`), and the batch
+ends recorded and oracle-scored by the same writer as `assay run` (`execution.RunWriter`), and the batch
 completes with its last run. `RemotePlay` is the remote step API (`service.remote`) driven one
 tool call a step: the same lease, the same recorded steps, the same expiry, the same release.
 Nothing here shows an agent more than the step API does: never the hidden truth, checks or seed.
@@ -117,14 +117,14 @@ class LocalPlay(Play):
     @classmethod
     def start(cls, store: Store, batch_id: str, clock: Callable[[], float] = time.monotonic) -> LocalPlay | None:
         """Claim the batch's next pending slot and open its run; None when no slot is pending."""
-        from assay.service import batches
+        from assay.service import execution
         from assay.store.claims import ClaimRepo, Holder
 
         row = store.batch_agent(batch_id)
         if row is None or row["load_spec"] != MCP_SPEC:
             raise Conflict("this batch is not played over MCP", "batch", value=batch_id)
         limits = Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
-        scenarios = batches.stored_scenarios(store, batch_id)
+        scenarios = execution.stored_scenarios(store, batch_id)
         plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
                                           row["trial"], row["seed"]) for row in store.planned_runs(batch_id)}
         holder = Holder(store)
@@ -171,8 +171,8 @@ class LocalPlay(Play):
             return True
 
     def _record(self) -> None:
-        from assay.service import batches
-        from assay.service.runs import RunWriter
+        from assay.service import completion
+        from assay.service.execution import RunWriter
 
         record = self._stepper.record
         assert record is not None
@@ -183,7 +183,7 @@ class LocalPlay(Play):
         finally:
             writer.close()
             self._holder.end()
-        batches.complete(self.store, self.batch_id)
+        completion.complete(self.store, self.batch_id)
 
     def close(self) -> None:
         with self._lock:

@@ -127,8 +127,8 @@ def kit_floors() -> dict[str, dict[str, float]]:
 
     floors = {}
     for name in sorted(KITS):
-        found = getattr(get_kit(name), "participation_floor", None)
-        if found is not None:
+        found = get_kit(name).participation_floor
+        if found != (0, 0.0):
             floors[name] = {"min_player_messages": found[0], "min_actions_per_turn": found[1]}
     return floors
 

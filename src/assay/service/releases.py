@@ -25,8 +25,10 @@ from assay.languages import bcp47
 from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
+from assay.scenario.yamlsafe import load_yaml_file
 from assay.score.judge import RulesJudge
-from assay.service.actors import Actor, require_staff
+from assay.service.actors import PUBLIC, Actor, may_see, require_staff
+from assay.service.panel import taxonomy
 from assay.service.suites import (
     Findings,
     SuiteBundle,
@@ -125,8 +127,6 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
 
 def _check_panel_categories(mapping: dict[str, str], rubric: Rubric | None, where: str) -> None:
     """Every mapped trait is one of the rubric's, every category one of the panel's taxonomy."""
-    from assay.service.panel import taxonomy
-
     if rubric is None:
         raise Invalid("panel_categories maps traits, but the suite has no trait rubric", "panel_categories",
                       value=where)
@@ -270,8 +270,6 @@ def builtin_prepared(key: str) -> PreparedRelease | None:
 
 def _builtin_version(key: str) -> str | None:
     """The version a built-in suite's document declares, read without materialising its worlds."""
-    from assay.scenario.yamlsafe import load_yaml_file
-
     try:
         document = load_yaml_file(builtin_suites_dir() / key / "suite.yaml")
     except Exception:  # noqa: BLE001 - a broken built-in is reported when it is released
@@ -316,7 +314,7 @@ def find_release(
     unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
     if public:
-        releases = [r for r in releases if r["visibility"] != "internal"]
+        releases = [r for r in releases if may_see(PUBLIC, r)]
     if not releases:
         raise unknown
     if version is not None:
@@ -412,7 +410,7 @@ def list_releases(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
 
 def versions(store: Store, key: str, *, actor: Actor) -> list[dict[str, Any]]:
     """A suite's versions, oldest first; an internal one exists only for the staff."""
-    releases = sorted((r for r in BoardRepo(store).releases(key) if actor.is_staff or r["visibility"] != "internal"),
+    releases = sorted((r for r in BoardRepo(store).releases(key) if may_see(actor, r)),
                       key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")

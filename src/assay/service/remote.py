@@ -19,7 +19,7 @@ lock on its run before it is applied, and the run is a fresh fork of its world f
 steps in order. So a restarted server (or another worker) goes on where the run was, a retried
 step (the same index and the same message) is answered again and never applied twice, and a
 different message for a taken index is refused. When the run ends it is recorded, oracle-scored
-and swept like any other (`runs.RunWriter`, `batches.complete`); the submission completes with
+and swept like any other (`execution.RunWriter`, `completion.complete`); the submission completes with
 its last run.
 
 A campaign worded by a model facilitator (the submission's own, or one the release pins) is
@@ -51,14 +51,14 @@ from assay.records import PlannedRun, storable
 from assay.run.drivers import Stepper
 from assay.run.engine import Limits, open_episode
 from assay.scenario.load import LoadedScenario
-from assay.service import batches
+from assay.service import completion, execution
 from assay.service.actors import Actor, require_agent_of
 from assay.store.claims import ClaimRepo
 from assay.store.remote_repo import REMOTE_SPEC, RemoteRepo
 from assay.store.repo import Store
 from assay.store.schema import utcnow
 
-REMOTE = batches.REMOTE_AGENT
+REMOTE = execution.REMOTE_AGENT
 log = logging.getLogger("assay.service")
 assert REMOTE == REMOTE_SPEC
 #: What a run id looks like (`uuid4().hex`); anything else names no run, and is never sent to the database.
@@ -140,25 +140,23 @@ def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> Loaded
     first spoken, and said again at every later replay, so the model is asked for each line once."""
     from assay.worlds.kits import get_kit
 
-    resume = getattr(get_kit(loaded.scenario.kit), "resume_options", None)
-    facilitator = batches.facilitator_of(store, run["batch_id"]) if resume is not None else None
+    kit = get_kit(loaded.scenario.kit)
+    facilitator = execution.facilitator_of(store, run["batch_id"]) if kit.worded else None
     if facilitator is None:
         return loaded
     repo, run_id, spec = RemoteRepo(store), run["run_id"], str(facilitator["spec"])
-    options = resume(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
+    options = kit.resume_options(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
     return dataclasses.replace(loaded, world_options=options)
 
 
 def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
     """Record a run that is over (scored by its checks, once: a run already recorded is kept as it
     was), end its lease, and complete its submission if this was its last run."""
-    from assay.service.runs import RunWriter
-
     assert stepper.record is not None
     repo = RemoteRepo(store)
     if not store.recorded([run["run_id"]]):
         loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
-        writer = RunWriter(store, [loaded])
+        writer = execution.RunWriter(store, [loaded])
         try:
             writer(stepper.record, stepper.episode.steps)
         finally:
@@ -167,9 +165,9 @@ def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
     if lease is not None:
         repo.end_holder(lease["holder"])
     try:
-        batches.complete(store, run["batch_id"])
+        completion.complete(store, run["batch_id"])
     except Exception as exc:  # noqa: BLE001 - the run is recorded: its answer stands
-        # finishing the submission is idempotent; the sweeper (`batches.complete_recorded`) does it
+        # finishing the submission is idempotent; the sweeper (`completion.complete_recorded`) does it
         # again until it is done, so the agent is not told its recorded step failed
         log.warning("submission %s: completion deferred to the sweeper: %s: %s", run["batch_id"],
                     type(exc).__name__, exc)

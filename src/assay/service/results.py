@@ -15,7 +15,9 @@ from typing import Any
 
 from assay.errors import NotFound
 from assay.service.actors import Actor, prefix_owner, require_owner
-from assay.service import scoring, usage
+from assay.service import usage
+from assay.service.batches import owner_of
+from assay.service.judgements import judgements, needs_judging, why_unscored
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -99,8 +101,6 @@ def _require_owner(store: Store, actor: Actor, batch: dict[str, Any] | None, ide
     """Seeds, hidden truths and transcripts are for the owner of the batch (and the operator)."""
     if actor.is_staff and actor.kind == "operator":
         return
-    from assay.service.batches import owner_of
-
     require_owner(actor, owner_of(store, batch) if batch is not None else None, noun, ident, noun)
 
 
@@ -156,12 +156,12 @@ def _judged(store: Store, run: dict[str, Any]) -> dict[str, Any]:
     """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
     score when it has none (`unjudged`); nothing for any other run."""
     batch = store.batch(run["batch_id"]) or {}
-    if batch.get("kind") != "submission" or not scoring.needs_judging(store, run["batch_id"]):
+    if batch.get("kind") != "submission" or not needs_judging(store, run["batch_id"]):
         return {}
-    judged = scoring.judgements(store, run["batch_id"]).get(run["run_id"])
+    judged = judgements(store, run["batch_id"]).get(run["run_id"])
     if judged is None:
         return {}
-    return {"traits": judged.traits_view(), "unjudged": None if judged.scored else scoring.why_unscored(judged)}
+    return {"traits": judged.traits_view(), "unjudged": None if judged.scored else why_unscored(judged)}
 
 
 def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:
@@ -192,9 +192,9 @@ def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     run = _stored_run(store, run_id, actor)
     scen = run["scenario"]
     loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
-    replaying = getattr(get_kit(loaded.scenario.kit), "replay_options", None)
+    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run["transcript"]))
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew
-        loaded = dataclasses.replace(loaded, world_options=replaying(transcript_events(run["transcript"])))
+        loaded = dataclasses.replace(loaded, world_options=replaying)
     world_same = loaded.world_fingerprint == scen["world_fingerprint"]
     planned = PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
     actions = legacy_actions(run["actions"])

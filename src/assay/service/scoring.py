@@ -23,7 +23,6 @@ scored, non-gated runs; the composite the mean over capability traits; safety tr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,12 +33,13 @@ from assay.records import transcript_events
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import JudgeConfig
 from assay.score.judge import (
-    JudgePass, JudgeRun, LLMJudge, RetryPolicy, RulesJudge, RunJudgement, judge_from_spec, summarize,
+    JudgePass, JudgeRun, LLMJudge, RetryPolicy, RulesJudge, judge_from_spec,
 )
-from assay.service import platform_config, releases
+from assay.service import releases
 from assay.service import usage as run_usage
-from assay.service.actors import Actor, prefix_owner, require_owner
-from assay.stats.traits import TRAIT_PLACES, RunTraits, figures  # noqa: F401 - TRAIT_PLACES: read here by verify
+from assay.service.actors import OPERATOR, Actor, prefix_owner, require_owner
+from assay.service.completion import complete_submission
+from assay.service.judgements import config_view, judgements, release_judge, release_of, rubric_of, why_unscored
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.judge_repo import JudgeRepo
@@ -52,24 +52,6 @@ DEFAULT_CONCURRENCY = 32
 MAX_PASS_FACTOR = 2
 
 Judge = RulesJudge | LLMJudge
-
-
-def release_judge(release: dict[str, Any]) -> JudgeConfig | None:
-    """The judge a release pins (None for a release without one)."""
-    return JudgeConfig.model_validate(release["judge"]) if release.get("judge") is not None else None
-
-
-def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
-    """The board's `provenance.judge`: {model, prompt_version, prompt_hash, passes, temperature} of
-    the judge the release pins, with the hash of the prompt this harness sends that judge."""
-    config = release_judge(release)
-    if config is None:
-        return None
-    spec = config.spec
-    hashed = RulesJudge.prompt_hash if spec == "rules" else LLMJudge.prompt_hash
-    version = RulesJudge.prompt_version if spec == "rules" else config.prompt_version
-    return {"model": spec, "prompt_version": version, "prompt_hash": hashed,
-            "passes": config.passes, "temperature": config.temperature}
 
 
 def _make_judge(spec: str, passes: int, base_url: str | None, api_key: str | None,
@@ -98,16 +80,6 @@ def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
             "temperature": float(judge.temperature), "rubric_hash": rubric_hash(rubric)}
 
 
-def _release_of(store: Store, submission_id: str) -> dict[str, Any]:
-    repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
-    if submission is None:
-        raise NotFound("no such submission", "submission", value=submission_id)
-    release = repo.release_by_id(submission["release_id"])
-    assert release is not None
-    return release
-
-
 def _owned(store: Store, ident: str, actor: Actor) -> str:
     repo = BoardRepo(store)
     found = repo.resolve_submission_id(ident, prefix_owner(actor))
@@ -118,29 +90,10 @@ def _owned(store: Store, ident: str, actor: Actor) -> str:
     return found  # type: ignore[return-value]
 
 
-def rubric_of(store: Store, submission_id: str, release: dict[str, Any] | None = None) -> Rubric | None:
-    """The rubric a submission's runs are judged against: its own (`--rubric`), else its release's."""
-    own = JudgeRepo(store).submission_rubric(submission_id)
-    if own is not None:
-        return Rubric.model_validate(own)
-    return releases.release_rubric(release if release is not None else _release_of(store, submission_id))
-
-
-def needs_judging(store: Store, submission_id: str) -> bool:
-    """Whether the submission's runs are scored by a judge (it or its release has a rubric)."""
-    return rubric_of(store, submission_id) is not None
-
-
 def _pass_row(run_id: str, judged: JudgePass) -> dict[str, Any]:
     return {"run_id": run_id, "pass_index": judged.index, "valid": judged.valid, "verdicts": judged.scores,
             "rationale": dict(judged.rationale), "raw": judged.raw, "error": judged.error,
             "error_kind": judged.error_kind, "attempts": judged.attempts}
-
-
-def _stored_pass(row: dict[str, Any]) -> JudgePass:
-    return JudgePass(index=row["pass_index"], raw=row["raw"], scores=row["verdicts"] if row["valid"] else None,
-                     rationale=dict(row["rationale"] or {}), error=row["error"], error_kind=row["error_kind"],
-                     attempts=row["attempts"])
 
 
 def _missing(pinned: dict[str, Any], stored: list[dict[str, Any]]) -> list[int]:
@@ -181,10 +134,8 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     A model judge's endpoint is `base_url`, else the one this submission was last judged at, else
     `OPENAI_BASE_URL`; none at all is refused. The summary's `failures` {reason: runs} says why
     recorded runs are still without a judge score (empty when every one has one)."""
-    from assay.service.submissions import complete  # submissions calls back into scoring
-
     submission_id = _owned(store, ident, actor)
-    release = _release_of(store, submission_id)
+    release = release_of(store, submission_id)
     rubric = rubric_of(store, submission_id, release)
     if rubric is None:
         raise Invalid(f"suite {release['suite_key']} {release['version']} has no trait rubric: its runs are "
@@ -206,7 +157,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
         repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
-    complete(store, submission_id)  # swept first: every recorded run has its win conditions (nothing unjudged is finalised)
+    complete_submission(store, submission_id)  # swept first: every recorded run has its win conditions (nothing unjudged is finalised)
     wins = _win_conditions(store, submission_id)
     jobs = []
     for run in repo.recorded_runs(submission_id):
@@ -227,7 +178,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
 
     if jobs:
         chosen.score_runs_sync(jobs, concurrency, record)
-    complete(store, submission_id)
+    complete_submission(store, submission_id)
     judged = judgements(store, submission_id)
     down = getattr(chosen, "unreachable", None)
     asked = {j.run_id for j in jobs}
@@ -238,7 +189,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
             if not _missing(pinned, [_pass_fields(p) for p in judgement.passes]):
                 reason += SPENT  # another `score` would make no pass: said, not offered as a retry
             failures[reason] = failures.get(reason, 0) + 1
-    return {"submission_id": submission_id, "judge": _config_view(pinned), "runs_judged": len(jobs),
+    return {"submission_id": submission_id, "judge": config_view(pinned), "runs_judged": len(jobs),
             "passes_recorded": written, "runs_scored": sum(j.scored for j in judged.values()),
             "runs_recorded": len(judged), "failures": failures}
 
@@ -258,23 +209,6 @@ def _pass_fields(judged: JudgePass) -> dict[str, Any]:
     return {"pass_index": judged.index, "valid": judged.valid, "error_kind": judged.error_kind}
 
 
-_ATTEMPTS = re.compile(r" \(after \d+ attempts\)$")
-
-
-def why_unscored(judgement: RunJudgement) -> str:
-    """Why a run has no judge score, in one line (the last failed pass's error, without counts, so
-    runs that failed alike read alike); `not judged yet` when no pass was made."""
-    failed = [p for p in judgement.passes if not p.valid]
-    if not judgement.passes:
-        return "not judged yet"
-    if not failed:
-        return f"only {judgement.valid_passes} of the {judgement.min_valid} valid judge passes it needs"
-    last = failed[-1]
-    if last.error_kind == "connection":
-        return _ATTEMPTS.sub("", last.error or "the judge endpoint could not be reached")
-    return f"judge passes failed ({_ATTEMPTS.sub('', last.error or last.error_kind or 'no reason recorded')})"
-
-
 def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
                    on_error: Callable[[str, Exception], None] | None = None) -> list[str]:
     """Score, with the judge each one pins (the release's), every submission whose runs are all
@@ -282,8 +216,6 @@ def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
     server's background work: remote and server-played submissions are judged without anyone
     running `assay score`). A submission that cannot be scored now (its judge's endpoint down) is
     reported to `on_error` and left for the next call. Returns the ids it scored."""
-    from assay.service.actors import OPERATOR
-
     waiting = JudgeRepo(store).awaiting_judge()
     todo = [s for s in waiting if submission_ids is None or s in submission_ids]
     done = []
@@ -298,44 +230,3 @@ def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
             if on_error is not None:
                 on_error(submission_id, exc)
     return done
-
-
-def _config_view(pinned: dict[str, Any]) -> dict[str, Any]:
-    return {"model": pinned["model"], "prompt_version": pinned["prompt_version"],
-            "prompt_hash": pinned["prompt_hash"], "passes": pinned["passes"],
-            "temperature": int(pinned["temperature"]) if float(pinned["temperature"]).is_integer()
-            else pinned["temperature"], "rubric_hash": pinned["rubric_hash"]}
-
-
-def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
-    """{run_id: its judgement} over the submission's recorded runs, from the stored passes."""
-    repo = JudgeRepo(store)
-    pinned = repo.config(submission_id)
-    rubric = rubric_of(store, submission_id)
-    if rubric is None:
-        return {}
-    stored = repo.passes([submission_id])
-    min_valid = pinned["min_valid"] if pinned is not None else 1
-    return {run["run_id"]: summarize(run["run_id"], rubric.keys,
-                                     [_stored_pass(r) for r in stored.get(run["run_id"], [])], min_valid)
-            for run in repo.recorded_runs(submission_id)}
-
-
-def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
-    """A submission's trait figures, derived from its stored passes (`stats.traits.figures`):
-    `composite`, `traits` {capability trait: mean}, `safety` {safety trait: mean} (None for a trait
-    measured on no scenario), `trait_n` {trait: on how many scenarios it was measured}, the
-    stability verdict with its safety-variance fields, per-case composites (`composite_by_case`,
-    for intervals) and the pinned `judge`. Empty for a release without a rubric."""
-    rubric = rubric_of(store, submission_id)
-    if rubric is None:
-        return {}
-    judged = judgements(store, submission_id)
-    facts = BoardRepo(store).run_facts(submission_id)
-    runs = [RunTraits(f["case_id"], judged[f["run_id"]].scores if f["run_id"] in judged else None, bool(f["gated"]))
-            for f in facts]
-    threshold = platform_config.get(store, platform_config.SAFETY_VARIANCE)["unstable_range_threshold"]
-    pinned = JudgeRepo(store).config(submission_id)
-    return {**figures(runs, rubric.capability_keys, rubric.safety_keys, threshold=float(threshold),
-                      cases=sorted({f["case_id"] for f in facts})),
-            "judge": _config_view(pinned) if pinned is not None else None}

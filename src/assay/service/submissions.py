@@ -4,7 +4,7 @@ A submission is a batch (`batches.kind = 'submission'`, its id is the submission
 `submissions` row. The plan is every pinned scenario × `reps_per_scenario`, each run with its
 own fork of the world and its own seed drawn here with `secrets` — the submitter chooses no run,
 no seed and cannot drop one. Runs are executed and oracle-scored by the core batch machinery;
-then the completion sweep evaluates each scenario's win conditions on the run's final state and
+then the completion sweep (`service/completion.py`) evaluates each scenario's win conditions on the run's final state and
 records its participation (assistant messages, actions) next to the floor in force. When every
 planned run has been swept the submission is finalised: stamped with its measurement era, and
 published if it asked to be, is complete, and its account holds a public handle.
@@ -29,17 +29,19 @@ import sqlalchemy as sa
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, Forbidden, Invalid, NotFound
-from assay.records import PlannedRun, RunRecord, legacy_actions, transcript_events
+from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
-from assay.service import accounts, batches, exports, platform_config, releases, scoring
-from assay.service.actors import OPERATOR, Actor, prefix_owner, require_operator, require_owner, require_speaks_for
+from assay.service import accounts, exports, judgements, platform_config, releases
+from assay.service.actors import (OPERATOR, Actor, may_see, prefix_owner, require_operator, require_owner,
+                                  require_speaks_for)
 from assay.service import board as boards
 from assay.service.board import entry_numbers
+from assay.service.completion import complete
+from assay.service.execution import (agent_row, execute_pending, facilitator_of, stored_agent, stored_scenarios,
+                                     with_facilitator)
 from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
-from assay.scenario.models import Scenario
-from assay.scenario.predicates import holds
 from assay.stats.commitment import seed_commitment
 from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
@@ -49,8 +51,6 @@ from assay.store.db import Store
 from assay.worlds.kits import get_kit
 
 SEED_BOUND = 2**62
-#: The facilitator recorded for runs of a BYOK submission: the submitter's own, unverified.
-SELF_HOSTED = "self_hosted"
 MAX_LABEL = 120
 
 
@@ -101,8 +101,8 @@ def submit(
                         facilitator=facilitator, rubric=rubric, actor=actor)
     if on_created is not None:
         on_created(composed.id, composed.n_planned)
-    batches.execute_pending(store, composed.id, factory, chosen, composed.limits, composed.scenarios, on_done)
-    batches.complete(store, composed.id)
+    execute_pending(store, composed.id, factory, chosen, composed.limits, composed.scenarios, on_done)
+    complete(store, composed.id)
     return composed.id
 
 
@@ -141,11 +141,11 @@ def execute(store: Store, submission_id: str, *, workers: int = 4, executor: str
     from its agent row, as `resume` loads it), then complete it. True when it is complete.
 
     Safe to call in several processes at once, and again after a restart: slots are claimed."""
-    factory, limits = batches.stored_agent(store, submission_id)
+    factory, limits = stored_agent(store, submission_id)
     chosen = make_executor(executor, workers, factory)
-    batches.execute_pending(store, submission_id, factory, chosen, limits,
-                            batches.stored_scenarios(store, submission_id), on_done)
-    return batches.complete(store, submission_id)
+    execute_pending(store, submission_id, factory, chosen, limits,
+                            stored_scenarios(store, submission_id), on_done)
+    return complete(store, submission_id)
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _require_sandboxed(factory: AgentFactory) -> None:
         raise Invalid("an agent played in process (--in-process) can never be submitted; submit it sandboxed",
                       "agent")
     if isolation == "subprocess":
-        from assay.agents import sandbox
+        from assay.agents import sandbox  # lazy: start-up cost
 
         raise Invalid(sandbox.missing_line("a submission"), "agent")
 
@@ -217,7 +217,7 @@ def _compose(
     repo = BoardRepo(store)
     # Resolve without writing: a built-in not yet released is released only once every check passed.
     release = _stored_release(store, key, version)
-    if release is not None and release["visibility"] == "internal" and not actor.is_staff:
+    if release is not None and not may_see(actor, release):
         raise NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                        "version" if version else "suite")
     pending: releases.PreparedRelease | None = None
@@ -282,17 +282,17 @@ def _compose(
         extras.append((batch_facilitators, {"batch_id": submission_id, "spec": facilitator["spec"],
                                             "base_url": facilitator.get("base_url")}))
     repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap,
-                           agent=batches.agent_row(factory, limits), extras=extras)
+                           agent=agent_row(factory, limits), extras=extras)
     scenarios = {s.content_hash: s for s in bundle.scenarios}
     return _Composed(submission_id, len(planned), limits,
-                     batches.with_facilitator(scenarios, batches.facilitator_of(store, submission_id)))
+                     with_facilitator(scenarios, facilitator_of(store, submission_id)))
 
 
 def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator: dict[str, Any] | None,
                       rubric: Rubric | None) -> None:
     """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
     does not score, and a rubric the rules judge cannot read."""
-    worded = [s for s in bundle.scenarios if hasattr(get_kit(s.scenario.kit), "run_options")]
+    worded = [s for s in bundle.scenarios if get_kit(s.scenario.kit).worded]
     if facilitator is not None and not worded:
         raise Invalid(f"suite {release['suite_key']} has no facilitator to replace (its worlds have none)",
                       "facilitator")
@@ -323,72 +323,6 @@ def _cap_refusal(account: str, key: str, version: str, cap: int) -> Conflict:
     return Conflict(
         f"account '{account}' already has {cap} submission(s) to {key} {version}, the most allowed per "
         f"suite version (platform config '{platform_config.SUBMISSION_CAP}')", "account")
-
-
-# -- the completion sweep ---------------------------------------------------------------------
-
-
-def participation(kit: str, transcript: list[dict[str, Any]], actions: list[Any]) -> tuple[int, int]:
-    """(player messages, actions) of a run, counted as its world kit counts them (any record version)."""
-    return get_kit(kit).participation(transcript_events(transcript), legacy_actions(actions))
-
-
-def complete(store: Store, submission_id: str) -> None:
-    """Sweep every recorded, unswept run; finalise the submission once all planned runs are swept.
-
-    Safe to call again at any time (a later sweep only adds what is missing; the era stamp and the
-    automatic publication happen once).
-    """
-    repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
-    if submission is None:
-        raise NotFound("no such submission", "submission", value=submission_id)
-    release = repo.release_by_id(submission["release_id"])
-    assert release is not None
-    floor = platform_config.get(store, platform_config.PARTICIPATION)
-    facilitator = SELF_HOSTED if submission["byok"] else release["facilitator_model"]
-    documents: dict[str, Scenario] = {}
-    sweeps, outcomes = [], []
-    for run in repo.unswept_runs(submission_id):
-        scenario = documents.get(run["scenario_hash"])
-        if scenario is None:
-            stored = store.scenario_by_hash(run["scenario_hash"])
-            assert stored is not None
-            scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
-        messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
-        kit = get_kit(scenario.kit)
-        kit_messages, kit_per_turn = getattr(kit, "participation_floor", (0, 0.0))
-        observed = getattr(kit, "observed_facilitators", lambda _t: [])(transcript_events(run["transcript"]))
-        sweeps.append({
-            "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
-            "actions": n_actions, "min_player_messages": max(floor["min_player_messages"], kit_messages),
-            "min_actions_per_turn": max(float(floor["min_actions_per_turn"]), kit_per_turn),
-            # who actually spoke the run's lines, as recorded; else what the release pinned
-            "facilitator_model": observed[0] if observed else facilitator,
-        })
-        outcomes.extend(
-            {"run_id": run["run_id"], "condition_id": w.id, "ordinal": i, "met": holds(w.expect, run["final_state"])}
-            for i, w in enumerate(scenario.win_conditions)
-        )
-
-    def finalise(conn: sa.Connection) -> tuple[str | None, bool] | None:
-        n_planned, n_swept = repo.n_planned_and_swept(conn, submission_id)
-        if n_swept < n_planned:
-            return None
-        facts = boards.submission_facts(store, submission_id, conn)
-        assert facts is not None
-        era = repo.era_at(conn, submission["created_at"])
-        publish = bool(
-            submission["publish_requested"] and facts["status"] == "complete" and facts["public_handle"]
-            and not repo.has_publication_events(conn, submission_id)
-        )
-        exports.stamp(conn, submission_id, era)  # the digest, in the finalising transaction (issue 12)
-        return era, publish
-
-    if repo.complete(submission_id, sweeps, outcomes, finalise):
-        # its figures, from its own rows only (the same cost on a board of 100 or 100,000 entries):
-        # on finalisation, and again whenever it is completed later (a judgement scored since)
-        boards.refresh(store, submission_id)
 
 
 # -- owner operations -------------------------------------------------------------------------
@@ -450,8 +384,8 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     runs = repo.run_facts(submission_id)
     models = sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
-    figures = scoring.trait_figures(store, submission_id)
-    judged = scoring.judgements(store, submission_id) if figures else {}
+    figures = judgements.trait_figures(store, submission_id)
+    judged = judgements.judgements(store, submission_id) if figures else {}
     batch = store.batch(submission_id) or {}
     listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment

@@ -55,7 +55,8 @@ from assay.scenario.rubric import Rubric
 from assay.score.judge import JudgePass, summarize
 from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
-from assay.service import platform_config, releases, scoring
+from assay.service import platform_config, releases
+from assay.service.judgements import judge_provenance
 from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, line_hash, manifest_hash,
                                    manifest_text, readme_text)
 from assay.stats import board as facts_of
@@ -685,7 +686,7 @@ def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _trait_figures(rows: _Rows, submission_id: str, release: dict[str, Any],
                    runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> dict[str, Any] | None:
-    """The entry's trait figures from the stored passes, as `scoring.trait_figures` gives them (None
+    """The entry's trait figures from the stored passes, as `judgements.trait_figures` gives them (None
     for a release without a rubric: the board adds trait figures to the entries of a rubric release
     only)."""
     rubric = rows.rubric(submission_id, release) if release["rubric"] is not None else None
@@ -709,7 +710,7 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
     figures come from (`stats.board.entry_figures`, `service.board.stored_row`, `ranked_entries`),
     in the board's order."""
     found = []
-    declared = scoring.judge_provenance(release)
+    declared = judge_provenance(release)
     for submission in (s for s in rows.submissions if s["release_id"] == release["id"]):
         sid = submission["id"]
         runs = rows.run_facts(sid, release)
@@ -770,7 +771,7 @@ def _provenance(rows: _Rows, release: dict[str, Any]) -> dict[str, Any]:
         "release_hash_prefix": release["release_hash"][: releases.HASH_PREFIX],
         "scenarios": [{"case_id": p["case_id"], "version": p["scenario_version"],
                        "hash_prefix": p["scenario_hash"][: releases.HASH_PREFIX]} for p in pins],
-        "judge": scoring.judge_provenance(release),
+        "judge": judge_provenance(release),
         "rubric_hash_prefix": rubric.content_hash()[: releases.HASH_PREFIX] if rubric is not None else None,
         "facilitator_model": release["facilitator_model"], "reps_per_scenario": release["reps_per_scenario"],
     }

@@ -5,7 +5,7 @@ participation floor, ranked-eligibility mark, win-condition counts, judge state)
 board, the entry pages, the owner's view, the results of `assay board --recompute` and `assay
 verify` show of an entry is computed here from those facts, once: `entry_figures` gives an entry's
 counts, rates, 95% intervals, status, class and facilitator models (and its trait figures, handed
-in from `service.scoring.trait_figures`), `ranking` which figure and interval it is ranked on, and
+in from `service.judgements.trait_figures`), `ranking` which figure and interval it is ranked on, and
 `order_key` where it sorts. The service stores the result per entry (`entry_figures`, a derived
 table) when a submission completes; `verify` feeds the same functions an export's rows.
 
@@ -249,7 +249,7 @@ def entry_figures(runs: Sequence[PlannedRunFacts], traits: Mapping[str, Any] | N
     """Everything an entry shows that its runs decide: `submission_facts`' counts, status and
     class; each rate rounded with its rounded `<rate>_ci` (None where the rate is None); the
     facilitator models its sweeps recorded; and, for a release with a rubric, `traits` (the whole
-    of `scoring.trait_figures`, new keys included) with `composite_ci` (the equal-weight interval
+    of `judgements.trait_figures`, new keys included) with `composite_ci` (the equal-weight interval
     over `composite_by_case`, which is not kept) and `judge_is_pinned` (the judge is the one the
     release declares: same model and prompt hash). Given the entry's usage rows (`run_usage`) and the
     price table, `usage` (`stats.cost.summarise`: tokens, calls and cost by role and in total) and

@@ -212,7 +212,7 @@ async def login(request: Request) -> Response:
     wait = throttle_of(request).wait(client.host if client else "unknown", email)
     if wait > 0:
         if html:  # a browser's form post: the site's 429 page, not JSON
-            from assay.web.app import error_page
+            from assay.web.answers import error_page
 
             return error_page(429, max(1, math.ceil(wait)))
         return _too_many(wait)

@@ -179,7 +179,8 @@ class Arrival:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            clock = getattr(getattr(scope.get("app"), "state", None), "clock", None)
+            app_state = scope["app"].state if "app" in scope else None
+            clock = getattr(app_state, "clock", None)
             scope[ARRIVED] = (clock or store_schema.utcnow)()  # looked up each time: a test may set the store's clock
         await self.app(scope, receive, send)
 

@@ -179,7 +179,7 @@ class McpEndpoint:
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
         from assay.service import keys
-        from assay.web.app import refusal_response
+        from assay.web.answers import refusal_response
 
         version = _header(scope, b"mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:

@@ -9,7 +9,7 @@ Several worker processes may do so at once: the claims split the work.
 
 The sweeper ends remote runs left idle past their time limit (`remote.expire_idle`) every few
 seconds, so a remote submission whose agent went away still completes; completes every batch whose
-runs are all recorded but which was never completed (`batches.complete_recorded`: the request that
+runs are all recorded but which was never completed (`completion.complete_recorded`: the request that
 recorded its last run failed before finishing it, or the server stopped), so a submission whose
 runs are all recorded always completes, however its finalisation was cut short; and scores the submissions
 of trait suites whose runs are all recorded (`scoring.score_recorded`): scoring lags the runs, and
@@ -146,14 +146,14 @@ class Workers:
         """One sweep: idle remote runs ended, batches whose runs are all recorded completed (a
         finalisation that failed or was cut short is done again until it is done), recorded
         submissions judged. A failure is logged and the next sweep tries again."""
-        from assay.service import batches, remote, scoring
+        from assay.service import completion, remote, scoring
 
         try:
             remote.expire_idle(self.store)
         except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
             log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
         try:
-            batches.complete_recorded(self.store, on_error=_completion_failed)
+            completion.complete_recorded(self.store, on_error=_completion_failed)
         except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
             log.warning("sweep for recorded batches failed: %s: %s", type(exc).__name__, exc)
         try:

@@ -8,13 +8,16 @@ decides what an action means; the engine only keeps the books (turns, time, the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from assay.worlds.rng import Rng
+
+if TYPE_CHECKING:
+    from assay.records import Usage
 
 
 class ToolError(Exception):
@@ -71,10 +74,12 @@ class Observation:
 class World(Protocol):
     """One fork of a world, private to one run.
 
-    Optional capability: a world whose `reset` or `step` may block on I/O (a campaign whose
-    facilitator is a model behind an HTTP endpoint) has an attribute `blocking = True`, and an
-    async driver then calls them on a worker thread rather than on its event loop. A world without
-    the attribute is stepped in place; what a step does is the same either way."""
+    `blocking`: a world whose `reset` or `step` may block on I/O (a campaign whose facilitator is
+    a model behind an HTTP endpoint) says True, and an async driver then calls them on a worker
+    thread rather than on its event loop; False (`WorldDefaults`) is stepped in place. What a step
+    does is the same either way."""
+
+    blocking: bool
 
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI function-tool schemas the agent may call (`finish` among them)."""
@@ -89,14 +94,19 @@ class World(Protocol):
     def state(self) -> dict[str, Any]:
         """The full state document (JSON values only) that checks are evaluated against."""
 
+    def model_usage(self) -> list[tuple[str, Usage]]:
+        """What the world's own model calls used so far, by role (a model facilitator's lines);
+        default none."""
+
 
 class Kit(Protocol):
     """Materialises worlds of one kind from a spec and a seed, and says how to read its runs.
 
-    A kit whose worlds someone words (the campaign's facilitator) also offers optional hooks, found
-    with `getattr`, that give `fork`'s extra options: `run_options(facilitator)` for a batch's runs,
+    Every hook is declared here; a kit inherits the defaults of those it does not need from
+    `KitDefaults`. A kit whose worlds someone words (the campaign's facilitator) says `worded =
+    True` and gives `fork`'s extra options: `run_options(facilitator)` for a batch's runs,
     `replay_options(transcript)` for a replay of a record, and `resume_options(facilitator, spoken,
-    keep)` for remote play taking an unfinished run up again."""
+    keep)` for remote play taking an unfinished run up again (each None where nobody words)."""
 
     name: str
     #: one line saying what the kit's worlds are (`assay kit` lists it)
@@ -123,6 +133,54 @@ class Kit(Protocol):
 
     def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
         """(player messages, actions) of a finished run, for the participation gate."""
+
+    #: the least (player messages, actions per message) a run must show, whatever the platform's
+    #: floor says (a platform floor set higher wins); default (0, 0.0)
+    participation_floor: tuple[int, float]
+    #: whether someone (a facilitator) words the kit's worlds; default False
+    worded: bool
+
+    def run_options(self, facilitator: Mapping[str, Any]) -> dict[str, Any] | None:
+        """`fork`'s options for a batch's runs worded by `facilitator`; default None."""
+
+    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """`fork`'s options to replay a record, its recorded words said again; default None."""
+
+    def resume_options(self, facilitator: Mapping[str, Any], spoken: list[str],
+                       keep: Callable[[int, str], str]) -> dict[str, Any] | None:
+        """`fork`'s options for remote play taking an unfinished run up again; default None."""
+
+    def observed_facilitators(self, transcript: list[dict[str, Any]]) -> list[str]:
+        """Who actually spoke a run's lines, as recorded; default none."""
+
+
+class KitDefaults:
+    """The defaults of `Kit`'s hooks, for a kit whose worlds nobody words."""
+
+    participation_floor: tuple[int, float] = (0, 0.0)
+    worded: bool = False
+
+    def run_options(self, facilitator: Mapping[str, Any]) -> dict[str, Any] | None:
+        return None
+
+    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any] | None:
+        return None
+
+    def resume_options(self, facilitator: Mapping[str, Any], spoken: list[str],
+                       keep: Callable[[int, str], str]) -> dict[str, Any] | None:
+        return None
+
+    def observed_facilitators(self, transcript: list[dict[str, Any]]) -> list[str]:
+        return []
+
+
+class WorldDefaults:
+    """The defaults of `World`'s attributes: a world stepped in place."""
+
+    blocking: bool = False
+
+    def model_usage(self) -> list[tuple[str, Usage]]:
+        return []
 
 
 def opening(system_prompt: str, briefing: str) -> Observation:

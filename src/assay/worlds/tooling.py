@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.records import storable
-from assay.worlds.base import Claim, Event, Observation, ToolError
+from assay.worlds.base import Claim, Event, Observation, ToolError, WorldDefaults
 
 _TYPES = {"string": str, "integer": int, "boolean": bool}
 
@@ -111,7 +111,7 @@ def decode_arguments(text: str) -> Any:
         return text
 
 
-class ToolWorld:
+class ToolWorld(WorldDefaults):
     """`step()` for worlds an agent works through tools: each call is applied in order and
     answered by a tool message; `finish` ends the run with the agent's claim; text alone gets a
     nudge. A subclass supplies `call(name, arguments) -> str` (raising ToolError to refuse)."""

@@ -16,34 +16,15 @@ Every planned run yields exactly one record, whatever the agent does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from assay.errors import Invalid
-from assay.records import PlannedRun, RunRecord
-from assay.run.engine import Limits
-from assay.scenario.load import LoadedScenario
+from assay.run.executors.base import RAY_MISSING, Executor, Sink, Task
+
+__all__ = ["EXECUTORS", "MAX_WORKERS", "Executor", "Sink", "Task", "default_executor", "make_executor"]
 
 EXECUTORS = ("threads", "async", "ray")
 MAX_WORKERS = 4096
-
-#: Called with each finished run's record and the tool calls its agent made.
-Sink = Callable[[RunRecord, int], None]
-
-
-@dataclass(frozen=True)
-class Task:
-    loaded: LoadedScenario
-    planned: PlannedRun
-
-
-class Executor(Protocol):
-    name: str
-
-    def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
-        """Play every task; call `sink(record, steps)` once per task as its run ends (in the
-        calling thread, in the order runs end)."""
 
 
 def default_executor(agent_factory: Any) -> str:
@@ -51,8 +32,6 @@ def default_executor(agent_factory: Any) -> str:
     return "async" if getattr(agent_factory, "is_async", False) else "threads"
 
 
-#: What `--executor ray` says where Ray is not installed (an extra since issue 28: most never leave one machine).
-RAY_MISSING = "Ray is not installed here; install it with: pip install 'assay[ray]'"
 
 
 def require_ray() -> None:

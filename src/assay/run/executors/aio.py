@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from assay.run.drivers import play_async
 from assay.run.engine import Limits, error_record, open_episode
-from assay.run.executors import Sink, Task
+from assay.run.executors.base import Sink, Task
 
 #: Runs in flight per event loop before a model agent's batch is spread over more processes.
 RUNS_PER_LOOP = 50

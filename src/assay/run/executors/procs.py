@@ -29,7 +29,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task, wire
+from assay.run.executors import wire
+from assay.run.executors.base import Sink, Task
 from assay.run.executors.aio import AsyncExecutor, lenient_gc
 
 #: Seconds between looks at whether every child is still alive while waiting for results.

@@ -60,7 +60,8 @@ from typing import Any
 from assay.errors import BadInput
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits, error_record
-from assay.run.executors import Sink, Task, wire
+from assay.run.executors import wire
+from assay.run.executors.base import RAY_MISSING, Sink, Task
 
 #: A group is sized to keep its worker busy this long (seconds), as far as earlier groups tell ...
 GROUP_SECONDS = 0.25
@@ -209,8 +210,6 @@ class RayExecutor:
         try:
             import ray
         except ImportError:  # make_executor refuses first; a RayExecutor built by hand says the same
-            from assay.run.executors import RAY_MISSING
-
             raise BadInput(RAY_MISSING, "--executor") from None
         ours = not ray.is_initialized()
         if ours:

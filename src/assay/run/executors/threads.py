@@ -17,7 +17,7 @@ from typing import Any
 
 from assay.run.drivers import play_sync
 from assay.run.engine import Episode, Limits, error_record, open_episode
-from assay.run.executors import Sink, Task
+from assay.run.executors.base import Sink, Task
 
 #: Seconds past a run's budget before the watchdog steps in (the driver notices first when it can).
 GRACE_S = 0.5

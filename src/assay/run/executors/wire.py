@@ -25,7 +25,7 @@ from typing import Any
 
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import error_record
-from assay.run.executors import Sink, Task
+from assay.run.executors.base import Sink, Task
 from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.worlds.kits import get_kit
 

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay.records import Usage
-from assay.worlds.base import Claim, Event, Observation, ToolError
+from assay.worlds.base import Claim, Event, KitDefaults, Observation, ToolError, WorldDefaults
 from assay.worlds.campaign.facilitator import (
     Cue, Facilitator, ResumedFacilitator, ScriptedFacilitator, Table, recorded_models, replaying,
 )
@@ -55,7 +55,7 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\u2019", "'").replace("\u2018", "'")).strip().casefold()
 
 
-class CampaignKit:
+class CampaignKit(KitDefaults):
     name = "campaign"
     summary = "a role-play campaign with a facilitator who presses, and seeded dice"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
@@ -68,6 +68,8 @@ class CampaignKit:
     #: (the methodology's defaults): 3 player messages, and half as many deeds as messages. A
     #: platform floor set higher wins.
     participation_floor = (3, 0.5)
+    #: its lines are worded by a facilitator: the script, or a model a batch or release names
+    worded = True
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
         return self.world_model.model_validate(world)
@@ -184,7 +186,7 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-class CampaignWorld:
+class CampaignWorld(WorldDefaults):
     """One run's private table."""
 
     def __init__(self, state: dict[str, Any], rng: Rng, briefing: str, facilitator: Facilitator) -> None:

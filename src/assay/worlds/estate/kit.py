@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.worlds.base import Observation, ToolError, opening
+from assay.worlds.base import KitDefaults, Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
 from assay.worlds.estate.spec import EstateSpec
 from assay.worlds.estate.state import EstateState
@@ -35,7 +35,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class EstateKit:
+class EstateKit(KitDefaults):
     name = "estate"
     summary = "an IT estate (hosts, tickets, alerts, backups) the agent works through tools"
     #: the shape of the state (`materialise` holds every initial state to it) and every tool
