@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from assay.service.actors import OPERATOR
 from assay.errors import Conflict
-from assay.service.batches import pending, stored_agent
+from assay.service.execution import pending, stored_agent
 from assay.service.results import replay, results_json
 from assay.store.db import open_store
 from tests.support.mcp_client import play
