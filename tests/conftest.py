@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment (a console the size
+# of a default terminal); the CLI lays tables out for $COLUMNS, so a test would see 80 columns under
+# `-n auto` and 120 (piped) without it. Every test starts piped; one that wants a width sets it.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 if TYPE_CHECKING:
     from assay.store import Store
 
