@@ -40,7 +40,11 @@ Measured on the development machine (2 cores shared with other work; seconds; 20
                  100,000     0.0204   0.0079   6.612 (83.1)     0.137    0.27
 
 (PostgreSQL at 100,000 entries with the full JSON read before `board_json` read only the `shown`
-members; see the report of the run for the figure after.)
+members.) Measured again 2026-12-06 evening, quiet machine, PostgreSQL at 100,000 entries, after
+each entry's shown members gained `usage` and `cost_per_run_usd` (issue 28): first page 0.053 s,
+full JSON 13.1 s cold / 11.7 s warm for 159 MB (83 MB before the usage block): the 5 s target is
+missed. Of the warm read, 4.6 s is fetching 100,000 rows through SQLAlchemy's server-side cursor,
+1.5 s splicing entry lines and 2.0 s `board_text` (1.5 s of it one `str.replace` over the text).
 """
 
 from __future__ import annotations
