@@ -369,7 +369,8 @@ class Summary(_View):
     cases: int  # cases with a counted trial
     trials: int  # counted trials: the denominator
     pass_rate: float  # passed trials / counted trials
-    consistency: float  # share of cases whose trials all agree
+    consistency: float | None  # share of cases whose trials all agree; None below 2 trials a case
+    consistency_reason: str | None = None  # why consistency is None (one trial agrees with itself)
     false_success_rate: float
     false_successes: int
     pass_hat_k: dict[str, float]  # k -> mean over cases of C(c,k)/C(n,k)

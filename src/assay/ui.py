@@ -291,7 +291,7 @@ def print_summary(console: Console, results: list[dict[str, Any]], *, wide: bool
                 statuses[t["status"]] = statuses.get(t["status"], 0) + 1
         runs = str(sum(statuses.values()))
         failed = ", ".join(f"{n} {st}" for st, n in sorted(statuses.items()) if st != "completed") or "0"
-        consistency = "—" if r["trials_per_case"] < 2 else _pct(s["consistency"])
+        consistency = "—" if s["consistency"] is None or r["trials_per_case"] < 2 else _pct(s["consistency"])
         rows.append([Text(r["agent"]["label"]), _pct(s["pass_rate"]), consistency, _pct(s["false_success_rate"]),
                      *[_pct(s["pass_hat_k"].get(str(k), float("nan"))) for k in ks], runs, failed])
     fit_table(console, cols, rows, wide=wide,

@@ -105,6 +105,16 @@ def test_summary() -> None:
     assert s["pass_hat_k"]["2"] == approx((Fraction(1, 3) + Fraction(1, 3) + 0) / 3)
 
 
+def test_one_trial_a_case_withholds_consistency_with_the_reason() -> None:
+    """One trial always agrees with itself: 1.00 would say nothing about the agent (issue 29)."""
+    for cases in ({"a": [P], "b": [F]}, {"a": [P, P, F], "b": [F]}):
+        s = summary(cases)
+        assert s["consistency"] is None
+        assert "fewer than 2 counted trials" in s["consistency_reason"]
+    assert summary({"a": [P, P], "b": [F, F]})["consistency"] == 1.0
+    assert summary({"a": [P, P], "b": [F, F]})["consistency_reason"] is None
+
+
 def test_summary_stops_k_at_the_smallest_case() -> None:
     assert list(summary({"a": [P] * 5, "b": [P, F]})["pass_hat_k"]) == ["1", "2"]
 
@@ -159,7 +169,10 @@ def test_with_equal_trial_counts_pass_hat_1_is_the_pass_rate(cases: dict[str, li
 def test_every_figure_is_a_share(cases: dict[str, list[TrialOutcome]]) -> None:
     s = summary(cases)
     figures = [s["pass_rate"], s["consistency"], s["false_success_rate"], *s["pass_hat_k"].values()]
-    assert all(0.0 <= f <= 1.0 for f in figures)
+    assert all(0.0 <= f <= 1.0 for f in figures if f is not None)
+    # consistency is withheld exactly when some counted case has a single trial, and says why
+    single = any(len([o for o in t if not o.gated]) == 1 for t in cases.values())
+    assert (s["consistency"] is None) == single == (s["consistency_reason"] is not None)
     # a false success is a failed trial, so the two can never add up to more than everything
     assert s["pass_rate"] + s["false_success_rate"] <= 1.0 + 1e-12
 

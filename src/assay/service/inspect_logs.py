@@ -234,11 +234,13 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     usage = model_usage(call for r in rows for call in (r.get("usage") or []))
     summary = view.summary
     scores = [s.scores[SCORER].value for s in samples]
-    metrics = {
+    figures = {
         "pass_rate": summary.pass_rate, "consistency": summary.consistency,
         "false_success_rate": summary.false_success_rate,
         "mean_score": sum(scores) / len(scores) if scores else 0.0,
     }
+    # Inspect's metrics are numbers: consistency, withheld at one trial a case, is left out
+    metrics = {k: float(v) for k, v in figures.items() if v is not None}
     digest = exports.digests(store, [batch_id]).get(batch_id)
     created = _iso(batch.get("created_at")) or datetime.now(timezone.utc).isoformat()
     complete = store.unrecorded(batch_id) == 0

@@ -43,6 +43,10 @@ def consistent(trials: Sequence[TrialOutcome]) -> bool:
     return len({o.passed for o in trials if not o.gated}) <= 1
 
 
+CONSISTENCY_NEEDS_TRIALS = ("withheld: a case has fewer than 2 counted trials, and one trial always agrees with "
+                            "itself (--trials 3 measures it)")
+
+
 def consistency(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
     cases = counted(cases)
     return sum(consistent(t) for t in cases.values()) / len(cases) if cases else 0.0
@@ -103,7 +107,9 @@ def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
         "cases": len(cases),
         "trials": sum(len(t) for t in cases.values()),
         "pass_rate": pass_rate(cases),
-        "consistency": consistency(cases),
+        # one trial always agrees with itself: below 2 trials a case the figure is withheld, with why
+        "consistency": consistency(cases) if k_max >= 2 or not cases else None,
+        "consistency_reason": None if k_max >= 2 or not cases else CONSISTENCY_NEEDS_TRIALS,
         "false_success_rate": false_success_rate(cases),
         "false_successes": false_successes(cases),
         "pass_hat_k": {str(k): v for k, v in enumerate(_pass_hat_all(counts, k_max), start=1)},
