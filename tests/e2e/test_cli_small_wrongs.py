@@ -161,3 +161,18 @@ def test_a_pending_run_shows_no_score_and_no_verdict(tmp_path: Path) -> None:
 
     listed, _err = _assay(tmp_path, "runs", made[0], "--json")
     assert all(r["score"] is None and r["passed"] is None for r in json.loads(listed))
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("run", "forge", "--agent", "reference:diligent", "--max-cost", "-3"), "--max-cost -3: must be greater than or equal to 0"),
+    (("run", "forge", "--agent", "reference:diligent", "--trials", "0"), "--trials 0: must be greater than or equal to 1"),
+    (("run", "forge", "--agent", "reference:diligent", "--trials=abc"), "--trials abc: must be a whole number"),
+    (("run", "forge", "--agent", "reference:diligent", "--time-limit", "soon"), "--time-limit soon: must be a number"),
+    (("board", "forge", "--limit", "0"), "--limit 0: must be greater than or equal to 1"),
+])
+def test_a_flag_out_of_range_is_refused_in_plain_words(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
+    """The parser's own refusals read like every other one (`FLAG VALUE: what it must be`), without
+    the validator's `Invalid value for …: Input should be …`; and nothing is stored."""
+    _out, err = _assay(tmp_path, *args, expect=2)
+    assert err.strip() == f"assay: error: {says}"
+    assert not (tmp_path / "store.db").exists()

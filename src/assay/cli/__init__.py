@@ -454,6 +454,12 @@ def _main() -> None:
         if isinstance(exc, click.UsageError) and found is not None and "unexpected extra argument" in exc.format_message():
             err.print(f"assay: error: {found}: {_JSON_TAKES_NO_FILE}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(2)
+        if isinstance(exc, click.BadParameter) and exc.param is not None and exc.param.opts:
+            from assay.cli.errors import parameter_line
+
+            line = parameter_line(exc.message, exc.param.opts, sys.argv[1:])
+            err.print(f"assay: error: {line}", markup=False, highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
         if isinstance(exc, click.ClickException):
             err.print(f"assay: error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)

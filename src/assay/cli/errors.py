@@ -62,6 +62,26 @@ def cli_line(exc: BadInput, flags: Collection[str] | None = None) -> str:
     return f"{subject}: {exc.message}" if subject else exc.message
 
 
+def parameter_line(message: str, opts: Sequence[str], argv: Sequence[str]) -> str:
+    """The text after `assay: error: ` for a flag the command line parser refused, in the same shape
+    as a domain refusal (`--trials 0: must be greater than or equal to 1`), not the validator's
+    wording (`Invalid value for '--trials': Input should be …`)."""
+    flag = max(opts, key=len, default="")
+    value = None
+    for i, arg in enumerate(argv):
+        if arg in opts and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif any(arg.startswith(f"{o}=") for o in opts if o.startswith("--")):
+            value = arg.split("=", 1)[1]
+    words = message.split(", unable to", 1)[0].strip()
+    if words.startswith("Input should be "):
+        words = "must be " + words[len("Input should be "):]
+    words = {"must be a valid integer": "must be a whole number", "must be a valid number": "must be a number"}.get(
+        words, words)
+    subject = " ".join(p for p in (flag, value) if p)
+    return f"{subject}: {words}" if subject else words
+
+
 def command_flags(app: Any, argv: Sequence[str]) -> set[str] | None:
     """The long flags the command `argv` invokes declares, or None when it cannot be told."""
     try:
