@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import product
-from math import sqrt
+from math import lcm, sqrt
 from statistics import fmean
 
 import pytest
@@ -24,10 +24,13 @@ rates = st.fractions(0, 1, max_denominator=6)
 
 def exact_p(differences: list[Fraction]) -> Fraction:
     """The sign-flip p-value by brute force in exact rational arithmetic: the reference."""
-    observed = abs(sum(differences))
-    hits = sum(1 for signs in product((1, -1), repeat=len(differences))
-               if abs(sum(s * d for s, d in zip(signs, differences))) >= observed)
-    return Fraction(hits, 2 ** len(differences))
+    # scaled by the common denominator to integers: exact still, and ~20x faster than Fractions
+    scale = lcm(*(d.denominator for d in differences))
+    ints = [int(d * scale) for d in differences]
+    observed = abs(sum(ints))
+    hits = sum(1 for signs in product((1, -1), repeat=len(ints))
+               if abs(sum(s * d for s, d in zip(signs, ints))) >= observed)
+    return Fraction(hits, 2 ** len(ints))
 
 
 def test_five_all_positive_differences_give_0_0625() -> None:
