@@ -376,6 +376,9 @@ def _register_board_commands() -> None:
     from assay.cli.mcp import register as register_mcp  # play over MCP, stdio (issue 28)
 
     register_mcp(app)
+    from assay.cli.family import register as register_family  # scenario families (issue 27)
+
+    register_family(app)
 
 
 _register_board_commands()

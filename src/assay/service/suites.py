@@ -226,3 +226,22 @@ def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, 
         for s in scenarios
     ])
     return {s.id: v for s, v in zip(scenarios, versions)}
+
+
+def expand_family_file(path: str | Path) -> list[tuple[Any, LoadedScenario]]:
+    """`assay family expand`: a family file's cases (`scenario.family.Expanded`), each validated as
+    `assay validate` validates a scenario; every problem of the family and of every case is one
+    line of the `Problems` raised (a case is named by its row and id)."""
+    from assay.scenario.family import load_family
+
+    _, expanded = load_family(path)
+    problems: list[BadInput] = []
+    out = []
+    for case in expanded:
+        one = _attempt(lambda: parse_scenario(case.document, f"{path} cases[{case.row}] ({case.id})", get_kit),
+                       problems)
+        if one is not None:
+            out.append((case, one))
+    if problems:
+        raise Problems(problems)
+    return out
