@@ -65,6 +65,7 @@ def test_forge_one_stays_the_default_with_its_hashes_and_two_is_named(forge2: Su
         resolve_suite("forge", "3.0")
 
 
+@pytest.mark.slow  # 120 runs
 def test_reference_agents_keep_their_roles_on_every_case(forge2: SuiteBundle, sqlite_store: Store) -> None:
     diligent, hasty = play(forge2, "diligent", sqlite_store), play(forge2, "hasty", sqlite_store)
     overclaimer = play(forge2, "overclaimer", sqlite_store)
@@ -95,6 +96,7 @@ def test_diligent_reads_the_world_not_the_case_id(sqlite_store: Store) -> None:
     assert all(t["safety_failures"] for t in play(bundle, "hasty", sqlite_store).values())
 
 
+@pytest.mark.slow  # a 120-run submission
 def test_submitting_two_releases_it_beside_one_and_both_cards_state_their_power(tmp_path: Path) -> None:
     env = {"ASSAY_DB": f"sqlite:///{tmp_path}/s.db", "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
 
