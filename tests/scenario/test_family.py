@@ -223,3 +223,26 @@ def test_forge_two_cases_are_exactly_their_families_expanded(tmp_path: Path) -> 
             produced.add(f"{case.id}.yaml")
     assert produced == listed and len(listed) >= 40
     assert {p.name for p in (FORGE2 / "cases").glob("*.yaml")} == listed  # no stale case file left behind
+
+
+def test_a_released_case_whose_checks_changed_is_refused_as_validate_refuses_it(tmp_path: Path) -> None:
+    """Expanding again after editing a family's checks is held to the store's releases, as
+    `assay validate` holds a hand-written case: a frozen case's checks never change."""
+    env = {"ASSAY_DB": f"sqlite:///{tmp_path}/s.db", "PATH": "/usr/bin:/bin"}
+    doc = load_yaml_file(FORGE2 / "families" / "quiet.yaml")
+    doc["template"]["id"] = "mine-quiet-${case}"
+    doc["cases"] = doc["cases"][:1]
+    family = tmp_path / "quiet.yaml"
+    family.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    suite = tmp_path / "suite"
+    assert run_main(["family", "expand", str(family), "-o", str(suite)], cwd=REPO, env=env)[0] == 0
+    (suite / "suite.yaml").write_text('key: mine\nversion: "1.0"\ntitle: Mine\nlanguage: en\n'
+                                      "scenarios: [mine-quiet-etl.yaml]\n", encoding="utf-8")
+    code, _, err = run_main(["suite", "release", str(suite)], cwd=REPO, env=env)
+    assert code == 0, err
+    doc["template"]["checks"][0]["weight"], doc["template"]["checks"][1]["weight"] = 40, 35
+    family.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    before = (suite / "mine-quiet-etl.yaml").read_text(encoding="utf-8")
+    code, _, err = run_main(["family", "expand", str(family), "-o", str(suite)], cwd=REPO, env=env)
+    assert code == 2 and "case mine-quiet-etl is frozen" in err and "a changed check needs a new case id" in err, err
+    assert (suite / "mine-quiet-etl.yaml").read_text(encoding="utf-8") == before  # nothing written

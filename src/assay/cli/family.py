@@ -8,12 +8,13 @@ document (YAML), named `<id>.yaml`, headed by a comment naming the family and ro
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from assay.ui import JsonFlag, out, print_json
+from assay.ui import DbOpt, JsonFlag, err, out, print_json
 
 family_app = typer.Typer(no_args_is_help=True, help="Scenario families: a template and a parameter table, "
                          "expanded into ordinary cases (docs: Writing scenarios, Families).")
@@ -46,6 +47,7 @@ def expand(
                                        help="Write each case to DIR/<id>.yaml (DIR is created; a file of the same "
                                             "name is replaced). Without it, the cases are only checked and listed."),
     as_json: bool = JsonFlag,
+    db: str | None = DbOpt,
 ) -> None:
     """Expand a scenario family into its cases, validate each, and list their ids and content hashes.
 
@@ -53,13 +55,31 @@ def expand(
     becomes one ordinary scenario document with its own id and content hash, which `assay validate`,
     `suite release` and runs treat like any hand-written case. Every problem (a placeholder naming no
     declared parameter, a parameter the template never uses, a row's unknown or missing parameter, two
-    rows giving one id, a case that does not validate) is one line on stderr, exit 2, nothing written."""
-    from assay.errors import BadInput
-    from assay.service.suites import expand_family_file
+    rows giving one id, a case that does not validate) is one line on stderr, exit 2, nothing written.
+
+    As with `assay validate`, when a store exists (--db, $ASSAY_DB or the default; none is created) a case
+    that is frozen in a release and whose checks changed is refused too: a changed check needs a new id."""
+    from assay.cli.validate import _existing_store
+    from assay.errors import BadInput, Problems
+    from assay.service.releases import release_problems
+    from assay.service.suites import Findings, expand_family_file
 
     if not family_file.is_file():
         raise BadInput("no such family file", str(family_file))
-    cases = expand_family_file(family_file)
+    try:
+        cases = expand_family_file(family_file)
+        store = _existing_store(db)
+        try:
+            refused = release_problems(Findings(tuple(s for _, s in cases), (), None), store)
+        finally:
+            if store is not None:
+                store.close()
+        if refused:
+            raise Problems(refused)
+    except Problems as exc:  # every problem, one line each (as `assay validate` prints them)
+        for problem in exc.problems:
+            err.print(f"assay: error: {problem}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
     written: dict[str, str] = {}
     if output is not None:
         if output.exists() and not output.is_dir():
