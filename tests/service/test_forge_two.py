@@ -106,6 +106,7 @@ def test_submitting_two_releases_it_beside_one_and_both_cards_state_their_power(
         return out
 
     assay("account", "create", "ops-team")
+    old = json.loads(assay("run", "forge", "--agent", "reference:hasty", "--trials", "1", "--json", "--quiet"))
     assay("submit", "forge", "--version", "2.0", "--agent", "reference:idle", "--account", "ops-team",
           "--label", "idle", "--quiet")
     card2 = assay("card", "forge", "--version", "2.0")
@@ -116,3 +117,7 @@ def test_submitting_two_releases_it_beside_one_and_both_cards_state_their_power(
     ran = json.loads(assay("run", "forge", "--version", "1.0", "--agent", "reference:idle", "--trials", "1", "--json",
                            "--quiet"))
     assert ran["suite"]["version"] == "1.0" and {c["hash"] for c in ran["cases"]} == set(PINNED_1_0.values())
+    # a forge 1.0 batch stored before 2.0 was released still reads and replays
+    assert json.loads(assay("results", old["batch_id"], "--json")) == old
+    run_id = old["cases"][0]["trials"][0]["run_id"]
+    assert json.loads(assay("replay", run_id, "--json"))["identical"] is True
