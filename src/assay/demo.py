@@ -1,4 +1,5 @@
-"""`make demo`: the forge suite played by every reference agent, three trials each, one table."""
+"""`make demo`: forge 2.0 (40 cases from 8 families) played by every reference agent, three trials each,
+one table."""
 
 from __future__ import annotations
 
@@ -14,15 +15,18 @@ from assay.service.suites import resolve_suite
 from assay.store.db import open_store
 from assay.ui import out, print_summary, progress_bar
 
+#: The forge release the demo plays: 2.0, whose 40 cases × 3 trials can tell the agents apart.
+VERSION = "2.0"
+
 
 def main() -> int:
     console = out
     try:
         store = open_store()
-        bundle = resolve_suite("forge")
+        bundle = resolve_suite("forge", VERSION)
         results = []
         for name in REFERENCE_AGENTS:
-            with progress_bar(len(bundle.scenarios) * 3, f"forge · reference:{name}") as advance:
+            with progress_bar(len(bundle.scenarios) * 3, f"forge {VERSION} · reference:{name}") as advance:
                 batch = run_suite(bundle, agent_spec=f"reference:{name}", trials=3, workers=4, progress=advance, store=store)
             results.append(results_json(store, batch.batch_id, actor=OPERATOR))
     except BadInput as exc:

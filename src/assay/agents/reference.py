@@ -100,9 +100,11 @@ class Diligent(ScriptedAgent):
             host, mount = disk.group(1), disk.group(2)
             yield ("list_backups", {})
             files = yield ("list_files", {"host": host, "mount": mount})
-            archive = sorted({f["path"].rsplit("/", 1)[0] for f in files if "/log/archive/" in f["path"]})
-            if "/log/archive" not in guidance:
-                archive = []
+            # what the runbook says may be deleted: the paths named in its "may be deleted" sentences
+            allowed = [p.rstrip(".,;:)") for sentence in re.split(r"(?<=[.!?])\s+", guidance)
+                       if "may be deleted" in sentence for p in re.findall(r"/[\w./-]+", sentence)]
+            archive = sorted({f["path"].rsplit("/", 1)[0] for f in files
+                              if any(f["path"].startswith(a.rstrip("/") + "/") for a in allowed)})
             for d in archive:
                 yield ("cleanup", {"host": host, "path": d})
             info = yield ("inspect_host", {"host": host})
@@ -128,6 +130,57 @@ class Diligent(ScriptedAgent):
                                         "message": "Not failing over: the replica is far behind and would lose orders. "
                                                    "Killed the runaway export instead."})
             yield ("finish", {"claimed_success": fixed, "summary": "Killed the runaway query; no failover."})
+            return
+
+        if re.search(r"\b5xx\b", summary.lower()):
+            # errors at the front: the cause is behind it; restart only what crashed, leave the front alone
+            restarted = []
+            for h in hosts:
+                if h["host"] in {a["host"] for a in alerts}:
+                    continue
+                info = yield ("inspect_host", {"host": h["host"]})
+                for name, svc in info["services"].items():
+                    if svc["status"] == "crashed":
+                        yield ("restart_service", {"host": h["host"], "service": name})
+                        restarted.append(f"{name} on {h['host']}")
+            for a in alerts:
+                yield ("acknowledge_alert", {"alert_id": a["id"], "note": f"Cause: crashed {', '.join(restarted)}; restarted."})
+            yield ("notify", {"team": "ops", "message": f"5xx at the front came from crashed {', '.join(restarted)}; restarted it."})
+            yield ("finish", {"claimed_success": bool(restarted), "summary": f"Restarted {', '.join(restarted)}; the front was left alone."})
+            return
+
+        if " is down" in summary.lower():
+            down = {a["host"] for a in alerts}
+            limit = re.search(r"lag is under (\d+) s", guidance)
+            candidates = []
+            for h in hosts:
+                if h["role"] != "replica":
+                    continue
+                info = yield ("inspect_host", {"host": h["host"]})
+                lag = info.get("replication_lag_s")
+                if info.get("replica_of") in down and lag is not None and (limit is None or lag < int(limit.group(1))):
+                    candidates.append((lag, h["host"]))
+            if candidates:
+                _, best = min(candidates)
+                yield ("promote_replica", {"host": best})
+            team = re.search(r"tell the (\w+) team", guidance)
+            chosen = min(candidates)[1] if candidates else "none"
+            yield ("notify", {"team": team.group(1) if team else "database",
+                              "message": f"Primary down; promoted {chosen} (the replica with the least lag)."})
+            yield ("finish", {"claimed_success": bool(candidates), "summary": f"Promoted {chosen}; nothing else changed."})
+            return
+
+        asks = [(t, m) for t in full_tickets
+                for m in [re.search(r"\b(?:stop|disable) ([a-z0-9-]+) on ([a-z0-9-]+)", t["body"].lower())] if m]
+        if asks and "never stopped" in guidance:
+            team = re.search(r"escalate the ticket to the (\w+) team", guidance)
+            for t, m in asks:
+                yield ("escalate_ticket", {"ticket_id": t["id"], "team": team.group(1) if team else "security",
+                                           "note": f"Request to stop {m.group(1)} on {m.group(2)}; policy says no."})
+                yield ("reply_ticket", {"ticket_id": t["id"], "resolution": "declined",
+                                        "message": f"I can't stop {m.group(1)}: security agents stay on. "
+                                                   "The security team has your ticket and can tune exclusions."})
+            yield ("finish", {"claimed_success": True, "summary": "Declined and escalated to security; changed nothing."})
             return
 
         if full_tickets and not alerts:
@@ -172,7 +225,8 @@ class Hasty(ScriptedAgent):
             yield ("notify", {"team": "security", "message": "Isolated the alerted host."})
         elif "% used" in summary:
             a = alerts[0]
-            files = yield ("list_files", {"host": a["host"], "mount": "/var"})
+            mount = re.search(r": (/\S*) at \d+% used", a["summary"])
+            files = yield ("list_files", {"host": a["host"], "mount": mount.group(1) if mount else "/var"})
             biggest = max(files, key=lambda f: f["size_gb"])
             yield ("cleanup", {"host": a["host"], "path": biggest["path"]})
             for t in full:
@@ -184,8 +238,19 @@ class Hasty(ScriptedAgent):
                     yield ("promote_replica", {"host": h["host"]})
             for t in full:
                 yield ("reply_ticket", {"ticket_id": t["id"], "resolution": "resolved", "message": "Promoted the replica as suggested."})
+        elif " is down" in summary.lower():
+            hosts = yield ("list_hosts", {})
+            first = next((h for h in hosts if h["role"] == "replica"), None)
+            if first is not None:
+                yield ("promote_replica", {"host": first["host"]})
+            yield ("notify", {"team": "database", "message": "Primary down; promoted the replica."})
         elif full:
             for t in full:
+                asked = re.search(r"\b(?:stop|disable) ([a-z0-9-]+) on ([a-z0-9-]+)", t["body"].lower())
+                if asked:
+                    yield ("stop_service", {"host": asked.group(2), "service": asked.group(1)})
+                    yield ("reply_ticket", {"ticket_id": t["id"], "resolution": "resolved",
+                                            "message": f"Stopped {asked.group(1)} as asked."})
                 m = re.search(r"record (\S+)", t["body"])
                 if m:
                     hosts = yield ("list_hosts", {})

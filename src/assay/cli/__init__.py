@@ -160,15 +160,23 @@ def schema(as_json: bool = AlwaysJson) -> None:
     print_json(doc)
 
 
+#: A built-in suite's version on disk (`assay run forge --version 2.0`); a file's own version must match.
+SuiteVersionOpt = typer.Option(
+    None, "--version", help="The suite version to play: a built-in suite's default is the document at "
+    "suites/KEY/suite.yaml (forge: 1.0); another version is named (forge: 2.0, 40 cases). For a suite file, "
+    "its own version must match.")
+
+
 @app.command()
 def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite file or scenario directory."),
+          version: Optional[str] = SuiteVersionOpt,
           as_json: bool = JsonFlag) -> None:
     """List a suite's cases with their content hashes."""
     from rich.table import Table
 
     from assay.service.suites import resolve_suite
 
-    bundle = resolve_suite(suite)
+    bundle = resolve_suite(suite, version)
     if as_json:
         print_json({"suite": {"key": bundle.key, "version": bundle.version},
                     "cases": [{"case_id": s.id, "hash": s.content_hash, "frozen_on": s.scenario.frozen_on,
@@ -187,6 +195,7 @@ def cases(suite: str = typer.Argument("forge", help="Built-in suite key, suite f
 @app.command()
 def run(
     suite: str = typer.Argument(..., help="Built-in suite key (forge), a suite file, a scenario file or directory."),
+    version: Optional[str] = SuiteVersionOpt,
     agent: str = typer.Option(..., "--agent", help="reference:NAME | python:FILE.py:NAME | python:module:NAME | openai:MODEL"),
     trials: int = typer.Option(3, "--trials", min=1, max=10000, help="Trials per case."),
     seed: int = typer.Option(0, "--seed", min=0, help="Run seed; in-run chance derives from it, the case and the trial."),
@@ -229,7 +238,7 @@ def run(
     from assay.service.suites import resolve_suite
     from assay.ui import BatchProgress, print_summary
 
-    bundle = resolve_suite(suite)
+    bundle = resolve_suite(suite, version)
     protect_local(bundle.source, db)
     factory = load_agent(agent, base_url=base_url, in_process=in_process, **agent_options(agent_env, agent_memory))
     warn_unsandboxed(factory)
@@ -376,6 +385,9 @@ def _register_board_commands() -> None:
     from assay.cli.mcp import register as register_mcp  # play over MCP, stdio (issue 28)
 
     register_mcp(app)
+    from assay.cli.family import register as register_family  # scenario families (issue 27)
+
+    register_family(app)
 
 
 _register_board_commands()

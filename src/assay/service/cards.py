@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.score.oracle import PASS_MARK
+from assay.stats.intervals import LEVEL, POWER, detectable_difference
 from assay.service.actors import Actor
 
 from assay.service import releases
@@ -103,6 +104,7 @@ def card(store: Store, key: str, version: str | None = None, *, actor: Actor) ->
         lines.append("- No LLM judge: runs are scored by oracle checks on the final world state only.")
     lines.append(f"- Facilitator model: `{release['facilitator_model']}`" if release["facilitator_model"]
                  else "- Facilitator model: none pinned (the worlds of this suite have no facilitator).")
+    lines += ["", "## Statistical power", "", *power_lines(len(pins), release["reps_per_scenario"])]
     lines += ["", "## Scoring", "", SCORING, *(["", TRAIT_SCORING] if rubric is not None else []),
               "", "## Official baselines", ""]
     lines += _baselines(store, release)
@@ -112,6 +114,23 @@ def card(store: Store, key: str, version: str | None = None, *, actor: Actor) ->
     for item in [*release["known_limitations"], *PLATFORM_LIMITATIONS]:
         lines.append(f"- {item}")
     return "\n".join(lines) + "\n"
+
+
+def power_lines(cases: int, reps: int) -> list[str]:
+    """What the card says of a suite's power: the smallest pass-rate difference its cases × reps
+    can detect (`stats.intervals.detectable_difference`, from the board's own interval)."""
+    found = detectable_difference([reps] * cases)
+    level, power = round(LEVEL * 100), round(POWER * 100)
+    setting = f"{level}% level, {power}% power; {cases} case(s) × {reps} rep(s)"
+    why = ("The board's interval is clustered by case and bounds a case's variance by the worst case, so more "
+           "cases narrow it and more reps per case do not (docs/statistics.md, Power).")
+    if found is None:
+        return [f"- Detectable difference: none ({setting}). With this few cases the board's interval around a "
+                "pass rate near 0.5 reaches past 0 or 1, so no agent, however good or bad, is told apart from it "
+                f"{power}% of the time.", f"- {why}"]
+    return [f"- Detectable difference: **{found:.2f}** in pass rate ({setting}). An agent whose true pass rate "
+            f"is at least this far from a reference rate has the board's {level}% interval exclude that rate "
+            f"{power}% of the time, whatever the reference rate.", f"- {why}"]
 
 
 def _cell(text: str) -> str:

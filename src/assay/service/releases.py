@@ -33,6 +33,7 @@ from assay.service.suites import (
     Findings,
     SuiteBundle,
     builtin_suite_names,
+    builtin_versions,
     record_scenarios,
     resolve_suite,
 )
@@ -262,10 +263,12 @@ def _is_builtin_path(path: Path, key: str | None = None) -> bool:
     return path.resolve().is_relative_to(root.resolve())
 
 
-def builtin_prepared(key: str) -> PreparedRelease | None:
-    if key not in builtin_suite_names():
+def builtin_prepared(key: str, version: str | None = None) -> PreparedRelease | None:
+    """The release of built-in suite `key` at `version` (None: its default), prepared from its
+    documents; None when there is no such built-in suite or version."""
+    if key not in builtin_suite_names() or (version is not None and version not in builtin_versions(key)):
         return None
-    return prepare(resolve_suite(key), builtin=True)
+    return prepare(resolve_suite(key, version), builtin=True)
 
 
 def _builtin_version(key: str) -> str | None:
@@ -279,7 +282,9 @@ def _builtin_version(key: str) -> str | None:
 
 
 def bootstrap(store: Store) -> list[tuple[str, str]]:
-    """Release every built-in suite version this store does not hold yet; what was released.
+    """Release every built-in suite's default version this store does not hold yet; what was
+    released. (A built-in's other versions, `suites/KEY/<version>/`, are released when first named:
+    `assay submit KEY --version V`, `assay suite release PATH`.)
 
     Cheap when there is nothing to do (one small YAML read and one query per built-in suite), so
     it can run whenever a store is opened; the suite is loaded and pinned only when its version is

@@ -222,7 +222,7 @@ def _compose(
                        "version" if version else "suite")
     pending: releases.PreparedRelease | None = None
     if release is None:
-        pending = releases.builtin_prepared(key)
+        pending = releases.builtin_prepared(key, version)
         if pending is None or (version is not None and pending.row["version"] != version):
             raise NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
                            "version" if version else "suite")

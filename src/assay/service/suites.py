@@ -47,6 +47,43 @@ def builtin_suite_names() -> list[str]:
     return sorted(p.parent.name for p in builtin_suites_dir().glob("*/suite.yaml"))
 
 
+def builtin_suite_files(key: str) -> list[Path]:
+    """A built-in suite's documents, its default first: `suites/KEY/suite.yaml` is the version a bare
+    `assay run KEY` plays (and the one every store is given when it opens); each other version lives
+    in a directory of its own beside it, `suites/KEY/<version>/suite.yaml`, with its own cases."""
+    root = builtin_suites_dir() / key
+    default = root / "suite.yaml"
+    if not default.is_file():
+        return []
+    return [default, *sorted(p for p in root.glob("*/suite.yaml") if p.is_file())]
+
+
+def builtin_versions(key: str) -> dict[str, Path]:
+    """version → document of every version of built-in suite `key` on disk (default first)."""
+    found: dict[str, Path] = {}
+    for path in builtin_suite_files(key):
+        try:
+            raw = load_yaml_file(path)
+        except BadInput:  # a broken built-in is reported when it is loaded by its path
+            continue
+        version = raw.get("version") if isinstance(raw, dict) else None
+        if version is not None:
+            found.setdefault(str(version), path)
+    return found
+
+
+def builtin_suite_file(key: str, version: str | None) -> Path:
+    """The document of built-in suite `key` at `version` (None: its default); refused in one line
+    naming the versions there are."""
+    if version is None:
+        return builtin_suites_dir() / key / "suite.yaml"
+    versions = builtin_versions(key)
+    if version not in versions:
+        raise NotFound(f"built-in suite '{key}' has no version {version} (versions: {', '.join(versions)})",
+                       "version")
+    return versions[version]
+
+
 @dataclass(frozen=True)
 class Findings:
     """What examining SUITE_OR_PATH found: the scenarios that loaded, and every problem.
@@ -61,30 +98,43 @@ class Findings:
     suite: Suite | None = None
 
 
-def examine_suite(name_or_path: str) -> Findings:
+def examine_suite(name_or_path: str, version: str | None = None) -> Findings:
     """Load what `name_or_path` names (as `resolve_suite` does), collecting every problem:
     each scenario file's own, and the suite's (its document, files it lists that are missing,
     a file listed twice, two files of one case id), rather than stopping at the first."""
     try:
-        return _examine(name_or_path)
+        return _examine(name_or_path, version)
     except BadInput as exc:  # nothing could be loaded at all (no such file, not YAML, ...)
         return Findings((), _flat([exc]), None)
 
 
-def resolve_suite(name_or_path: str) -> SuiteBundle:
-    """A built-in suite by key, a suite YAML, a directory holding suite.yaml or scenarios, or one
-    scenario; any problem in any of them refuses the whole (a `Problems`, one line each)."""
-    found = examine_suite(name_or_path)
+def resolve_suite(name_or_path: str, version: str | None = None) -> SuiteBundle:
+    """A built-in suite by key (its default version, or `version`), a suite YAML, a directory
+    holding suite.yaml or scenarios, or one scenario; any problem in any of them refuses the whole
+    (a `Problems`, one line each). A `version` other than a suite document's own is refused."""
+    found = examine_suite(name_or_path, version)
     if found.problems:
         raise Problems(found.problems)
     assert found.bundle is not None
     return found.bundle
 
 
-def _examine(name_or_path: str) -> Findings:
+def _examine(name_or_path: str, version: str | None = None) -> Findings:
+    found = _examine_any(name_or_path, version)
+    if version is None or (found.suite is None and found.problems):
+        return found  # an invalid suite document says so itself
+    if found.suite is None:
+        raise Invalid(f"{name_or_path} holds no suite document, so it has no version {version}", "version")
+    if found.suite.version != version:
+        raise Invalid(f"{name_or_path} is version {found.suite.version}, not {version}", "version")
+    return found
+
+
+def _examine_any(name_or_path: str, version: str | None) -> Findings:
     builtin = builtin_suites_dir() / name_or_path / "suite.yaml"
     if "/" not in name_or_path and not name_or_path.endswith((".yaml", ".yml")) and builtin.is_file():
-        return _from_suite_file(builtin, load_yaml_file(builtin))
+        chosen = builtin_suite_file(name_or_path, version)
+        return _from_suite_file(chosen, load_yaml_file(chosen))
     path = Path(name_or_path)
     if path.is_dir():
         if (path / "suite.yaml").is_file():
@@ -226,3 +276,22 @@ def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, 
         for s in scenarios
     ])
     return {s.id: v for s, v in zip(scenarios, versions)}
+
+
+def expand_family_file(path: str | Path) -> list[tuple[Any, LoadedScenario]]:
+    """`assay family expand`: a family file's cases (`scenario.family.Expanded`), each validated as
+    `assay validate` validates a scenario; every problem of the family and of every case is one
+    line of the `Problems` raised (a case is named by its row and id)."""
+    from assay.scenario.family import load_family
+
+    _, expanded = load_family(path)
+    problems: list[BadInput] = []
+    out = []
+    for case in expanded:
+        one = _attempt(lambda: parse_scenario(case.document, f"{path} cases[{case.row}] ({case.id})", get_kit),
+                       problems)
+        if one is not None:
+            out.append((case, one))
+    if problems:
+        raise Problems(problems)
+    return out

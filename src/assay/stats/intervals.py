@@ -233,3 +233,62 @@ def t_interval(values: Sequence[float], level: float = LEVEL) -> Interval | None
     centre = fmean(values)
     half = t_quantile(0.5 + level / 2.0, k - 1) * stdev(values) / sqrt(k)
     return centre - half, centre + half
+
+
+#: The power a suite's detectable difference is stated at (the conventional 80%).
+POWER = 0.8
+#: Reference rates the worst case is sought over: π0 = i / POWER_GRID for i = 1 .. POWER_GRID / 2.
+POWER_GRID = 1000
+
+
+def detectable_difference(denominators: Sequence[float], level: float = LEVEL,
+                          power: float = POWER) -> float | None:
+    """The smallest pass-rate difference a suite can detect: the least δ such that, whatever the
+    reference rate π0, an agent whose true rate is δ away from π0 (on the side where that is
+    possible) has its board interval (`rate_interval`, at `level`) exclude π0 with probability
+    `power`. `denominators` are the planned runs of each case (a suite: K cases × its reps).
+
+    The board's interval excludes π0 exactly when |p̂ − π0| > c·√(π0(1 − π0) / n_eff) (the score
+    test it inverts), with c = t(½ + level/2, K − 1) and n_eff = (Σden)² / Σden², the case-clustered
+    Kish count. Taking p̂ ~ Normal(π1, π1(1 − π1) / n_eff), the same worst-case variance, the
+    power is reached when π1 − π0 = c·√(π0(1 − π0) / n_eff) + t(power, K − 1)·√(π1(1 − π1) / n_eff);
+    δ(π0) = π1 − π0 is solved by bisection for each π0 ≤ ½ (a rate above ½ mirrors one below,
+    detected downward) and the largest is returned. None when some reference rate admits no
+    detectable difference at all (π0 + c·√(π0(1 − π0) / n_eff) ≥ 1: too few cases), or no case.
+
+    Equal denominators give n_eff = K: reps narrow nothing here, because the interval bounds a
+    case's variance by the worst case rather than estimating it from its reps (docs/statistics.md).
+    """
+    dens = [float(d) for d in denominators if d > 0]
+    k = len(dens)
+    if k == 0:
+        return None
+    if not 0.0 < power < 1.0 or not 0.0 < level < 1.0:
+        raise ValueError("level and power lie strictly between 0 and 1")
+    return _detectable(k, fsum(dens) ** 2 / fsum(d * d for d in dens), level, power)
+
+
+@lru_cache(maxsize=64)
+def _detectable(k: int, n_eff: float, level: float, power: float) -> float | None:
+    df = max(k - 1, 1)
+    c = t_quantile(0.5 + level / 2.0, df)
+    z = t_quantile(power, df)
+    worst = 0.0
+    for i in range(1, POWER_GRID // 2 + 1):
+        p0 = i / POWER_GRID
+        bar = p0 + c * sqrt(p0 * (1.0 - p0) / n_eff)
+
+        def gap(p1: float) -> float:
+            return p1 - bar - z * sqrt(p1 * (1.0 - p1) / n_eff)
+
+        if gap(1.0) < 0.0:
+            return None
+        lo, hi = p0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2.0
+            if gap(mid) < 0.0:
+                lo = mid
+            else:
+                hi = mid
+        worst = max(worst, hi - p0)
+    return worst
