@@ -271,6 +271,11 @@ def fold_ks(k_max: int, wide: bool = False) -> list[int]:
     return list(range(1, k_max + 1)) if wide else sorted({k for k in (1, 2, k_max) if 1 <= k <= k_max})
 
 
+def _suite_name(suite: dict[str, Any]) -> str:
+    """`forge 2.0`: the key with its version, where the document names one (a suite has several)."""
+    return " ".join(str(p) for p in (suite.get("key"), suite.get("version")) if p)
+
+
 def print_summary(console: Console, results: list[dict[str, Any]], *, wide: bool = False) -> None:
     """One row per batch: pass rate, consistency and false success side by side; pass^k folded to
     k = 1, 2 and the last unless `wide`. Consistency on one trial a case is withheld (it would read
@@ -295,7 +300,7 @@ def print_summary(console: Console, results: list[dict[str, Any]], *, wide: bool
         rows.append([Text(r["agent"]["label"]), _pct(s["pass_rate"]), consistency, _pct(s["false_success_rate"]),
                      *[_pct(s["pass_hat_k"].get(str(k), float("nan"))) for k in ks], runs, failed])
     fit_table(console, cols, rows, wide=wide,
-              title=f"{results[0]['suite']['key']} · {plural(results[0]['trials_per_case'], 'trial')} per case")
+              title=f"{_suite_name(results[0]['suite'])} · {plural(results[0]['trials_per_case'], 'trial')} per case")
     if single:
         console.print("consistency: — (it needs at least 2 trials a case; --trials 3 measures it)",
                       markup=False, highlight=False)

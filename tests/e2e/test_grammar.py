@@ -151,7 +151,7 @@ def test_a_narrow_terminal_folds_agent_labels_and_never_cuts_them_to_nothing() -
     from assay.ui import print_summary
 
     label = "an-agent-label-of-some-length"
-    results = {"suite": {"key": "forge"}, "trials_per_case": 1, "agent": {"label": label},
+    results = {"suite": {"key": "forge", "version": "2.0"}, "trials_per_case": 1, "agent": {"label": label},
                "summary": {"pass_rate": 0.0, "consistency": 1.0, "false_success_rate": 0.0,
                            "pass_hat_k": {"1": 0.0}},
                "cases": [{"trials": [{"status": "completed"}]}]}
@@ -159,6 +159,7 @@ def test_a_narrow_terminal_folds_agent_labels_and_never_cuts_them_to_nothing() -
     print_summary(console, [results])
     text = console.export_text()
     assert "1 trial per case" in text
+    assert "forge 2.0 ·" in text  # the suite has several versions: the title names the one played
     cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
     assert "".join(cells) == label  # folded over lines, every character kept
 
