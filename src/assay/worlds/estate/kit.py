@@ -214,6 +214,7 @@ class EstateWorld(living.Living, ToolWorld):
             raise ToolError(f"tool '{name}' is not available in this scenario")
         args = spec.check(arguments)
         self.tick()
+        self.settle()  # what the agent reads is measured now
         try:
             return _dump(getattr(self, "_t_" + name)(**args))
         finally:

@@ -110,8 +110,9 @@ def materialise(spec: EstateSpec, state: dict[str, Any], start: int) -> None:
         "tools": offered(spec),
         "guidance": spec.guidance,
         "metrics": metrics,
-        "alerts": {a.alert: ({"metric": a.metric, "below": a.below} if a.below is not None else
-                             {"metric": a.metric, "above": a.above}) for a in (dyn.alerts if dyn else ())},
+        "alerts": {a.alert: {"host": a.host or next(x.host for x in spec.alerts if x.id == a.alert), "metric": a.metric,
+                             **({"below": a.below} if a.below is not None else {"above": a.above})}
+                   for a in (dyn.alerts if dyn else ())},
         "events": events,
         "responders": {t.id: [{**r.model_dump(mode="json", exclude_none=True), "answered": False} for r in t.responder]
                        for t in spec.tickets if t.responder},
@@ -161,7 +162,7 @@ def health(state: dict[str, Any], host: str, service: str, now: int) -> int:
 def _alerts(state: dict[str, Any]) -> None:
     for alert_id, rule in state["rules"]["alerts"].items():
         a = state["alerts"][alert_id]
-        series = state["metrics"][a["host"]].get(rule["metric"])
+        series = state["metrics"][rule["host"]].get(rule["metric"])
         if not series:
             continue
         v = series[-1]
@@ -273,7 +274,7 @@ class Living:
         parked = self._s["rules"]["parked"].get(host, {})
         for pid in [pid for pid, p in parked.items() if p["name"] == name]:
             h["processes"][pid] = parked.pop(pid)
-        self._released(host, name)  # a restarted process reopens its files: what was deleted is let go
+        self._released(host, name, restarted=True)  # a restarted process reopens its files: the deleted are let go
         for cid, c in self._s.get("configs", {}).items():
             if c["host"] == host and c["service"] == name:
                 if problems(c["content"], self._s["rules"]["configs"][cid]):
@@ -282,10 +283,11 @@ class Living:
                 else:
                     c["loaded"] = c["content"]
 
-    def _released(self, host: str, name: str) -> None:
-        """Deleted files held open by processes named `name` free their space, unless one still runs."""
+    def _released(self, host: str, name: str, restarted: bool = False) -> None:
+        """Deleted files held open by processes named `name` free their space, unless one still runs
+        (a restarted one does not: it has let go of them)."""
         h = self._s["hosts"][host]
-        if any(p["name"] == name for p in h["processes"].values()):
+        if not restarted and any(p["name"] == name for p in h["processes"].values()):
             return
         for disk in h["disks"].values():
             opened = disk.get("open_by")

@@ -253,7 +253,8 @@ class DerivedMetric(_Strict):
 
 class AlertRule(_Strict):
     alert: str
-    metric: str = Field(description="a metric of the alert's host")
+    host: str | None = Field(default=None, description="the host whose metric it reads (default: the alert's)")
+    metric: str = Field(description="a metric of that host")
     below: StrictInt | None = None
     above: StrictInt | None = None
 
@@ -426,7 +427,7 @@ def _dynamics_references(raw: Any, hosts: set[str] | None) -> list[Any]:
 
     known = {"host": hosts, "certificate": ids("certificates"), "ticket": ids("tickets"), "alert": ids("alerts")}
     found = []
-    for field, keys in (("metrics", ("host",)), ("alerts", ("alert",)), ("events", ("host", "certificate", "ticket"))):
+    for field, keys in (("metrics", ("host",)), ("alerts", ("alert", "host")), ("events", ("host", "certificate", "ticket"))):
         for key in keys:
             found += [{**p, "loc": ("dynamics", *p["loc"])} for p in references(dyn, field, key, known[key], key)]
     return found

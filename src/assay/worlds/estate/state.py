@@ -225,7 +225,7 @@ class Rules(StateModel):
     tools: list[str] = field("the tools offered (finish besides)")
     guidance: str | None = field("appended to the system prompt")
     metrics: dict[str, dict[str, str]] = keyed("host", "host -> derived metric -> its source")
-    alerts: dict[str, dict[str, Any]] = keyed("alert", "alert -> {metric, below|above}")
+    alerts: dict[str, dict[str, Any]] = keyed("alert", "alert -> {host, metric, below|above}")
     events: list[ScheduledEvent] = field("scheduled events, in the order they fire")
     responders: dict[str, list[dict[str, Any]]] = keyed("ticket", "ticket -> responder rules (answered: the rule's use)")
     configs: dict[str, dict[str, list[str]]] = keyed("config", "config -> {requires, forbids}")
