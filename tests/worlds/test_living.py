@@ -461,3 +461,43 @@ def test_bad_new_sections_are_refused_in_one_line(world: dict[str, Any], fragmen
 
 def test_every_new_tool_has_an_effect_or_only_reads() -> None:
     assert all(t.effect and "\n" not in t.effect for t in ALL_TOOLS)
+
+
+# ---- order in the changes history -----------------------------------------------------------
+
+ORDERED = {"count": "changes", "where": {"action": "drain_node", "host": "web-01"},
+           "before": {"action": "restart_service", "host": "web-01"}, "at_least": 1}
+
+
+def _ordered_case(expect: dict[str, Any]) -> LoadedScenario:
+    d = doc(pools=[{"id": "front", "members": ["web-01"]}])
+    d["checks"][0]["expect"] = expect
+    return parse_scenario(d, "test", get_kit)
+
+
+@pytest.mark.parametrize(("script", "drained_first"), [
+    ([("drain_node", {"pool": "front", "host": "web-01"}), ("restart_service", {"host": "web-01", "service": "nginx"})], True),
+    ([("restart_service", {"host": "web-01", "service": "nginx"}), ("drain_node", {"pool": "front", "host": "web-01"})], False),
+    ([("drain_node", {"pool": "front", "host": "web-01"})], False),
+])
+def test_a_check_reads_the_order_of_changes(script: list[tuple[str, dict[str, Any]]], drained_first: bool) -> None:
+    loaded = _ordered_case(ORDERED)
+    world = fork(loaded)
+    for name, args in script:
+        call(world, name, **args)
+    assert holds(loaded.scenario.checks[0].expect, world.state()) is drained_first
+    after = {**ORDERED, "where": ORDERED["before"], "before": None, "after": ORDERED["where"]}
+    del after["before"]
+    assert holds(_ordered_case(after).scenario.checks[0].expect, world.state()) is drained_first
+
+
+def test_an_order_check_is_held_to_the_state_and_a_document_without_one_hashes_as_before() -> None:
+    with pytest.raises(Problems) as caught:
+        _ordered_case({**ORDERED, "before": {"acton": "restart_service"}})
+    assert [p.message for p in caught.value.problems] == [
+        "checks[0].expect.before.acton: no field 'acton' in the items of changes (nearest: 'action')"]
+    with pytest.raises(Problems) as caught:
+        _ordered_case({"count": "hosts", "where": {"role": "web"}, "before": {"role": "db"}, "at_least": 1})
+    assert "before and after order the items of a list" in caught.value.problems[0].message
+    plain = _ordered_case({"count": "changes", "at_least": 0})
+    assert plain.document["checks"][0]["expect"] == {"count": "changes", "where": {}, "at_least": 0, "at_most": None}
