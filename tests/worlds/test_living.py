@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assay.canonical import canonical_hash
 from assay.records import PlannedRun
@@ -26,6 +28,7 @@ from assay.scenario.reference import reference
 from assay.errors import Problems
 from assay.worlds.base import ToolError
 from assay.worlds.estate.kit import SYSTEM_PROMPT
+from assay.worlds.estate.spec import _time, seconds
 from assay.worlds.estate.tools import ALL_TOOLS, TOOLS
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng, VirtualClock
@@ -451,6 +454,23 @@ def test_a_document_without_new_sections_has_no_rules_and_the_classic_tools() ->
     ({"dynamics": {"alerts": [{"alert": "A-9", "metric": "m", "below": 3}]}}, "unknown alert 'A-9'"),
     ({"dynamics": {"metrics": [{"host": "web-01", "metric": "m", "source": "cpu"}]}}, "'cpu' is not a source"),
     ({"secrets": [{"id": "k", "owner": "o", "scope": "s", "value": "short"}]}, "world.secrets[0].value"),
+    ({"secrets": [{"id": "a", "owner": "o", "scope": "s", "value": "same-value"},
+                  {"id": "b", "owner": "o", "scope": "s", "value": "same-value"}]},
+     "world.secrets[1].value: the same value as secrets[0]"),
+    ({"certificates": [{"id": "c", "host": "web-01", "service": "ngnix", "expires": "+1d"}]},
+     "world.certificates[0].service: service 'ngnix' is not on host 'web-01' (nearest: 'nginx')"),
+    ({"dynamics": {"metrics": [{"host": "web-01", "metric": "m", "source": "disk:/data"}]}},
+     "world.dynamics.metrics[0].source: disk mount '/data' is not on host 'web-01'"),
+    ({"dynamics": {"metrics": [{"host": "web-01", "metric": "m", "source": "certificate:nope"}]}},
+     "world.dynamics.metrics[0].source: unknown certificate 'nope'"),
+    ({"alerts": [{"id": "A-1", "host": "web-01", "severity": "warning", "summary": "s"}],
+      "dynamics": {"alerts": [{"alert": "A-1", "metric": "disk_pct", "below": 80}]}},
+     "world.dynamics.alerts[0].metric: metric 'disk_pct' is not on host 'web-01'"),
+    ({"dynamics": {"events": [{"at": "+1m", "kind": "write_file", "host": "web-01", "mount": "/data", "path": "/data/x",
+                               "size_gb": 1}]}}, "world.dynamics.events[0].mount: disk mount '/data' is not on host"),
+    ({"metrics": [{"host": "web-01", "metric": "m", "base": 1, "spread": 0}],
+      "dynamics": {"metrics": [{"host": "web-01", "metric": "m", "source": "disk:/var"}]}},
+     "world.dynamics.metrics[0].metric: metric 'm' of host 'web-01' is declared twice"),
 ])
 def test_bad_new_sections_are_refused_in_one_line(world: dict[str, Any], fragment: str) -> None:
     with pytest.raises(Problems) as caught:
@@ -501,3 +521,30 @@ def test_an_order_check_is_held_to_the_state_and_a_document_without_one_hashes_a
     assert "before and after order the items of a list" in caught.value.problems[0].message
     plain = _ordered_case({"count": "changes", "at_least": 0})
     assert plain.document["checks"][0]["expect"] == {"count": "changes", "where": {}, "at_least": 0, "at_most": None}
+
+
+# ---- times ----------------------------------------------------------------------------------
+
+@given(st.sampled_from("+-"), st.lists(st.integers(0, 500), min_size=4, max_size=4),
+       st.lists(st.booleans(), min_size=4, max_size=4).filter(any), st.integers(0, 10**6))
+def test_an_offset_is_the_sum_of_its_parts(sign: str, amounts: list[int], used: list[bool], start: int) -> None:
+    text = sign + "".join(f"{n}{u}" for n, u, on in zip(amounts, "dhms", used) if on)
+    total = sum(n * k for n, k, on in zip(amounts, (86400, 3600, 60, 1), used) if on)
+    assert seconds(_time(text), start) == start + (total if sign == "+" else -total)
+
+
+@given(st.text(max_size=24))
+def test_a_time_is_parsed_or_refused_in_words(text: str) -> None:
+    try:
+        _time(text)
+    except ValueError as exc:
+        assert "\n" not in str(exc) and str(exc)
+    else:
+        assert isinstance(seconds(text, 0), int)
+
+
+def test_an_instant_counts_from_the_epoch() -> None:
+    assert seconds("2026-11-30T08:00:00Z", 123) == 8 * 3600
+    assert VirtualClock.iso(seconds("2026-12-24T18:30:05Z", 0)) == "2026-12-24T18:30:05Z"
+    with pytest.raises(ValueError, match="not a date and time"):
+        _time("2026-02-30T08:00:00Z")

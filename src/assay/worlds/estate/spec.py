@@ -52,16 +52,16 @@ EPOCH = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
 
 
 def _time(value: str) -> str:
-    if not re.fullmatch(TIME, value):
-        raise ValueError(f"'{value}' is not a time; write an offset from the start ('+45m', '-1h30m', '+2d') "
+    if not re.fullmatch(TIME, value, re.ASCII):
+        raise ValueError(f"{value!r} is not a time; write an offset from the start ('+45m', '-1h30m', '+2d') "
                          "or a UTC instant ('2026-11-30T08:00:00Z')")
     if value[0] in "+-" and len(value) == 1:
-        raise ValueError(f"'{value}' has no amount; write e.g. '+45m'")
+        raise ValueError(f"{value!r} has no amount; write e.g. '+45m'")
     if value[0] not in "+-":
         try:
             dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
-            raise ValueError(f"'{value}' is not a date and time") from None
+            raise ValueError(f"{value!r} is not a date and time") from None
     return value
 
 
@@ -247,7 +247,7 @@ class DerivedMetric(_Strict):
     @classmethod
     def _source(cls, value: str) -> str:
         if not re.fullmatch(r"disk:/\S*|certificate:[a-z0-9][a-z0-9\-]*|service:[a-z0-9][a-z0-9\-]*", value):
-            raise ValueError(f"'{value}' is not a source; write disk:MOUNT, certificate:ID or service:NAME")
+            raise ValueError(f"{value!r} is not a source; write disk:MOUNT, certificate:ID or service:NAME")
         return value
 
 
@@ -361,6 +361,63 @@ class EstateSpec(_Strict):
         if value is not None and seconds(value, 0) < 0:
             raise ValueError(f"the start must not be before {EPOCH:%Y-%m-%dT%H:%M:%SZ}")
         return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> EstateSpec:
+        """What the new sections name exists where they name it (a service on its host, a mount, a
+        metric an alert rule reads), so nothing declared is silently inert."""
+        hosts = {h.name: h for h in self.hosts}
+        found = []
+
+        def service(loc: tuple[str | int, ...], host: str | None, name: str | None) -> None:
+            h = hosts.get(host or "")
+            if h is not None and name is not None and name not in {s.name for s in h.services}:
+                found.append(at(loc, unknown("service", name, [s.name for s in h.services], f"on host '{h.name}'"), name))
+
+        for i, c in enumerate(self.certificates):
+            service(("certificates", i, "service"), c.host, c.service)
+        for i, cf in enumerate(self.configs):
+            service(("configs", i, "service"), cf.host, cf.service)
+        values: dict[str, int] = {}
+        for i, sec in enumerate(self.secrets):
+            if sec.value in values:
+                found.append(at(("secrets", i, "value"), f"the same value as secrets[{values[sec.value]}]", sec.id))
+            values.setdefault(sec.value, i)
+        if self.dynamics is not None:
+            declared = {(m.host, m.metric) for m in self.metrics}
+            derived = set()
+            certs = {c.id for c in self.certificates}
+            for i, m in enumerate(self.dynamics.metrics):
+                loc: tuple[str | int, ...] = ("dynamics", "metrics", i)
+                if (m.host, m.metric) in declared or (m.host, m.metric) in derived:
+                    found.append(at((*loc, "metric"), f"metric '{m.metric}' of host '{m.host}' is declared twice", m.metric))
+                derived.add((m.host, m.metric))
+                kind, _, name = m.source.partition(":")
+                h = hosts.get(m.host)
+                if h is None:
+                    continue
+                if kind == "disk" and name not in {d.mount for d in h.disks}:
+                    found.append(at((*loc, "source"), unknown("disk mount", name, [d.mount for d in h.disks],
+                                                               f"on host '{h.name}'"), m.source))
+                elif kind == "certificate" and name not in certs:
+                    found.append(at((*loc, "source"), unknown("certificate", name, certs), m.source))
+                elif kind == "service":
+                    service((*loc, "source"), m.host, name)
+            alerts = {a.id: a.host for a in self.alerts}
+            for i, r in enumerate(self.dynamics.alerts):
+                host = r.host or alerts.get(r.alert)
+                if host in hosts and (host, r.metric) not in declared | derived:
+                    found.append(at(("dynamics", "alerts", i, "metric"), unknown(
+                        "metric", r.metric, sorted(m for h, m in declared | derived if h == host), f"on host '{host}'"), r.metric))
+            for i, e in enumerate(self.dynamics.events):
+                if e.kind == "service_status":
+                    service(("dynamics", "events", i, "service"), e.host, e.service)
+                h = hosts.get(e.host or "")
+                if e.kind == "write_file" and h is not None and e.mount not in {d.mount for d in h.disks}:
+                    found.append(at(("dynamics", "events", i, "mount"), unknown(
+                        "disk mount", str(e.mount), [d.mount for d in h.disks], f"on host '{h.name}'"), e.mount))
+        refuse(found)
+        return self
 
     def uses_new(self) -> bool:
         """Whether the document declares anything added after forge 1.0 (which decides whether its
