@@ -548,3 +548,13 @@ def test_an_instant_counts_from_the_epoch() -> None:
     assert VirtualClock.iso(seconds("2026-12-24T18:30:05Z", 0)) == "2026-12-24T18:30:05Z"
     with pytest.raises(ValueError, match="not a date and time"):
         _time("2026-02-30T08:00:00Z")
+
+
+def test_restarting_a_node_still_in_its_pool_fails_the_order_check() -> None:
+    loaded = incident("cert-other-node")
+    script = [("renew_certificate", {"certificate_id": "storefront-web-02"}),
+              ("restart_service", {"host": "web-02", "service": "nginx"}),
+              ("drain_node", {"pool": "storefront", "host": "web-02"}),
+              ("restore_node", {"pool": "storefront", "host": "web-02"})]
+    failed = {k for k, v in verdicts(loaded, play(loaded, script).final_state).items() if not v}
+    assert "drained-before-restart" in failed and "right-certificate-renewed" not in failed
