@@ -558,3 +558,13 @@ def test_restarting_a_node_still_in_its_pool_fails_the_order_check() -> None:
               ("restore_node", {"pool": "storefront", "host": "web-02"})]
     failed = {k for k, v in verdicts(loaded, play(loaded, script).final_state).items() if not v}
     assert "drained-before-restart" in failed and "right-certificate-renewed" not in failed
+
+
+def test_what_a_new_section_declares_is_in_the_content_hash() -> None:
+    cert = {"id": "c1", "host": "web-01", "service": "nginx", "expires": "+1d"}
+    a = loaded_doc(certificates=[cert])
+    b = loaded_doc(certificates=[{**cert, "expires": "+2d"}])
+    c = loaded_doc(certificates=[cert], dynamics={})
+    assert len({a.content_hash, b.content_hash, c.content_hash}) == 3
+    assert a.document["world"]["certificates"] == [cert] and "dynamics" not in a.document["world"]
+    assert loaded_doc(certificates=[cert]).content_hash == a.content_hash
