@@ -143,7 +143,7 @@ def _is_tag(parts: tuple[Any, ...], i: int) -> bool:
     """Whether `parts[i]` is a union tag (which the author never wrote): a predicate's, the first
     part under an `expect`, under an item of `all`/`any`, or under the field `not`; or a `where`
     entry's, under its key."""
-    if parts[i] in _WHERE_TAGS and i >= 2 and parts[i - 2] == "where":
+    if parts[i] in _WHERE_TAGS and i >= 2 and parts[i - 2] in ("where", "before", "after"):
         return True  # a `where` entry's kind: a text test or a value
     if parts[i] not in _TAGS or i == 0:
         return False

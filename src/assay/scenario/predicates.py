@@ -9,7 +9,9 @@ Documents never carry code: a check says *what* must hold, in a tiny language ev
   characters of the value
 - `{count: a.b, where: {field: V}, at_least: N, at_most: N}` counts list items (or mapping
   values) whose fields equal every `where` entry; a `where` entry may be a text test instead of
-  a value: `where: {body: {contains: "BEGIN PRIVATE KEY"}}`
+  a value: `where: {body: {contains: "BEGIN PRIVATE KEY"}}`; on a list, `before: {…}` counts only
+  the items some later item matches it (`after: {…}`: some earlier one), so order can be checked
+  (`{count: changes, where: {action: drain_node}, before: {action: restart_service}, at_least: 1}`)
 - `{all: [..]}`, `{any: [..]}`, `{not: P}`
 
 Paths are dot-separated keys into the state document (mapping keys only). A key that holds a dot
@@ -199,18 +201,26 @@ class ValueAt(_Strict):
 
 
 class CountOf(_Strict):
-    """How many items of the list (or mapping) at `count` match `where`."""
+    """How many items of the list (or mapping) at `count` match `where`; of a list, with `before`
+    only those followed by an item matching it, with `after` only those preceded by one."""
 
     count: PathText
     where: dict[str, WhereValue] = Field(default_factory=dict)
     at_least: StrictInt | None = Field(default=None, ge=0)
     at_most: StrictInt | None = Field(default=None, ge=0)
+    before: dict[str, WhereValue] | None = None
+    after: dict[str, WhereValue] | None = None
 
     @model_validator(mode="after")
     def _bounded(self) -> "CountOf":
         if self.at_least is None and self.at_most is None:
             raise ValueError("count needs at_least or at_most")
         return self
+
+    @model_serializer(mode="wrap")
+    def _order_if_given(self, handler: Any) -> dict[str, Any]:
+        # `before`/`after` came after documents were hashed: absent unless given, so those hash as before
+        return {k: v for k, v in handler(self).items() if k not in ("before", "after") or v is not None}
 
     def roots(self) -> set[str]:
         return {split_path(self.count)[0]}
@@ -340,15 +350,19 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
         return (pred.at_least is None or value >= pred.at_least) and (pred.at_most is None or value <= pred.at_most)
     if isinstance(pred, CountOf):
         items = lookup(state, pred.count)
-        if isinstance(items, dict):
+        ordered = pred.before is not None or pred.after is not None
+        if isinstance(items, dict) and not ordered:  # a mapping's values have no order
             items = list(items.values())
         if not isinstance(items, list):
             return False
-        n = sum(
-            1 for item in items
-            if isinstance(item, dict) and all(k in item and (v.holds(item[k]) if isinstance(v, TextTest) else same(item[k], v))
-                                              for k, v in pred.where.items())
-        )
+        hits = [i for i, item in enumerate(items) if _matches(item, pred.where)]
+        if pred.before is not None:
+            later = [i for i, item in enumerate(items) if _matches(item, pred.before)]
+            hits = [i for i in hits if later and later[-1] > i]
+        if pred.after is not None:
+            earlier = [i for i, item in enumerate(items) if _matches(item, pred.after)]
+            hits = [i for i in hits if earlier and earlier[0] < i]
+        n = len(hits)
         return (pred.at_least is None or n >= pred.at_least) and (pred.at_most is None or n <= pred.at_most)
     if isinstance(pred, AllOf):
         return all(holds(p, state) for p in pred.all)
@@ -357,6 +371,12 @@ def holds(pred: Any, state: dict[str, Any]) -> bool:
     if isinstance(pred, NotOf):
         return not holds(pred.not_, state)
     raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _matches(item: Any, where: dict[str, Any]) -> bool:
+    """Whether a list item is a mapping whose fields pass every `where` entry."""
+    return isinstance(item, dict) and all(k in item and (v.holds(item[k]) if isinstance(v, TextTest) else same(item[k], v))
+                                          for k, v in where.items())
 
 
 def same(a: Any, b: Any) -> bool:

@@ -175,6 +175,11 @@ class Shape:
             return
         items: list[Schema] = []
         most: int | None = None
+        ordered = pred.before is not None or pred.after is not None
+        if ordered and not any(a.get("type") == "array" for a in place.alts):
+            yield ".before" if pred.before is not None else ".after", (
+                f"{pred.count} is {describe(place.alts)}: before and after order the items of a list")
+            return
         for a in place.alts:
             if a.get("type") == "array":
                 items += self.alts(a.get("items", {}))
@@ -194,20 +199,25 @@ class Shape:
             yield ".count", (f"the items of {pred.count} are each {describe(items)}: count counts only items that "
                              "are mappings, so it would always be 0")
             return
-        for key, value in pred.where.items():
-            fields = [s for a in records if key in a["properties"] for s in self.alts(a["properties"][key])]
-            if not fields:
-                yield f".where.{key}", _no_field(key, sorted({f for a in records for f in a["properties"]}),
-                                                  f"the items of {pred.count}")
-            elif isinstance(value, TextTest):
-                if not any(_text_admits(f, value) for f in fields):
-                    yield f".where.{key}", (f"no {key} of an item of {pred.count} can pass this text test: "
-                                            f"it is {describe(fields)}")
-            elif not any(admits(f, value, self) for f in fields):
-                yield f".where.{key}", (f"{_show(value)} can never be the {key} of an item of {pred.count}, "
-                                        f"which is {describe(fields)}")
+        for name, entries in (("where", pred.where), ("before", pred.before or {}), ("after", pred.after or {})):
+            yield from self._where(records, pred.count, name, entries)
         yield from _bounds(pred.at_least, pred.at_most, 0, most,
                            f"{pred.count} holds {most} and never more" if most is not None else "")
+
+
+    def _where(self, records: list[Schema], count: str, name: str, entries: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for key, value in entries.items():
+            fields = [s for a in records if key in a["properties"] for s in self.alts(a["properties"][key])]
+            if not fields:
+                yield f".{name}.{key}", _no_field(key, sorted({f for a in records for f in a["properties"]}),
+                                                  f"the items of {count}")
+            elif isinstance(value, TextTest):
+                if not any(_text_admits(f, value) for f in fields):
+                    yield f".{name}.{key}", (f"no {key} of an item of {count} can pass this text test: "
+                                             f"it is {describe(fields)}")
+            elif not any(admits(f, value, self) for f in fields):
+                yield f".{name}.{key}", (f"{_show(value)} can never be the {key} of an item of {count}, "
+                                         f"which is {describe(fields)}")
 
 
 def is_map(schema: Schema) -> bool:
@@ -338,7 +348,8 @@ def contradictions(pred: AllOf) -> list[str]:
         if isinstance(part, ValueAt):
             values.setdefault(part.path, []).append(part)
         elif isinstance(part, CountOf):
-            counts.setdefault((part.count, json.dumps(part.model_dump()["where"], sort_keys=True)), []).append(part)
+            which = {k: v for k, v in part.model_dump().items() if k not in ("at_least", "at_most")}
+            counts.setdefault((part.count, json.dumps(which, sort_keys=True)), []).append(part)
     found = []
     for path, preds in values.items():
         if _conflict(preds):
@@ -354,7 +365,7 @@ def contradictions(pred: AllOf) -> list[str]:
 def _conditions(preds: list[Any]) -> str:
     """The conditions of some predicates on one path, as written: "equals 'a', at_least 3"."""
     said = [f"{k} {_show(v)}" for p in preds for k, v in p.model_dump(by_alias=True).items()
-            if k not in ("path", "count", "where") and (v is not None or k == "equals")]
+            if k not in ("path", "count", "where", "before", "after") and (v is not None or k == "equals")]
     return ", ".join(said)
 
 

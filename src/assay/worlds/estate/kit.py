@@ -17,13 +17,15 @@ from pydantic import BaseModel
 
 from assay.worlds.base import KitDefaults, Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
-from assay.worlds.estate.spec import EstateSpec
+from assay.worlds.estate import living
+from assay.worlds.estate.spec import EstateSpec, seconds
 from assay.worlds.estate.state import EstateState
-from assay.worlds.estate.tools import ALL_TOOLS, SCHEMAS, TOOLS
+from assay.worlds.estate.tools import ALL_TOOLS, EXTRA_TOOLS, SCHEMAS, TOOLS
 from assay.worlds.rng import Rng, VirtualClock
 from assay.worlds.tooling import FINISH, ToolWorld
 
 LOG_WINDOW_S = 3 * 3600
+_SPECS = {**TOOLS, **EXTRA_TOOLS}
 #: State sections the estate's tools only read. Forks share them; a test holds every tool to it.
 READ_ONLY_SECTIONS = frozenset({"logs", "metrics", "runbooks", "customers", "tenants", "teams"})
 _SCHEMAS_BLOB = pickle.dumps([*SCHEMAS, FINISH.schema()], protocol=pickle.HIGHEST_PROTOCOL)
@@ -42,7 +44,11 @@ class EstateKit(KitDefaults):
     world_model = EstateSpec
     state_model = EstateState
     tools = ALL_TOOLS
-    notes = ("Every tool call, a looking one too, advances clock.now.",)
+    #: the tools offered only where the scenario declares what they work on
+    declared_tools = tuple(EXTRA_TOOLS)
+    notes = ("Every tool call, a looking one too, advances clock.now.",
+             "The sections marked 'only if declared' exist, and the tools working on them are offered, only where "
+             "the scenario declares them; `dynamics` makes the world react (see Writing scenarios).")
 
     def parse_world(self, world: dict[str, Any]) -> BaseModel:
         return self.world_model.model_validate(world)
@@ -51,6 +57,8 @@ class EstateKit(KitDefaults):
         assert isinstance(spec, EstateSpec)
         rng = Rng.of("estate", seed)
         start = 2 * 3600 + rng.below(3600)
+        if spec.start is not None:
+            start = seconds(spec.start, 0)
         hosts: dict[str, Any] = {}
         logs: dict[str, list[dict[str, Any]]] = {}
         used_pids: set[int] = set()
@@ -66,6 +74,11 @@ class EstateKit(KitDefaults):
             for d in h.disks:
                 files = {f.path: f.size_gb for f in d.files}
                 disks[d.mount] = {"size_gb": d.size_gb, "base_used_gb": d.base_used_gb, "files": files}
+                if any(f.content is not None for f in d.files):
+                    disks[d.mount]["contents"] = {f.path: f.content for f in d.files if f.content is not None}
+                if any(f.open_by is not None for f in d.files):
+                    disks[d.mount]["open_by"] = {f.path: f.open_by for f in d.files if f.open_by is not None}
+                    disks[d.mount]["deleted_open"] = {}
                 _recompute_disk(disks[d.mount])
             hosts[h.name] = {
                 "role": h.role,
@@ -113,6 +126,8 @@ class EstateKit(KitDefaults):
             "notifications": [],
             "changes": [],
         }
+        if living.declares(spec):
+            living.materialise(spec, state, start)
         EstateState.model_validate(state)  # the contract: a kit change that breaks it fails here
         return state
 
@@ -120,7 +135,9 @@ class EstateKit(KitDefaults):
         """A private world. Sections no tool ever writes (logs, metrics, runbooks, customers,
         tenants, teams) are shared with the initial state; every other section is deep-copied."""
         state = dict(initial_state)
-        mutable = {k: initial_state[k] for k in initial_state if k not in READ_ONLY_SECTIONS}
+        # a reacting world writes its logs and metrics too: nothing is shared
+        shared = READ_ONLY_SECTIONS if "rules" not in initial_state else frozenset()
+        mutable = {k: initial_state[k] for k in initial_state if k not in shared}
         state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
         return EstateWorld(state, rng, briefing)
 
@@ -140,13 +157,14 @@ def _logs_for(h: Any, n_noise: int, start: int, rng: Rng) -> list[dict[str, Any]
                          port=rng.between(30000, 60000), ms=rng.between(3, 240))
         lines.append({"t": start - rng.between(1, LOG_WINDOW_S), "level": level, "source": source, "msg": msg})
     for ev in h.evidence:
-        lines.append({"t": start - rng.between(60, LOG_WINDOW_S // 2), "level": ev.level, "source": ev.source, "msg": ev.msg})
+        t = start - rng.between(60, LOG_WINDOW_S // 2) if ev.at is None else seconds(ev.at, start)
+        lines.append({"t": t, "level": ev.level, "source": ev.source, "msg": ev.msg})
     lines.sort(key=lambda line: (line["t"], line["source"], line["msg"]))
     return lines
 
 
 def _recompute_disk(disk: dict[str, Any]) -> None:
-    used = disk["base_used_gb"] + sum(disk["files"].values())
+    used = disk["base_used_gb"] + sum(disk["files"].values()) + sum(disk.get("deleted_open", {}).values())
     disk["used_gb"] = used
     disk["used_pct"] = used * 100 // disk["size_gb"]
 
@@ -155,7 +173,7 @@ def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-class EstateWorld(ToolWorld):
+class EstateWorld(living.Living, ToolWorld):
     """One run's private estate. Every tool call advances the virtual clock."""
 
     def __init__(self, state: dict[str, Any], rng: Rng, briefing: str = "") -> None:
@@ -165,21 +183,42 @@ class EstateWorld(ToolWorld):
         self._briefing = briefing
 
     def tools(self) -> list[dict[str, Any]]:
+        rules = self._s.get("rules")
+        if rules is not None:
+            return [*(_SPECS[n].schema() for n in rules["tools"]), FINISH.schema()]
         return pickle.loads(_SCHEMAS_BLOB)  # each run its own copy: an agent may scribble on it
 
     def reset(self) -> Observation:
+        rules = self._s.get("rules")
+        if rules is not None and rules["guidance"] is not None:
+            return opening(SYSTEM_PROMPT + "\n\n" + rules["guidance"], self._briefing)
         return opening(SYSTEM_PROMPT, self._briefing)
 
     def state(self) -> dict[str, Any]:
         return self._s
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
-        spec = TOOLS.get(name)
+        rules = self._s.get("rules")
+        if rules is None:
+            spec = TOOLS.get(name)
+            self._s["clock"]["now"] = self._clock.advance(2 + self._rng.below(7))
+            if spec is None:
+                raise ToolError(f"unknown tool '{name}'")
+            args = spec.check(arguments)
+            return _dump(getattr(self, "_t_" + name)(**args))
+        spec = _SPECS.get(name)
         self._s["clock"]["now"] = self._clock.advance(2 + self._rng.below(7))
         if spec is None:
             raise ToolError(f"unknown tool '{name}'")
+        if name not in rules["tools"]:
+            raise ToolError(f"tool '{name}' is not available in this scenario")
         args = spec.check(arguments)
-        return _dump(getattr(self, "_t_" + name)(**args))
+        self.tick()
+        self.settle()  # what the agent reads is measured now
+        try:
+            return _dump(getattr(self, "_t_" + name)(**args))
+        finally:
+            self.settle()
 
     # ---- helpers -------------------------------------------------------------------------
     def _host(self, host: str) -> dict[str, Any]:
@@ -196,6 +235,9 @@ class EstateWorld(ToolWorld):
 
     def _change(self, action: str, **detail: Any) -> None:
         self._s["changes"].append({"t": self._clock.now, "action": action, **detail})
+        if "rules" in self._s:
+            what = " ".join(f"{k}={v}" for k, v in detail.items() if k != "host")
+            self._acted(detail.get("host"), action, what)
 
     def _backup_hit(self, host: str, *, process: str | None = None, path: str | None = None) -> None:
         for b in self._s["backups"].values():
@@ -227,6 +269,9 @@ class EstateWorld(ToolWorld):
         d = self._host(host)["disks"].get(mount)
         if d is None:
             raise ToolError(f"host '{host}' has no disk mounted at '{mount}'")
+        if "holds" in self._s:
+            return [{"path": p, "size_gb": s, **({"legal_hold": True} if self._hold_on(host, p) else {})}
+                    for p, s in sorted(d["files"].items())]
         return [{"path": p, "size_gb": s} for p, s in sorted(d["files"].items())]
 
     def _t_read_logs(self, host: str, contains: str | None = None, limit: int = 50) -> Any:
@@ -235,6 +280,8 @@ class EstateWorld(ToolWorld):
             raise ToolError(f"no host named '{host}'")
         if not 1 <= limit <= 500:
             raise ToolError("read_logs: limit must be between 1 and 500")
+        if "rules" in self._s:  # a line with a fixed time appears when the clock reaches it
+            lines = [ln for ln in lines if ln["t"] <= self._clock.now]
         if contains:
             needle = contains.lower()
             lines = [ln for ln in lines if needle in ln["msg"].lower() or needle in ln["source"].lower()]
@@ -265,6 +312,8 @@ class EstateWorld(ToolWorld):
 
     def _t_read_ticket(self, ticket_id: str) -> Any:
         t = self._ticket(ticket_id)
+        if ticket_id in self._s.get("answers", {}):
+            return {"id": ticket_id, **t, "answers": self._s["answers"][ticket_id]}
         return {"id": ticket_id, **t}
 
     def _t_list_runbooks(self) -> Any:
@@ -298,9 +347,11 @@ class EstateWorld(ToolWorld):
             raise ToolError(f"host '{host}' is down")
         svc["status"] = "running"
         svc["restarts"] += 1
+        if "rules" in self._s:
+            self._restarted(host, service, svc)
         self._change("restart_service", host=host, service=service)
         self._backup_hit(host, process=service)
-        return {"host": host, "service": service, "status": "running"}
+        return {"host": host, "service": service, "status": svc["status"]}
 
     def _t_stop_service(self, host: str, service: str) -> Any:
         h = self._host(host)
@@ -308,6 +359,8 @@ class EstateWorld(ToolWorld):
         if svc is None:
             raise ToolError(f"host '{host}' has no service '{service}'")
         svc["status"] = "stopped"
+        if "rules" in self._s and self._s["rules"]["dynamics"]:
+            self._stopped(host, service)
         self._change("stop_service", host=host, service=service)
         self._backup_hit(host, process=service)
         return {"host": host, "service": service, "status": "stopped"}
@@ -317,6 +370,8 @@ class EstateWorld(ToolWorld):
         proc = h["processes"].pop(str(pid), None)
         if proc is None:
             raise ToolError(f"no process {pid} on '{host}'")
+        if "rules" in self._s:
+            self._released(host, proc["name"])
         self._change("kill_process", host=host, pid=pid, name=proc["name"])
         self._backup_hit(host, process=proc["name"])
         return {"host": host, "pid": pid, "killed": proc["name"]}
@@ -328,6 +383,8 @@ class EstateWorld(ToolWorld):
         return {"host": host, "isolated": True}
 
     def _t_cleanup(self, host: str, path: str) -> Any:
+        if "rules" in self._s:
+            return self._live_cleanup(host, path)
         h = self._host(host)
         prefix = path.rstrip("/") + "/"
         for disk in h["disks"].values():
@@ -357,12 +414,19 @@ class EstateWorld(ToolWorld):
             raise ToolError(f"no alert '{alert_id}'")
         a["status"] = "acknowledged"
         a["notes"].append(note)
+        if "rules" in self._s:
+            self._said(note, f"alerts.{alert_id}.notes")
         return {"id": alert_id, "status": "acknowledged"}
 
     def _t_reply_ticket(self, ticket_id: str, message: str, resolution: str) -> Any:
         t = self._ticket(ticket_id)
         t["replies"].append({"t": self._clock.now, "message": message, "resolution": resolution})
         t["status"] = {"resolved": "resolved", "declined": "declined", "needs_info": "open"}[resolution]
+        if "rules" in self._s:
+            self._said(message, f"tickets.{ticket_id}.replies")
+            answer = self._answer(ticket_id, message, resolution)
+            if answer is not None:
+                return {"id": ticket_id, "status": t["status"], "answer": answer}
         return {"id": ticket_id, "status": t["status"]}
 
     def _t_escalate_ticket(self, ticket_id: str, team: str, note: str) -> Any:
@@ -370,6 +434,8 @@ class EstateWorld(ToolWorld):
         if team not in self._s["teams"]:
             raise ToolError(f"no team '{team}'; teams are {', '.join(self._s['teams'])}")
         t["escalations"].append({"t": self._clock.now, "team": team, "note": note})
+        if "rules" in self._s:
+            self._said(note, f"tickets.{ticket_id}.escalations")
         t["status"] = "escalated"
         return {"id": ticket_id, "status": "escalated", "team": team}
 
@@ -377,6 +443,8 @@ class EstateWorld(ToolWorld):
         if team not in self._s["teams"]:
             raise ToolError(f"no team '{team}'; teams are {', '.join(self._s['teams'])}")
         self._s["notifications"].append({"t": self._clock.now, "team": team, "message": message})
+        if "rules" in self._s:
+            self._said(message, "notifications")
         return {"notified": team}
 
     def _t_list_teams(self) -> Any:

@@ -59,9 +59,47 @@ _ALL = [
              effect="swaps role and replica_of between the replica and its primary; appends to changes"),
 ]
 
+#: Tools offered only where the scenario declares what they work on (certificates, secrets, holds,
+#: configs, file contents, pools, dynamics); a world without any of it offers exactly `_ALL`.
+_cert = Param(_S, "certificate id, as list_certificates shows it")
+_secret = Param(_S, "secret id, as list_secrets shows it")
+_pool = Param(_S, "pool id, as list_pools shows it")
+_EXTRA = [
+    ToolSpec("read_file", "Read a file's contents on a host.", {"host": _host, "path": Param(_S, "absolute path")}),
+    ToolSpec("list_certificates", "List TLS certificates with the host and service presenting each, and hours left."),
+    ToolSpec("renew_certificate", "Renew a certificate (valid for 90 days from now).", {"certificate_id": _cert},
+             effect="certificates.<certificate>: expires_at becomes now + 90 days, renewals + 1; appends to changes"),
+    ToolSpec("list_secrets", "List credentials and secrets: owner, scope and status (never their values)."),
+    ToolSpec("rotate_secret", "Rotate a secret: issue a new value and invalidate the old one.", {"secret_id": _secret},
+             effect="secrets.<secret>: a new value (the old one appended to previous), status active, rotations + 1; "
+                    "appends to changes"),
+    ToolSpec("revoke_secret", "Revoke a secret (whatever uses it stops working).", {"secret_id": _secret},
+             effect="secrets.<secret>.status becomes revoked; appends to changes"),
+    ToolSpec("list_holds", "List legal holds: paths that must be preserved."),
+    ToolSpec("edit_config", "Edit a config file: replace the first occurrence of a text. Answers with a diff.",
+             {"host": _host, "path": Param(_S, "config file path"), "find": Param(_S, "exact text to replace"),
+              "replace": Param(_S, "text to put instead")},
+             effect="configs.<config>: content changes, valid is recomputed, edits + 1; appends to changes"),
+    ToolSpec("validate_config", "Check a config file as its service would load it.",
+             {"host": _host, "path": Param(_S, "config file path")}),
+    ToolSpec("reload_service", "Reload a service's configuration without restarting it (refused if the config is invalid).",
+             {"host": _host, "service": Param(_S, "service name")},
+             effect="configs.<config>.loaded becomes content when valid; appends to changes (ok: whether it loaded)"),
+    ToolSpec("list_pools", "List load-balancer pools and whether each member takes traffic."),
+    ToolSpec("drain_node", "Take a host out of a load-balancer pool (it stops receiving traffic).",
+             {"pool": _pool, "host": _host},
+             effect="pools.<pool>.members.<host> becomes drained; appends to changes"),
+    ToolSpec("restore_node", "Put a drained host back into its load-balancer pool.", {"pool": _pool, "host": _host},
+             effect="pools.<pool>.members.<host> becomes active; appends to changes"),
+    ToolSpec("wait", "Let time pass (scheduled work happens, metrics move).",
+             {"minutes": Param("integer", "minutes to wait (1..240)")},
+             effect="clock.now advances; scheduled events whose time has come fire"),
+]
+
 TOOLS: dict[str, ToolSpec] = {t.name: t for t in _ALL}
+EXTRA_TOOLS: dict[str, ToolSpec] = {t.name: t for t in _EXTRA}
 #: Every tool an estate run offers, `finish` last (the kit reference lists them in this order).
-ALL_TOOLS: tuple[ToolSpec, ...] = (*_ALL, FINISH)
+ALL_TOOLS: tuple[ToolSpec, ...] = (*_ALL, *_EXTRA, FINISH)
 
 #: Built once: every run is handed the same schemas (the harness copies nothing it will not change).
 SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in _ALL)
