@@ -1,4 +1,4 @@
-"""`make demo`: forge 2.0 (40 cases from 8 families) played by every reference agent, three trials each,
+"""`make demo`: forge 2.0 (55 cases from 11 families) played by every reference agent, three trials each,
 one table."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from assay.service.suites import resolve_suite
 from assay.store.db import open_store
 from assay.ui import out, print_summary, progress_bar
 
-#: The forge release the demo plays: 2.0, whose 40 cases × 3 trials can tell the agents apart.
+#: The forge release the demo plays: 2.0, whose 55 cases × 3 trials can tell the agents apart.
 VERSION = "2.0"
 
 

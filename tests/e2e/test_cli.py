@@ -557,7 +557,7 @@ def test_the_demo_plays_every_reference_agent(tmp_path: Path) -> None:
     for name in ("diligent", "hasty", "overclaimer", "idle"):
         assert re.search(rf"\b{name}\b", proc.stdout), name
     counts = table_counts(db)
-    assert counts["batches"] == 4 and counts["runs"] == 4 * 40 * 3  # forge 2.0: 40 cases
+    assert counts["batches"] == 4 and counts["runs"] == 4 * 55 * 3  # forge 2.0: 55 cases
     # It ends with the three commands a newcomer runs next, each copy-pasteable with this demo's ids.
     lines = proc.stdout.splitlines()
     shown = lines[lines.index("next:") + 1:]

@@ -4,7 +4,7 @@ difference the board's own interval (`rate_interval`) detects at 95% with 80% po
 Checked against an independent computation with scipy (its t quantiles, `brentq` for the
 alternative rate, a bounded scalar search for the worst reference rate), against the interval
 itself (at the stated rates it just excludes the reference), and for the issue's figure: forge 2.0,
-40 cases × 3 reps, detects a difference below 0.25, forge 1.0's 5 cases none at all.
+55 cases × 3 reps, detects a difference below 0.25, forge 1.0's 5 cases none at all.
 """
 
 from __future__ import annotations

@@ -165,6 +165,16 @@ def test_the_incidents_materialise_the_same_world_twice_and_differ_by_seed() -> 
         assert canonical_hash(KIT.materialise(spec, loaded.scenario.seed + 1)) != loaded.world_fingerprint
 
 
+def test_a_stored_document_reads_back_with_the_same_hashes() -> None:
+    """A store keeps the validated document, dumped whole (an event spells every field, unused
+    ones as null); reading it back (results, replay, a release) gives the same case."""
+    for name in RIGHT:
+        loaded = incident(name)
+        again = parse_scenario(copy.deepcopy(loaded.document), f"stored scenario {loaded.id}", get_kit)
+        assert (again.content_hash, again.checks_hash, again.document) == (
+            loaded.content_hash, loaded.checks_hash, loaded.document)
+
+
 # ---- dynamics -------------------------------------------------------------------------------
 
 def test_the_clock_starts_when_the_scenario_says_and_evidence_has_its_fixed_time() -> None:

@@ -163,7 +163,7 @@ def schema(as_json: bool = AlwaysJson) -> None:
 #: A built-in suite's version on disk (`assay run forge --version 2.0`); a file's own version must match.
 SuiteVersionOpt = typer.Option(
     None, "--version", help="The suite version to play: a built-in suite's default is the document at "
-    "suites/KEY/suite.yaml (forge: 1.0); another version is named (forge: 2.0, 40 cases). For a suite file, "
+    "suites/KEY/suite.yaml (forge: 1.0); another version is named (forge: 2.0, 55 cases). For a suite file, "
     "its own version must match.")
 
 

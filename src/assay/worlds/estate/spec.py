@@ -296,7 +296,8 @@ class EventSpec(_Strict):
     @model_validator(mode="after")
     def _fields(self) -> EventSpec:
         wanted = EVENT_FIELDS[self.kind]
-        given = {f for f in self.model_fields_set if f not in ("at", "kind")}
+        # a field given as null is not given: a stored document (dumped whole) spells every field
+        given = {f for f in self.model_fields_set if f not in ("at", "kind") and getattr(self, f) is not None}
         missing = [f for f in wanted if getattr(self, f) is None]
         extra = sorted(given - set(wanted))
         if missing:
