@@ -83,6 +83,8 @@ def test_dollar_dollar_brace_is_a_literal_and_inserted_values_are_not_read_again
      "f.yaml: cases[0]: template.id: parameter 'case' is a list; only a placeholder that is the whole string can take one"),
     ({"extra": 1}, "f.yaml: extra: unknown field (a family has family, description, parameters, template, cases)"),
     ({"cases": []}, "f.yaml: cases: lists at least one row of parameter values"),
+    ({"family": "xx"}, "f.yaml: family: 'xx' is not a family name; use 3 to 64 lowercase letters, digits and '-', "
+                       "not starting or ending with '-'"),
 ])
 def test_each_refusal_is_one_line_naming_the_path(change: dict[str, Any], expected: str) -> None:
     with pytest.raises(BadInput) as caught:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import BadInput, Problems
+from assay.scenario.load import PATTERN_WORDS
 from assay.scenario.models import SLUG
 from assay.scenario.yamlsafe import load_yaml_file
 
@@ -108,7 +109,7 @@ def parse_family(raw: Any, where: str) -> Family:
             problem(key, f"unknown field (a family has {', '.join(_TOP)})")
     name = raw.get("family")
     if not isinstance(name, str) or not re.match(SLUG, name):
-        problem("family", "the family's name is a slug (lowercase letters, digits and dashes)")
+        problem("family", f"{name!r} is not a family name; {PATTERN_WORDS[SLUG]}")
     description = raw.get("description", "")
     if not isinstance(description, str):
         problem("description", "is text")
