@@ -66,6 +66,60 @@ def test_the_served_text_is_the_board_json_whole_and_paged(mini: Store, board_of
     assert sum(line.startswith('    {"submission_id": ') for line in text.splitlines()) == 4  # one line each
 
 
+def _reference_text(value: dict[str, Any]) -> str:
+    """The board text's layout, written independently: the value indented by two, with each entry
+    compact on a line of its own."""
+    rest = {k: v for k, v in value.items() if k != "entries"}
+    lines = [json.dumps(e, ensure_ascii=False) for e in value["entries"]]
+    out = json.dumps(rest, indent=2, ensure_ascii=False).splitlines()
+    fields = list(value)
+    at = 1 + sum(len(json.dumps({k: rest[k]}, indent=2, ensure_ascii=False).splitlines()) - 2
+                 for k in fields[:fields.index("entries")])
+    block = ['  "entries": [', *(f"    {line}," for line in lines[:-1]), f"    {lines[-1]}", "  ]"] if lines else [
+        '  "entries": []']
+    if at < len(out) - 1:
+        block[-1] += ","
+    else:
+        out[at - 1] += ","
+    return "\n".join([*out[:at], *block, *out[at:]]) + "\n"
+
+
+def test_the_board_text_is_laid_out_as_its_reference_whatever_the_entries_hold(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    """Written once from its parts, the text is the indented value with an entry a line: whole, paged
+    (the page after the entries), empty, one entry, and labels holding the placeholder, quotes,
+    new lines and characters beyond ASCII."""
+    whole = boards.board(mini, "mini", actor=PUBLIC)
+    tricky = [{**e, "agent_label": label} for e, label in zip(whole["entries"], (
+        boards._ENTRIES, '"entries": "@@assay-board-entries@@"', "naïve — ✓\nline", "plain"), strict=True)]
+    for value in (whole, boards.board(mini, "mini", actor=PUBLIC, limit=2), {**whole, "entries": []},
+                  {**whole, "entries": whole["entries"][:1]}, {**whole, "entries": tricky},
+                  {**boards.board(mini, "mini", actor=PUBLIC, limit=3), "entries": tricky}):
+        text = boards.board_text(value)
+        assert text == _reference_text(value)
+        assert json.loads(text) == value
+    assert boards.board_json(mini, "mini", actor=PUBLIC) == _reference_text(whole)
+
+
+def test_the_board_shows_each_entrys_usage_total_and_the_entry_its_whole_block(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    """The board's usage is the total's tokens, calls and cost (`board_usage`); the entry by its id
+    and `full_usage` (the card's and the page's cost tables) give the block by role, models and
+    latency; the stored figures keep the whole block, which `verify` and `--recompute` compare."""
+    stored = _stored(mini)
+    listed = boards.board(mini, "mini", actor=PUBLIC)["entries"]
+    whole = {e["submission_id"]: e for e in boards.board(mini, "mini", actor=PUBLIC, full_usage=True)["entries"]}
+    for e in listed:
+        held = json.loads(stored[e["submission_id"]]["figures"])["usage"]
+        assert set(held) == {"agent", "judge", "facilitator", "total"} and "latency_ms" in held["total"]
+        assert e["usage"] == {"total": {k: held["total"][k] for k in boards.BOARD_USAGE}}
+        by_id = boards.entry(mini, e["submission_id"], actor=PUBLIC)["entry"]
+        assert by_id["usage"] == held == whole[e["submission_id"]]["usage"]
+        assert {**by_id, "usage": e["usage"]} == e == {**whole[e["submission_id"]], "usage": e["usage"]}
+        shown = stored[e["submission_id"]]["shown"]
+        assert '"agent"' not in shown and '"latency_ms"' not in shown and '"models"' not in shown
+
+
 def test_pages_walk_the_whole_board_in_order_and_search_finds_by_label_or_handle(
         mini: Store, board_of_four: dict[str, str]) -> None:
     whole = boards.board(mini, "mini", actor=PUBLIC)

@@ -694,7 +694,7 @@ class BoardRepo(Repository):
         if limit is not None:
             query = query.limit(limit)
         with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execution_options(yield_per=5000).execute(query)]
+            return _plain_rows(conn, query)
 
     def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> dict[str, Any] | None:
         """A listed board entry by its full id (with `unlisted`, the unlisted one instead), or None."""
@@ -719,6 +719,20 @@ class BoardRepo(Repository):
         query = self._ranked_above_query()
         with self.read() as conn:
             return [int(conn.execute(query, {"release_id": release_id, "upper": u}).scalar_one()) for u in uppers]
+
+
+def _plain_rows(conn: sa.Connection, query: sa.Select[Any]) -> list[dict[str, Any]]:
+    """Every row of `query` as a plain dict, executed by SQLAlchemy (bound parameters, as everywhere)
+    and fetched by the driver's own cursor at once (psycopg: a client-side cursor, whose C loaders
+    make the values; SQLite: its cursor), without a SQLAlchemy row a row: a whole board of 100,000
+    entries in a fraction of the time rows took. Values are the driver's: SQLite gives 0/1 for a
+    boolean, which the callers read as truth values."""
+    result = conn.execute(query)
+    try:
+        names = list(result.keys())
+        return [dict(zip(names, row)) for row in result.cursor.fetchall()]
+    finally:
+        result.close()
 
 
 @functools.cache
