@@ -294,19 +294,45 @@ def _text(value: str | None) -> str:
     return "null" if value is None else _quote(value)
 
 
-def _entry_line(row: dict[str, Any], rank: int | None) -> str:
-    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: `_about(row)` and
-    the rank written member by member (as `json.dumps` writes them: a fifth of its time, at 100,000
+#: The stored row's columns an entry line is written from, in `_line`'s order after the rank.
+_LINE_COLUMNS = ("submission_id", "label", "config_signature", "public_handle", "play_model", "model_provenance",
+                 "measurement_era", "measurement_era_is_current", "variance_note", "harness_version", "digest",
+                 "shown")
+_line_values = operator.itemgetter(*_LINE_COLUMNS)
+
+
+def _line(rank: int | None, submission_id: str, label: str, signature: str | None, handle: str | None,
+          play_model: str | None, provenance: str | None, era: str | None, current: Any, note: str | None,
+          harness: str | None, digest: str | None, shown: str) -> str:
+    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: `_about` and the
+    rank written member by member (as `json.dumps` writes them, a fifth of its time: at 100,000
     entries a second), then the stored `shown` members spliced after them (the same bytes; a property
     test holds the two equal)."""
-    current = row["measurement_era_is_current"]
-    return (f'{{"submission_id": {_quote(row["submission_id"])}, "agent_label": {_quote(row["label"])}, '
-            f'"label_self_declared": true, "config_signature": {_text(row.get("config_signature"))}, '
-            f'"public_handle": {_text(row["public_handle"])}, "play_model": {_text(row["play_model"])}, '
-            f'"model_provenance": {_text(row["model_provenance"])}, "measurement_era": {_text(row["measurement_era"])}, '
+    return (f'{{"submission_id": {_quote(submission_id)}, "agent_label": {_quote(label)}, '
+            f'"label_self_declared": true, "config_signature": {_text(signature)}, '
+            f'"public_handle": {_text(handle)}, "play_model": {_text(play_model)}, '
+            f'"model_provenance": {_text(provenance)}, "measurement_era": {_text(era)}, '
             f'"measurement_era_is_current": {"null" if current is None else "true" if current else "false"}, '
-            f'"variance_note": {_text(row["variance_note"])}, "harness_version": {_text(row.get("harness_version"))}, '
-            f'"digest": {_text(row.get("digest"))}, "rank": {"null" if rank is None else int(rank)}, {row["shown"]}}}')
+            f'"variance_note": {_text(note)}, "harness_version": {_text(harness)}, "digest": {_text(digest)}, '
+            f'"rank": {"null" if rank is None else int(rank)}, {shown}}}')
+
+
+def _entry_line(row: dict[str, Any], rank: int | None) -> str:
+    """An entry's line from its stored row (`_line`)."""
+    return _line(rank, *_line_values(row))
+
+
+def _whole_lines(names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[str]:
+    """The whole board's entry lines, in board order, from its rows as the driver gave them (tuples
+    of `names`): ranked as `_whole` ranks (`stats.board.statistical_rank` over the stored intervals),
+    written as `_entry_line` writes them, without a dict a row."""
+    at = {name: i for i, name in enumerate(names)}
+    ranked, low, high = (operator.itemgetter(at[c]) for c in ("ranked", "rank_low", "rank_high"))
+    values = operator.itemgetter(*(at[c] for c in _LINE_COLUMNS))
+    lows = sorted(low(r) for r in rows if ranked(r))
+    rank = figures_of.statistical_rank
+    rows.sort(key=operator.itemgetter(at["order_key"]))
+    return [_line(rank(high(r), lows) if ranked(r) else None, *values(r)) for r in rows]
 
 
 def _whole(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int | None]]:
@@ -416,21 +442,24 @@ def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: 
     ensure(store, release)
     after = _uncursor(cursor) if cursor else None
     paged = limit is not None or after is not None or bool(search)
-    rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
-                        limit=None if limit is None else limit + 1, search=search, figures=not text)
-    more = limit is not None and len(rows) > limit
-    shown = rows[:limit] if limit is not None else rows
-    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
-    value = {
+    value: dict[str, Any] = {
         "suite": _suite(release, history[0]["version"] if history else None),
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
         "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
-        "entries": [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank,
-                                                                   full_usage=full_usage)
-                    for r, rank in ranked],
     }
+    if text and not paged:  # the whole board's text: every row as the driver gives it, written as it is read
+        value["entries"] = _whole_lines(*repo.board_rows(release["id"], digest_version=DIGEST_VERSION))
+        return value
+    rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
+                        limit=None if limit is None else limit + 1, search=search, figures=not text)
+    more = limit is not None and len(rows) > limit
+    shown = rows[:limit] if limit is not None else rows
+    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
+    value["entries"] = [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank,
+                                                                     full_usage=full_usage)
+                        for r, rank in ranked]
     if paged:
         value["page"] = {"limit": limit, "search": search or None,
                          "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}

@@ -717,12 +717,24 @@ class BoardRepo(Repository):
         if limit is not None:
             query = query.limit(limit)
         with self.read() as conn:
-            if whole and conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET LOCAL jit = off")  # this transaction's only: a read, rolled back
-            rows = _plain_rows(conn, query)
+            if whole:
+                _no_jit(conn)
+            names, rows = _plain_rows(conn, query)
+        out = [dict(zip(names, row)) for row in rows]
         if whole:
-            rows.sort(key=operator.itemgetter("order_key"))
-        return rows
+            out.sort(key=operator.itemgetter("order_key"))
+        return out
+
+    def board_rows(self, release_id: int, *, digest_version: int) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A release's listed entries for the whole board's text: the columns' names and each row as
+        the driver gives it (a tuple: no dict a row at 100,000 rows), in no order; the members a board
+        shows of its figures only (`shown`). The same rows as `entries` without `after`, `limit` or
+        `search`."""
+        query = self._entries_query(release_id, listed=True, digest_version=digest_version, figures=False,
+                                    whole=True)
+        with self.read() as conn:
+            _no_jit(conn)
+            return _plain_rows(conn, query)
 
     def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> dict[str, Any] | None:
         """A listed board entry by its full id (with `unlisted`, the unlisted one instead), or None."""
@@ -749,18 +761,25 @@ class BoardRepo(Repository):
             return [int(conn.execute(query, {"release_id": release_id, "upper": u}).scalar_one()) for u in uppers]
 
 
-def _plain_rows(conn: sa.Connection, query: sa.Select[Any]) -> list[dict[str, Any]]:
-    """Every row of `query` as a plain dict, executed by SQLAlchemy (bound parameters, as everywhere)
-    and fetched by the driver's own cursor at once (psycopg: a client-side cursor, whose C loaders
-    make the values; SQLite: its cursor), without a SQLAlchemy row a row: a whole board of 100,000
-    entries in a fraction of the time rows took. Values are the driver's: SQLite gives 0/1 for a
-    boolean, which the callers read as truth values."""
+def _plain_rows(conn: sa.Connection, query: sa.Select[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """`query`'s column names and every row of it as the driver's tuple: executed by SQLAlchemy (bound
+    parameters, as everywhere) and fetched by the driver's own cursor at once (psycopg: a client-side
+    cursor, whose C loaders make the values; SQLite: its cursor), without a SQLAlchemy row a row: a
+    whole board of 100,000 entries in a fraction of the time rows took. Values are the driver's:
+    SQLite gives 0/1 for a boolean, which the callers read as truth values."""
     result = conn.execute(query)
     try:
-        names = list(result.keys())
-        return [dict(zip(names, row)) for row in result.cursor.fetchall()]
+        return list(result.keys()), list(result.cursor.fetchall())  # psycopg's and sqlite3's rows are tuples
     finally:
         result.close()
+
+
+def _no_jit(conn: sa.Connection) -> None:
+    """No JIT compilation for the rest of this (read) transaction, on PostgreSQL: a whole board's plan
+    of joins over plain columns costs enough to be compiled, which took longer than the query ran
+    (seconds at 100,000 entries)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL jit = off")
 
 
 @functools.cache
