@@ -66,8 +66,12 @@ the old stored text, new code on one with the new (`board_json`, seconds):
     new (102 MB)         6.1          3.96, 3.99   1.1, 1.1
                          4.3          5.5, 5.0     1.5, 1.4
 
-New over old, next reads: 0.18 to 0.26 (4 to 5 times faster); on the quiet machine that measured
-11.7 s, some 2.5 to 3 s. First page (median of 20, same runs): old 0.040 / 0.059 s, new 0.041 /
+Again at load 4 (one run each): old 11.9 s first read, 8.55 next (CPU 3.6 s); new 4.53 first,
+3.38 and 3.40 next (CPU 1.6 s): new over old 0.38 to 0.40. The first read of a process also
+warms the server's caches. On the loaded machine the old read varies with the load far more (JIT
+compilation and 300,000 subqueries on the server) than the new one. SQLite, 20,000 entries, side by
+side at load 4: old 1.86 / 1.82 and 1.69 / 1.32 s (first / next read, 31.9 MB), new 0.85 / 0.47 and
+0.45 / 0.55 s (20.3 MB). First page (median of 20, same runs): old 0.040 / 0.059 s, new 0.041 /
 0.054 s. This script's own run (load about 12): PostgreSQL at 100,000 entries, full JSON 6.14 s
 (101.6 MB), first page 0.101 s, entry 0.086 s, complete 0.31 s (0.84 s at 100 entries); SQLite at
 20,000 entries, full JSON 3.77 s (20.3 MB), first page 0.073 s, complete 0.47 s (0.47 s at 100).
