@@ -46,7 +46,7 @@ full JSON 13.1 s cold / 11.7 s warm for 159 MB (83 MB before the usage block): t
 missed. Of the warm read, 4.6 s was fetching 100,000 rows through SQLAlchemy's server-side cursor,
 1.5 s splicing entry lines and 2.0 s `board_text` (1.5 s of it one `str.replace` over the text).
 
-What changed (2026-12-06, late evening), each step timed old against new code side by side:
+What changed (2026-12-06, late evening; the old and the new code timed side by side below):
 
 * the board shows each entry's usage `total` only (tokens, calls, cost; the entry by its id, the
   card and the page keep the block by role): 1,016 bytes an entry, not 1,593 (102 MB at 100,000);
