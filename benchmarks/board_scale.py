@@ -42,9 +42,40 @@ Measured on the development machine (2 cores shared with other work; seconds; 20
 (PostgreSQL at 100,000 entries with the full JSON read before `board_json` read only the `shown`
 members.) Measured again 2026-12-06 evening, quiet machine, PostgreSQL at 100,000 entries, after
 each entry's shown members gained `usage` and `cost_per_run_usd` (issue 28): first page 0.053 s,
-full JSON 13.1 s cold / 11.7 s warm for 159 MB (83 MB before the usage block): the 5 s target is
-missed. Of the warm read, 4.6 s is fetching 100,000 rows through SQLAlchemy's server-side cursor,
+full JSON 13.1 s cold / 11.7 s warm for 159 MB (83 MB before the usage block): the 5 s target was
+missed. Of the warm read, 4.6 s was fetching 100,000 rows through SQLAlchemy's server-side cursor,
 1.5 s splicing entry lines and 2.0 s `board_text` (1.5 s of it one `str.replace` over the text).
+
+What changed (2026-12-06, late evening; the old and the new code timed side by side below):
+
+* the board shows each entry's usage `total` only (tokens, calls, cost; the entry by its id, the
+  card and the page keep the block by role): 1,016 bytes an entry, not 1,593 (102 MB at 100,000);
+* the whole board is read in one pass of joins (each entry's latest handle, note and digest grouped
+  once, where three subqueries an entry ran 300,000 times), without JIT (PostgreSQL compiled the
+  plan for longer than it ran), fetched by psycopg's client-side cursor as tuples (no SQLAlchemy
+  row, no dict a row), ranked and written in one pass with json's own string writer;
+* the text is joined once (no placeholder replaced in a text of 100 MB).
+
+Measured on a heavily loaded machine (load average 8 to 16 on its 2 cores, other work running), so
+read the ratios. PostgreSQL, 100,000 entries, the same cluster, old code on a copy of the store with
+the old stored text, new code on one with the new (`board_json`, seconds):
+
+    two runs, load 8    first read   next reads    client CPU of a next read
+    old (159 MB)        16.4         22.4          4.1
+                        21.9         21.2          4.4
+    new (102 MB)         6.1          3.96, 3.99   1.1, 1.1
+                         4.3          5.5, 5.0     1.5, 1.4
+
+Again at load 4 (one run each): old 11.9 s first read, 8.55 next (CPU 3.6 s); new 4.53 first,
+3.38 and 3.40 next (CPU 1.6 s): new over old 0.38 to 0.40. The first read of a process also
+warms the server's caches. On the loaded machine the old read varies with the load far more (JIT
+compilation and 300,000 subqueries on the server) than the new one. SQLite, 20,000 entries, side by
+side at load 4: old 1.86 / 1.82 and 1.69 / 1.32 s (first / next read, 31.9 MB), new 0.85 / 0.47 and
+0.45 / 0.55 s (20.3 MB). First page (median of 20, same runs): old 0.040 / 0.059 s, new 0.041 /
+0.054 s. This script's own run (load about 12): PostgreSQL at 100,000 entries, full JSON 6.14 s
+(101.6 MB), first page 0.101 s, entry 0.086 s, complete 0.31 s (0.84 s at 100 entries); SQLite at
+20,000 entries, full JSON 3.77 s (20.3 MB), first page 0.073 s, complete 0.47 s (0.47 s at 100).
+SQLite, 5,000 entries, side by side: old 0.66 / 0.56 s, new 0.32 / 0.27 s.
 """
 
 from __future__ import annotations

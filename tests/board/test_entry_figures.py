@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.errors import Invalid
 from assay.service import board as boards
@@ -66,6 +68,84 @@ def test_the_served_text_is_the_board_json_whole_and_paged(mini: Store, board_of
     assert sum(line.startswith('    {"submission_id": ') for line in text.splitlines()) == 4  # one line each
 
 
+_maybe_text = st.none() | st.text(max_size=12)
+_ABOUT = {"submission_id", "agent_label", "label_self_declared", "config_signature", "public_handle", "play_model",
+          "model_provenance", "measurement_era", "measurement_era_is_current", "variance_note", "harness_version",
+          "digest", "rank"}  # a shown member never shares a name with them
+
+
+@settings(max_examples=200, deadline=None)
+@given(row=st.fixed_dictionaries({
+    "submission_id": st.text(max_size=8), "label": st.text(max_size=12), "config_signature": _maybe_text,
+    "public_handle": _maybe_text, "play_model": _maybe_text, "model_provenance": _maybe_text,
+    "measurement_era": _maybe_text, "measurement_era_is_current": st.sampled_from([None, True, False, 0, 1]),
+    "variance_note": _maybe_text, "harness_version": _maybe_text, "digest": _maybe_text}),
+    rank=st.none() | st.integers(1, 10**6), shown=st.dictionaries(st.text(max_size=6).filter(lambda k: k not in _ABOUT),
+                                                                  _maybe_text, min_size=1, max_size=3))
+def test_an_entry_line_is_json_dumps_of_the_entry(row: dict[str, Any], rank: int | None,
+                                                  shown: dict[str, Any]) -> None:
+    """The line written member by member is `json.dumps` of what the submission is, its rank and its
+    shown figures: any text (quotes, controls, beyond ASCII), None, and SQLite's 0/1 for a boolean."""
+    assert set(boards._about(row)) | {"rank"} == _ABOUT
+    stored = {**row, "shown": json.dumps(shown, ensure_ascii=False)[1:-1]}
+    expected = json.dumps({**boards._about(row), "rank": rank, **shown}, ensure_ascii=False)
+    assert boards._entry_line(stored, rank) == expected
+
+
+def _reference_text(value: dict[str, Any]) -> str:
+    """The board text's layout, written independently: the value indented by two, with each entry
+    compact on a line of its own."""
+    rest = {k: v for k, v in value.items() if k != "entries"}
+    lines = [json.dumps(e, ensure_ascii=False) for e in value["entries"]]
+    out = json.dumps(rest, indent=2, ensure_ascii=False).splitlines()
+    fields = list(value)
+    at = 1 + sum(len(json.dumps({k: rest[k]}, indent=2, ensure_ascii=False).splitlines()) - 2
+                 for k in fields[:fields.index("entries")])
+    block = ['  "entries": [', *(f"    {line}," for line in lines[:-1]), f"    {lines[-1]}", "  ]"] if lines else [
+        '  "entries": []']
+    if at < len(out) - 1:
+        block[-1] += ","
+    else:
+        out[at - 1] += ","
+    return "\n".join([*out[:at], *block, *out[at:]]) + "\n"
+
+
+def test_the_board_text_is_laid_out_as_its_reference_whatever_the_entries_hold(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    """Written once from its parts, the text is the indented value with an entry a line: whole, paged
+    (the page after the entries), empty, one entry, and labels holding the placeholder, quotes,
+    new lines and characters beyond ASCII."""
+    whole = boards.board(mini, "mini", actor=PUBLIC)
+    tricky = [{**e, "agent_label": label} for e, label in zip(whole["entries"], (
+        boards._ENTRIES, '"entries": "@@assay-board-entries@@"', "naïve — ✓\nline", "plain"), strict=True)]
+    for value in (whole, boards.board(mini, "mini", actor=PUBLIC, limit=2), {**whole, "entries": []},
+                  {**whole, "entries": whole["entries"][:1]}, {**whole, "entries": tricky},
+                  {**boards.board(mini, "mini", actor=PUBLIC, limit=3), "entries": tricky}):
+        text = boards.board_text(value)
+        assert text == _reference_text(value)
+        assert json.loads(text) == value
+    assert boards.board_json(mini, "mini", actor=PUBLIC) == _reference_text(whole)
+
+
+def test_the_board_shows_each_entrys_usage_total_and_the_entry_its_whole_block(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    """The board's usage is the total's tokens, calls and cost (`board_usage`); the entry by its id
+    and `full_usage` (the card's and the page's cost tables) give the block by role, models and
+    latency; the stored figures keep the whole block, which `verify` and `--recompute` compare."""
+    stored = _stored(mini)
+    listed = boards.board(mini, "mini", actor=PUBLIC)["entries"]
+    whole = {e["submission_id"]: e for e in boards.board(mini, "mini", actor=PUBLIC, full_usage=True)["entries"]}
+    for e in listed:
+        held = json.loads(stored[e["submission_id"]]["figures"])["usage"]
+        assert set(held) == {"agent", "judge", "facilitator", "total"} and "latency_ms" in held["total"]
+        assert e["usage"] == {"total": {k: held["total"][k] for k in boards.BOARD_USAGE}}
+        by_id = boards.entry(mini, e["submission_id"], actor=PUBLIC)["entry"]
+        assert by_id["usage"] == held == whole[e["submission_id"]]["usage"]
+        assert {**by_id, "usage": e["usage"]} == e == {**whole[e["submission_id"]], "usage": e["usage"]}
+        shown = stored[e["submission_id"]]["shown"]
+        assert '"agent"' not in shown and '"latency_ms"' not in shown and '"models"' not in shown
+
+
 def test_pages_walk_the_whole_board_in_order_and_search_finds_by_label_or_handle(
         mini: Store, board_of_four: dict[str, str]) -> None:
     whole = boards.board(mini, "mini", actor=PUBLIC)
@@ -88,6 +168,36 @@ def test_pages_walk_the_whole_board_in_order_and_search_finds_by_label_or_handle
     assert bad.value.field == "cursor"
     with pytest.raises(Invalid):
         boards.board(mini, "mini", actor=PUBLIC, limit=0)
+
+
+def test_the_whole_board_read_in_one_pass_is_its_pages_read_row_by_row(
+        mini: Store, board_of_four: dict[str, str]) -> None:
+    """The whole board joins each entry's latest handle, note and digest once; a page reads them an
+    entry at a time: the same entries, handles, notes and digests, in the same order (the latest
+    row of each stream wins; a withdrawn note is none)."""
+    from assay.service import accounts, submissions
+
+    submissions.note(mini, board_of_four["hasty"], "first note", actor=OPERATOR)
+    submissions.note(mini, board_of_four["hasty"], "second — the latest", actor=OPERATOR)
+    submissions.note(mini, board_of_four["idle"], "withdrawn", actor=OPERATOR)
+    submissions.note(mini, board_of_four["idle"], "", actor=OPERATOR)
+    accounts.set_handle(mini, "carol", "Carol-2", actor=OPERATOR)
+    accounts.set_handle(mini, "carol", "Carol-3", actor=OPERATOR)
+    whole = boards.board(mini, "mini", actor=PUBLIC)["entries"]
+    paged: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = boards.board(mini, "mini", actor=PUBLIC, limit=3, cursor=cursor)
+        paged += page["entries"]
+        if (cursor := page["page"]["next_cursor"]) is None:
+            break
+    assert whole == paged and len(whole) == 4
+    by_id = {e["submission_id"]: e for e in whole}
+    assert by_id[board_of_four["hasty"]]["variance_note"] == "second — the latest"
+    assert by_id[board_of_four["idle"]]["variance_note"] is None
+    assert by_id[board_of_four["idle"]]["public_handle"] == "Carol-3"
+    assert all(e["digest"] for e in whole)
+    assert json.loads(boards.board_json(mini, "mini", actor=PUBLIC))["entries"] == whole
 
 
 def test_recompute_rebuilds_from_the_rows_and_says_what_differed(mini: Store, board_of_four: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from assay.agents.loader import load_agent
 from assay.errors import Conflict, Forbidden, Invalid, NotFound
 from assay.service import exports, submissions
 from assay.service.actors import OPERATOR, PUBLIC, account_actor
-from assay.service.board import board, entry
+from assay.service.board import board, board_usage, entry
 from assay.service.verify import verify
 from assay.store import Store
 
@@ -45,9 +45,11 @@ def test_an_unlisted_entry_is_reachable_by_its_id_and_never_listed(mini: Store) 
     assert (e["leaderboard_class"], e["status"], e["rank"]) == ("self_hosted_facilitator", "complete", None)
     assert e["pass_rate"] == 1.0 and e["pass_rate_ci"] is not None and e["digest"]
 
-    # a listed entry read by its id is exactly the board's entry
+    # a listed entry read by its id is the board's entry, with its whole usage block where the board
+    # shows the total
     again = entry(mini, listed, actor=PUBLIC)
-    assert again["listed"] is True and again["entry"] == shown["entries"][0]
+    assert again["listed"] is True and again["entry"] == {**shown["entries"][0], "usage": again["entry"]["usage"]}
+    assert shown["entries"][0]["usage"] == board_usage(again["entry"]["usage"])
 
     owner = submissions.results(mini, hidden, actor=account_actor("alice"))
     assert (owner["published"], owner["listed"], owner["on_board"]) == (True, False, False)

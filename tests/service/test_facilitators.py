@@ -44,11 +44,14 @@ def test_a_model_facilitator_words_the_runs_and_the_replay_needs_no_model(sqlite
     assert report["identical"] is True
     entry = next(e for e in board.board(store, "academy", actor=PUBLIC)["entries"] if e["submission_id"] == sid)
     assert entry["rank"] is None and entry["facilitator_models"] == ["openai:gm-1"]
-    # every line the model spoke is counted as the facilitator's usage (the fake reports 10 + 10 tokens a call)
-    spent = entry["usage"]["facilitator"]
+    # every line the model spoke is counted as the facilitator's usage (the fake reports 10 + 10 tokens a call):
+    # on the board in the total, by role on the entry
+    assert entry["usage"]["total"]["calls"] == asked
+    usage = board.entry(store, sid, actor=PUBLIC)["entry"]["usage"]
+    spent = usage["facilitator"]
     assert (spent["calls"], spent["prompt_tokens"], spent["completion_tokens"]) == (asked, 10 * asked, 10 * asked)
     assert spent["models"] == ["gm-1"] and spent["self_reported"] is False
-    assert entry["usage"]["agent"]["calls"] == 0  # a reference agent calls no model
+    assert usage["agent"]["calls"] == 0  # a reference agent calls no model
 
 
 def test_a_remote_agent_plays_against_a_model_facilitator_asked_once_per_line(sqlite_store: Store) -> None:

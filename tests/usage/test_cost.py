@@ -155,13 +155,20 @@ def test_board_entry_card_and_page_show_tokens_and_cost(tmp_path: Path) -> None:
     expected = sum(_cost(u) for u in served)
     board = json.loads(ok("board", "mini", "--json"))
     (entry,) = board["entries"]
-    assert entry["usage"]["agent"]["calls"] == len(served)
-    assert entry["usage"]["agent"]["prompt_tokens"] == sum(u["prompt_tokens"] for u in served)
+    # the board shows the total (tokens, calls, cost); the entry by its id the whole block, by role
+    assert list(entry["usage"]) == ["total"]
+    assert entry["usage"]["total"]["calls"] == len(served)
+    assert entry["usage"]["total"]["prompt_tokens"] == sum(u["prompt_tokens"] for u in served)
     assert entry["usage"]["total"]["cost_usd"] == pytest.approx(expected, abs=1e-9)
     assert entry["cost_per_run_usd"] == pytest.approx(expected / entry["n_runs"], abs=1e-9)
     # the entry, by its id, on the command line and through the API
     shown = ok("entry", owner["id"])
     assert f"${entry['cost_per_run_usd']:.6f}" in shown and "tokens agent" in shown
+    whole = json.loads(ok("entry", owner["id"], "--json"))["entry"]["usage"]
+    assert whole["agent"]["calls"] == len(served) and whole["judge"]["calls"] == 0
+    assert whole["agent"]["prompt_tokens"] == sum(u["prompt_tokens"] for u in served)
+    assert whole["agent"]["models"] == ["priced-model"]
+    assert {k: whole["total"][k] for k in entry["usage"]["total"]} == entry["usage"]["total"]
     # the card
     card = ok("card", "mini")
     assert "## Tokens and cost" in card and f"${entry['cost_per_run_usd']:.6f}" in card
@@ -171,7 +178,9 @@ def test_board_entry_card_and_page_show_tokens_and_cost(tmp_path: Path) -> None:
         with TestClient(create_app(Settings(db_url=None, secret=b"s" * 32), store=store)) as client:
             api = client.get(f"/api/entries/{owner['id']}").json()
             assert api["entry"]["cost_per_run_usd"] == entry["cost_per_run_usd"]
-            assert api["entry"]["usage"] == entry["usage"]
+            assert api["entry"]["usage"] == whole
+            listed = client.get("/api/leaderboard/mini").json()["entries"]
+            assert [e["usage"] for e in listed] == [entry["usage"]]
             page = client.get("/suites/mini").text
     finally:
         store.close()

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 import pytest
 
 from assay.service.actors import PUBLIC
-from assay.service.board import board, board_text
+from assay.service.board import BOARD_USAGE, board, board_text
 from assay.service.cards import card
 
 from .conftest import INJECTION, Site, bearer
@@ -107,7 +107,11 @@ def test_a_listed_entry_by_its_id_is_its_board_entry_and_an_internal_suite_s_is_
     served = site_client.get(f"/api/entries/{listed}")
     assert served.status_code == 200 and served.json()["listed"] is True
     on_board = site_client.get("/api/leaderboard/mini").json()["entries"]
-    assert served.json()["entry"] == next(e for e in on_board if e["submission_id"] == listed)
+    # the board's entry, with its whole usage block (by role) where the board shows the total
+    entry, shown = served.json()["entry"], next(e for e in on_board if e["submission_id"] == listed)
+    assert entry == {**shown, "usage": entry["usage"]} and set(entry["usage"]) == {"agent", "judge", "facilitator",
+                                                                                   "total"}
+    assert shown["usage"] == {"total": {k: entry["usage"]["total"][k] for k in BOARD_USAGE}}
     assert not any("seed" in k for k in _keys_anywhere(served.json()))
     internal = site_client.get(f"/api/entries/{populated_site.submissions['vault 1.0 diligent']}")
     assert internal.status_code == 404

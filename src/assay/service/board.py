@@ -25,7 +25,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import operator
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring as _quote  # json.dumps' own string writer (ensure_ascii=False)
 from typing import Any
 
 from assay.errors import BadInput, Invalid, NotFound
@@ -135,14 +137,36 @@ def shown_fields(figures: dict[str, Any]) -> list[str]:
             *figures_of.trait_fields(figures), *(k for k in ("usage", "cost_per_run_usd") if k in figures)]
 
 
+#: What a board entry shows of its usage block: the total's tokens, calls and cost (and why there is
+#: no cost). The block by role, with models and latency, is the entry's (`entry`, the card, the page's
+#: cost table): a board of 100,000 entries would otherwise carry 60 MB of it.
+BOARD_USAGE = ("prompt_tokens", "completion_tokens", "cached_tokens", "calls", "self_reported", "cost_usd",
+               "cost_reason")
+
+
+def board_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """An entry's usage block as its board shows it: `{"total": {BOARD_USAGE}}`, a part of the block."""
+    total = usage["total"]
+    return {"total": {k: total[k] for k in BOARD_USAGE}}
+
+
+def shown(figures: dict[str, Any], *, full_usage: bool = False) -> dict[str, Any]:
+    """The figures an entry shows (`shown_fields`, in order): on a board its usage is `board_usage`'s,
+    with `full_usage` (an entry by its id, the card, the page's cost table) the whole block."""
+    out = {k: figures[k] for k in shown_fields(figures)}
+    if not full_usage and out.get("usage") is not None:
+        out["usage"] = board_usage(out["usage"])
+    return out
+
+
 def stored_row(submission_id: str, release_id: int, figures: dict[str, Any]) -> dict[str, Any]:
     """An `entry_figures` row: the figures as canonical text (the same bytes on both backends, key
     order kept), the members the board shows of them as its text writes them (`shown`), and the
     columns a board sorts, filters and ranks by."""
     ranked, interval = figures_of.ranking(figures)
-    shown = json.dumps({k: figures[k] for k in shown_fields(figures)}, ensure_ascii=False)[1:-1]
+    shown_text = json.dumps(shown(figures), ensure_ascii=False)[1:-1]
     return {
-        "shown": shown,
+        "shown": shown_text,
         "submission_id": submission_id, "release_id": release_id, "method": figures_of.METHOD,
         "complete": figures["status"] == "complete", "ranked": ranked,
         "order_key": figures_of.order_key(submission_id, figures),
@@ -255,25 +279,69 @@ def _about(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None) -> dict[str, Any]:
+def entry_view(info: dict[str, Any], figures: dict[str, Any], rank: int | None, *,
+               full_usage: bool = False) -> dict[str, Any]:
     """An entry as a board shows it: what the submission is (`_about`), its statistical rank, and
-    the figures it shows (`shown_fields`), in that order."""
-    return {**_about(info), "rank": rank, **{k: figures[k] for k in shown_fields(figures)}}
+    the figures it shows (`shown`: with `full_usage`, its whole usage block), in that order."""
+    return {**_about(info), "rank": rank, **shown(figures, full_usage=full_usage)}
+
+
+#: `json.dumps(value, ensure_ascii=False)`, its encoder made once (not once an entry).
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
+
+
+#: The stored row's columns an entry line is written from, in `_line`'s order after the rank.
+_LINE_COLUMNS = ("submission_id", "label", "config_signature", "public_handle", "play_model", "model_provenance",
+                 "measurement_era", "measurement_era_is_current", "variance_note", "harness_version", "digest",
+                 "shown")
+_line_values = operator.itemgetter(*_LINE_COLUMNS)
+
+
+def _line(rank: int | None, submission_id: str, label: str, signature: str | None, handle: str | None,
+          play_model: str | None, provenance: str | None, era: str | None, current: Any, note: str | None,
+          harness: str | None, digest: str | None, shown: str) -> str:
+    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: `_about` and the
+    rank written member by member (as `json.dumps` writes them, a fifth of its time: at 100,000
+    entries a second), then the stored `shown` members spliced after them (the same bytes; a property
+    test holds the two equal)."""
+    return (f'{{"submission_id": {_quote(submission_id)}, "agent_label": {_quote(label)}, '
+            f'"label_self_declared": true, "config_signature": {_text(signature)}, '
+            f'"public_handle": {_text(handle)}, "play_model": {_text(play_model)}, '
+            f'"model_provenance": {_text(provenance)}, "measurement_era": {_text(era)}, '
+            f'"measurement_era_is_current": {"null" if current is None else "true" if current else "false"}, '
+            f'"variance_note": {_text(note)}, "harness_version": {_text(harness)}, "digest": {_text(digest)}, '
+            f'"rank": {"null" if rank is None else int(rank)}, {shown}}}')
 
 
 def _entry_line(row: dict[str, Any], rank: int | None) -> str:
-    """`json.dumps(entry_view(...))` of a stored row, without decoding its figures: the stored
-    `shown` members spliced after what the submission is and its rank (the same bytes)."""
-    about = json.dumps({**_about(row), "rank": rank}, ensure_ascii=False)
-    return f"{about[:-1]}, {row['shown']}}}"
+    """An entry's line from its stored row (`_line`)."""
+    return _line(rank, *_line_values(row))
+
+
+def _whole_lines(names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[str]:
+    """The whole board's entry lines, in board order, from its rows as the driver gave them (tuples
+    of `names`): ranked as `_whole` ranks (`stats.board.statistical_rank` over the stored intervals),
+    written as `_entry_line` writes them, without a dict a row."""
+    at = {name: i for i, name in enumerate(names)}
+    ranked, low, high = (operator.itemgetter(at[c]) for c in ("ranked", "rank_low", "rank_high"))
+    values = operator.itemgetter(*(at[c] for c in _LINE_COLUMNS))
+    lows = sorted(low(r) for r in rows if ranked(r))
+    rank = figures_of.statistical_rank
+    rows.sort(key=operator.itemgetter(at["order_key"]))
+    return [_line(rank(high(r), lows) if ranked(r) else None, *values(r)) for r in rows]
 
 
 def _whole(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int | None]]:
     """Whole-board rows in board order, each with its statistical rank among the ranked ones
     (`stats.board.statistical_rank` over the stored intervals)."""
     lows = sorted(r["rank_low"] for r in rows if r["ranked"])
-    return [(r, figures_of.statistical_rank(r["rank_high"], lows) if r["ranked"] else None)
-            for r in sorted(rows, key=lambda r: r["order_key"])]
+    rank = figures_of.statistical_rank
+    return [(r, rank(r["rank_high"], lows) if r["ranked"] else None)
+            for r in sorted(rows, key=operator.itemgetter("order_key"))]
 
 
 def ranked_entries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -347,11 +415,14 @@ def _public_history(repo: BoardRepo, key: str) -> list[dict[str, Any]]:
 
 
 def board(store: Store, key: str, version: str | None = None, *, actor: Actor, limit: int | None = None,
-          cursor: str | None = None, search: str | None = None) -> dict[str, Any]:
+          cursor: str | None = None, search: str | None = None, full_usage: bool = False) -> dict[str, Any]:
     """A suite version's public board (the latest public version by default), whoever asks: every
     entry, or with `limit` a page of them from `cursor` on (`page.next_cursor`: the next page's, None
-    at the end), optionally only those whose handle or label contains `search`."""
-    return _board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=False)
+    at the end), optionally only those whose handle or label contains `search`. With `full_usage`,
+    each entry carries its whole usage block (by role) where the board shows its total (`board_usage`):
+    for the card's and the board page's cost tables."""
+    return _board(store, key, version, actor=actor, limit=limit, cursor=cursor, search=search, text=False,
+                  full_usage=full_usage)
 
 
 def board_json(store: Store, key: str, version: str | None = None, *, actor: Actor, limit: int | None = None,
@@ -362,7 +433,7 @@ def board_json(store: Store, key: str, version: str | None = None, *, actor: Act
 
 
 def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: int | None, cursor: str | None,
-           search: str | None, text: bool) -> dict[str, Any]:
+           search: str | None, text: bool, full_usage: bool = False) -> dict[str, Any]:
     if limit is not None and not 1 <= limit <= MAX_PAGE:
         raise Invalid(f"a page holds 1 to {MAX_PAGE} entries", "limit", value=limit)
     release = releases.find_release(store, key, version, public=True, actor=actor)
@@ -371,20 +442,24 @@ def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: 
     ensure(store, release)
     after = _uncursor(cursor) if cursor else None
     paged = limit is not None or after is not None or bool(search)
-    rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
-                        limit=None if limit is None else limit + 1, search=search, figures=not text)
-    more = limit is not None and len(rows) > limit
-    shown = rows[:limit] if limit is not None else rows
-    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
-    value = {
+    value: dict[str, Any] = {
         "suite": _suite(release, history[0]["version"] if history else None),
         "versions": [{"version": r["version"], "released_at": r["created_at"].isoformat(),
                       "current": r["version"] == release["version"]} for r in history],
         "provenance": provenance(store, release),
         "ranking": TRAIT_RANKING if release.get("rubric") is not None else RANKING,
-        "entries": [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank)
-                    for r, rank in ranked],
     }
+    if text and not paged:  # the whole board's text: every row as the driver gives it, written as it is read
+        value["entries"] = _whole_lines(*repo.board_rows(release["id"], digest_version=DIGEST_VERSION))
+        return value
+    rows = repo.entries(release["id"], digest_version=DIGEST_VERSION, after=after,
+                        limit=None if limit is None else limit + 1, search=search, figures=not text)
+    more = limit is not None and len(rows) > limit
+    shown = rows[:limit] if limit is not None else rows
+    ranked = list(zip(shown, _ranks(repo, shown))) if paged else _whole(shown)
+    value["entries"] = [_entry_line(r, rank) if text else entry_view(r, json.loads(r["figures"]), rank,
+                                                                     full_usage=full_usage)
+                        for r, rank in ranked]
     if paged:
         value["page"] = {"limit": limit, "search": search or None,
                          "next_cursor": _cursor(shown[-1]["order_key"]) if more and shown else None}
@@ -419,7 +494,8 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
         "suite": _suite(release, history[0]["version"] if history else None),
         "provenance": provenance(store, release),
         "listed": listed is not None,
-        "entry": entry_view(found, json.loads(found["figures"]), _ranks(repo, [found])[0] if listed is not None else None),
+        "entry": entry_view(found, json.loads(found["figures"]), _ranks(repo, [found])[0] if listed is not None else None,
+                            full_usage=True),
     }
 
 
@@ -428,13 +504,20 @@ _ENTRIES = "@@assay-board-entries@@"
 
 def board_text(value: dict[str, Any]) -> str:
     """The board JSON as printed and written: one canonical text for both backends — indented, each
-    entry on a line of its own (an entry already rendered, `board_json`'s, is written as it is) (compact: the C encoder writes 100,000 entries in about a second,
-    where indenting every entry's fields took several)."""
+    entry compact on a line of its own (an entry already rendered, `board_json`'s, is written as it
+    is). The text is written once: the indented head and tail around the entries, joined with them in
+    one pass (no placeholder replaced in a text of 100 MB, no copy of the entries' text)."""
     entries = value.get("entries")
     if not isinstance(entries, list):
         return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-    text = json.dumps({**value, "entries": _ENTRIES}, indent=2, ensure_ascii=False)
-    lines = ",\n    ".join(e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in entries)
+    head = json.dumps({**value, "entries": _ENTRIES}, indent=2, ensure_ascii=False)
     # anchored on the key: a string value holding the placeholder is escaped (\"), so never matches
-    return text.replace(f'"entries": {json.dumps(_ENTRIES)}', f'"entries": [\n    {lines}\n  ]' if entries
-                        else '"entries": []', 1) + "\n"
+    marker = f'"entries": {json.dumps(_ENTRIES)}'
+    at = head.index(marker)
+    before, after = head[:at] + '"entries": [', "]" + head[at + len(marker):] + "\n"
+    if not entries:
+        return before + after
+    lines = [e if isinstance(e, str) else _encode(e) for e in entries]
+    lines[0] = f"{before}\n    {lines[0]}"
+    lines[-1] = f"{lines[-1]}\n  {after}"
+    return ",\n    ".join(lines)

@@ -170,7 +170,7 @@ def _tokens(block: dict[str, Any]) -> str:
 def _costs(store: Store, release: dict[str, Any], actor: Actor) -> list[str]:
     """The board's entries' model usage, agent and judge apart, and their cost per run (USD at the
     prices in force when the usage was recorded; no number where a model has no price)."""
-    found = boards.board(store, release["suite_key"], release["version"], actor=actor)
+    found = boards.board(store, release["suite_key"], release["version"], actor=actor, full_usage=True)
     entries = [e for e in found["entries"] if e.get("usage")]
     if not entries:
         return ["No entry on this version's board has recorded model usage yet."]

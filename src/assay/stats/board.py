@@ -44,9 +44,10 @@ from typing import Any
 from assay.stats import cost, trials
 from assay.stats.intervals import Interval, mean_interval, rate_interval
 
-#: The method every stored figure was computed with: bump it whenever a figure, an interval or the
-#: ranking rule changes, and every stored entry is recomputed from the rows (`entry_figures.method`).
-METHOD = "figures/2"  # 2: usage by role and cost per run (issue 28)
+#: The method every stored figure was computed with: bump it whenever a figure, an interval, the
+#: ranking rule or what the board shows of them (the stored `shown`) changes, and every stored entry is
+#: recomputed from the rows (`entry_figures.method`).
+METHOD = "figures/3"  # 2: usage by role and cost per run (issue 28); 3: the board shows the usage total only
 #: Places every rate and interval end is rounded to, as the board shows them.
 RATE_PLACES = 4
 RATES = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")

@@ -177,7 +177,7 @@ def board_page(key: str, version: str | None = Query(None), cursor: str | None =
     version = (version or "").strip() or None  # an empty picker value: the default version
     q = (q or "").strip() or None
     found = _attempt("board", lambda: board_service.board(store, key, version, actor=actor, limit=board_service.PAGE,
-                                                          cursor=cursor or None, search=q))
+                                                          cursor=cursor or None, search=q, full_usage=True))
     if isinstance(found, Response):
         return found
     suite = found["suite"]

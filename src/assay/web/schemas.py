@@ -150,9 +150,11 @@ class BoardEntry(_Open):
     harness_version: str | None
     rank: int | None
     usage: dict[str, Any] | None = Field(default=None, description=(
-        "Model usage over the entry's runs by role (agent, judge, facilitator) and in total: tokens, calls, "
-        "latency, whether any was self-reported, and the cost in USD at the prices in force when it was "
-        "recorded (`cost_usd` None, with `cost_reason`, when a model has no price)."))
+        "Model usage over the entry's runs. An entry by its id (`GET /api/entries/{id}`) gives the whole "
+        "block: by role (agent, judge, facilitator) and in total, each with tokens, calls, latency, whether "
+        "any was self-reported, the models and the cost in USD at the prices in force when it was recorded "
+        "(`cost_usd` None, with `cost_reason`, when a model has no price). A board (`GET /api/leaderboard/"
+        "{key}`) shows only `total`, with its tokens, calls, `self_reported`, `cost_usd` and `cost_reason`."))
     cost_per_run_usd: float | None = Field(default=None, description="The total cost over the planned runs.")
 
 
