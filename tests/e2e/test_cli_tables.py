@@ -130,7 +130,7 @@ def test_one_trial_withholds_consistency_and_says_why(store: dict[str, Any]) -> 
     assert cells[2] == "—", row  # agent, pass rate, consistency
     assert "at least 2 trials" in shown
     summary = json.loads(cli("results", single["batch_id"], "--json"))["summary"]
-    assert summary["consistency"] is None and "fewer than 2 counted trials" in summary["consistency_reason"]
+    assert summary["consistency"] is None and "one trial a case was planned" in summary["consistency_reason"]
 
 
 @pytest.mark.parametrize(("args", "says"), [

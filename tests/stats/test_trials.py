@@ -110,9 +110,12 @@ def test_one_trial_a_case_withholds_consistency_with_the_reason() -> None:
     for cases in ({"a": [P], "b": [F]}, {"a": [P, P, F], "b": [F]}):
         s = summary(cases)
         assert s["consistency"] is None
-        assert "fewer than 2 counted trials" in s["consistency_reason"]
+        assert "one trial a case was planned" in s["consistency_reason"]
     assert summary({"a": [P, P], "b": [F, F]})["consistency"] == 1.0
     assert summary({"a": [P, P], "b": [F, F]})["consistency_reason"] is None
+    # a case the participation gate leaves with one counted trial counts, as the board counts it
+    gated = {"a": [P, TrialOutcome(passed=False, false_success=False, gated=True)], "b": [P, F]}
+    assert summary(gated)["consistency"] == 0.5 and summary(gated)["consistency_reason"] is None
 
 
 def test_summary_stops_k_at_the_smallest_case() -> None:
@@ -170,8 +173,8 @@ def test_every_figure_is_a_share(cases: dict[str, list[TrialOutcome]]) -> None:
     s = summary(cases)
     figures = [s["pass_rate"], s["consistency"], s["false_success_rate"], *s["pass_hat_k"].values()]
     assert all(0.0 <= f <= 1.0 for f in figures if f is not None)
-    # consistency is withheld exactly when some counted case has a single trial, and says why
-    single = any(len([o for o in t if not o.gated]) == 1 for t in cases.values())
+    # consistency is withheld exactly when some case was planned with a single trial, and says why
+    single = any(len(t) == 1 for t in cases.values())
     assert (s["consistency"] is None) == single == (s["consistency_reason"] is not None)
     # a false success is a failed trial, so the two can never add up to more than everything
     assert s["pass_rate"] + s["false_success_rate"] <= 1.0 + 1e-12

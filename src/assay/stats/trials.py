@@ -43,8 +43,8 @@ def consistent(trials: Sequence[TrialOutcome]) -> bool:
     return len({o.passed for o in trials if not o.gated}) <= 1
 
 
-CONSISTENCY_NEEDS_TRIALS = ("withheld: a case has fewer than 2 counted trials, and one trial always agrees with "
-                            "itself (--trials 3 measures it)")
+CONSISTENCY_NEEDS_TRIALS = ("withheld: one trial a case was planned, and one trial always agrees with itself "
+                            "(--trials 3 measures it)")
 
 
 def consistency(cases: Mapping[str, Sequence[TrialOutcome]]) -> float:
@@ -99,7 +99,12 @@ def _pass_hat_all(counts: Sequence[tuple[int, int]], k_max: int) -> list[float]:
 
 
 def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
-    """The results JSON's summary. `cases` and `trials` are the counted ones: the denominators."""
+    """The results JSON's summary. `cases` and `trials` are the counted ones: the denominators.
+
+    Consistency is withheld (None, with the reason) when the batch was planned with one trial a
+    case: one trial always agrees with itself, so the figure would read 1.00 whatever the agent did.
+    A case left with one counted trial by the participation gate still counts, as on the board."""
+    single = bool(cases) and min(len(t) for t in cases.values()) < 2
     cases = counted(cases)
     k_max = min((len(t) for t in cases.values()), default=0)
     counts = _counts(cases)
@@ -107,9 +112,8 @@ def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
         "cases": len(cases),
         "trials": sum(len(t) for t in cases.values()),
         "pass_rate": pass_rate(cases),
-        # one trial always agrees with itself: below 2 trials a case the figure is withheld, with why
-        "consistency": consistency(cases) if k_max >= 2 or not cases else None,
-        "consistency_reason": None if k_max >= 2 or not cases else CONSISTENCY_NEEDS_TRIALS,
+        "consistency": None if single else consistency(cases),
+        "consistency_reason": CONSISTENCY_NEEDS_TRIALS if single else None,
         "false_success_rate": false_success_rate(cases),
         "false_successes": false_successes(cases),
         "pass_hat_k": {str(k): v for k, v in enumerate(_pass_hat_all(counts, k_max), start=1)},
