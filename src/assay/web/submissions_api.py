@@ -279,9 +279,9 @@ def create_submission(body: SubmissionRequest, request: Request, store: Store = 
     assert batch is not None
     return {
         "id": submission_id,
-        "suite": {"key": batch["suite_key"], "version": batch["suite_version"]},
-        "agent": {"spec": batch["agent_spec"], "label": batch["agent_label"], "label_self_declared": True,
-                  "config_signature": batch["config_signature"]},
+        "suite": {"key": batch.suite_key, "version": batch.suite_version},
+        "agent": {"spec": batch.agent_spec, "label": batch.agent_label, "label_self_declared": True,
+                  "config_signature": batch.config_signature},
         "remote": not isinstance(body.agent, ModelAgent),
         "status": "pending",
         "n_planned": len(store.planned_runs(submission_id)),
