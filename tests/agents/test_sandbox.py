@@ -12,6 +12,7 @@ fail, never skip, without it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -166,8 +167,8 @@ def test_an_honest_agent_scores_as_it_does_in_process(sqlite_store: Store) -> No
     assert _by_slot(figures[0]) == _by_slot(figures[1])
     assert {s for _, _, s in _by_slot(figures[0]).values()} == {"completed"}
     assert figures[0]["summary"] == figures[1]["summary"]
-    assert sqlite_store.batch_agent(figures[1]["batch_id"])["options"] == {"in_process": True}
-    assert sqlite_store.batch_agent(figures[0]["batch_id"])["options"] == {}
+    assert sqlite_store.batch_agent(figures[1]["batch_id"]).options == {"in_process": True}  # type: ignore[union-attr]
+    assert sqlite_store.batch_agent(figures[0]["batch_id"]).options == {}  # type: ignore[union-attr]
     # 15 runs, 3 at a time: the workers are pooled (the first is the loader's probe)
     assert sandboxed.pool.started <= 4
 
@@ -178,7 +179,7 @@ def _trials(store: Store, spec: str, *, trials: int = 2, workers: int = 2, limit
     batch = run_suite("forge", factory=factory, trials=trials, workers=workers, store=store, executor=executor,
                       limits=limits or Limits(turn_limit=6, time_limit=10.0))
     results = results_json(store, batch.batch_id, actor=OPERATOR)
-    return [{**t, **store.run(t["run_id"])} for c in results["cases"] for t in c["trials"]]
+    return [{**t, **dataclasses.asdict(store.run(t["run_id"]))} for c in results["cases"] for t in c["trials"]]  # type: ignore[arg-type]
 
 
 def spec(name: str) -> str:

@@ -99,7 +99,7 @@ def test_an_old_release_stays_submittable(store: Store, tmp_path: Path) -> None:
     account(store, "alice")
     sid = submit(store, "mini", version="1.0")
     planned = store.planned_runs(sid)
-    assert {p["scenario_hash"] for p in planned} == {p["hash"] for p in releases.scenario_pins(store, old)}
+    assert {p.scenario_hash for p in planned} == {p["hash"] for p in releases.scenario_pins(store, old)}
 
 
 def test_scenario_language_must_match_the_suite(store: Store, tmp_path: Path) -> None:

@@ -121,12 +121,12 @@ def test_run_facts_agree_with_the_oracle(mini: Store) -> None:
     sids = [submit(mini, agent=a) for a in ("reference:diligent", "reference:hasty", "reference:overclaimer")]
     sids.append(submit(mini, agent=flaky("CrashOnce")))
     for sid in sids:
-        stored = {r["run_id"]: r for r in mini.runs_for_batch(sid, bodies=False)}
+        stored = {r.run_id: r for r in mini.runs_for_batch(sid, bodies=False)}
         for run in submissions.results(mini, sid, actor=OPERATOR)["runs"]:
             row = stored[run["run_id"]]
-            v = verdict(row["checks"], row["status"])
+            v = verdict(row.checks, row.status or "error")
             assert (run["score"], run["passed"]) == (v.score, v.passed)
-            assert run["false_success"] == false_success(row["claimed_success"], v.passed)
+            assert run["false_success"] == false_success(row.claimed_success, v.passed)
 
 
 # -- the same board on both backends ---------------------------------------------------------

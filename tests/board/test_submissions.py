@@ -38,16 +38,16 @@ def entries(store: Store, key: str = "mini") -> dict[str, dict]:
 def test_the_server_plans_every_scenario_times_reps_with_its_own_seed(mini: Store) -> None:
     sid = submit(mini)
     planned = mini.planned_runs(sid)
-    assert [(p["case_id"], p["trial"]) for p in planned] == [
+    assert [(p.case_id, p.trial) for p in planned] == [
         ("forge-all-quiet", 1), ("forge-all-quiet", 2), ("forge-wrong-fix", 1), ("forge-wrong-fix", 2)]
-    seeds = [p["seed"] for p in planned]
+    seeds = [p.seed for p in planned]
     assert len(set(seeds)) == len(seeds) and all(0 <= s < 2**62 for s in seeds)
-    assert len({p["run_id"] for p in planned}) == 4
+    assert len({p.run_id for p in planned}) == 4
     batch = mini.batch(sid)
-    assert batch is not None and batch["kind"] == "submission" and batch["suite_version"] == "1.0"
+    assert batch is not None and batch.kind == "submission" and batch.suite_version == "1.0"
     view = submissions.results(mini, sid, actor=OPERATOR)
     assert [r["seed"] for r in view["runs"]] == seeds  # the owner sees every run's seed
-    assert [(r["scenario"], r["rep"]) for r in view["runs"]] == [(p["case_id"], p["trial"]) for p in planned]
+    assert [(r["scenario"], r["rep"]) for r in view["runs"]] == [(p.case_id, p.trial) for p in planned]
 
 
 def test_a_complete_platform_submission_is_published_and_ranked(mini: Store) -> None:

@@ -18,6 +18,7 @@ from assay.service.actors import OPERATOR
 from assay.service.board import board, round_rate
 from assay.store import Store
 from assay.store import db as store_db
+from assay.store.rows import StoredVerdict
 from assay.store.views import board_0002, board_0011, board_0013
 
 from ._support import flaky, submit
@@ -70,15 +71,15 @@ def test_every_recorded_run_is_stored_with_the_oracles_verdict(mini: Store) -> N
     sid = submit(mini, agent=WAVERING)
     verdicts = _verdicts(mini)
     stored = mini.runs_for_batch(sid)
-    assert len(stored) == 4 and {r["run_id"] for r in stored} <= set(verdicts)
+    assert len(stored) == 4 and {r.run_id for r in stored} <= set(verdicts)
     for run in stored:
-        v = run_verdict(run["checks"], run["status"], run["claimed_success"])
-        row = verdicts[run["run_id"]]
+        assert run.status is not None
+        v = run_verdict(run.checks, run.status, run.claimed_success)
+        row = verdicts[run.run_id]
         assert row["scorer_version"] == SCORER_VERSION == v.scorer_version
         assert (row["score"], bool(row["passed"]), row["safety_failures"], bool(row["false_success"])) == (
             v.score, v.passed, len(v.safety_failures), v.false_success)
-        assert run["verdict"] == {"scorer_version": SCORER_VERSION, "score": v.score, "passed": v.passed,
-                                  "safety_failures": len(v.safety_failures), "false_success": v.false_success}
+        assert run.verdict == StoredVerdict(SCORER_VERSION, v.score, v.passed, len(v.safety_failures), v.false_success)
     assert {bool(v["passed"]) for v in verdicts.values()} == {True, False}
 
 

@@ -309,6 +309,7 @@ def test_a_manifest_changed_or_reformatted_is_caught(copy: Path) -> None:
 def _rescore(root: Path) -> None:
     """Rewrite every verdict row as the oracle's verdict on the (forged) check outcomes."""
     from assay.score.oracle import run_verdict
+    from assay.service.verify import outcomes
 
     read = lambda name: [json.loads(line) for line in (root / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]  # noqa: E731
     runs = {r["run_id"]: r for r in read("runs")}
@@ -318,7 +319,7 @@ def _rescore(root: Path) -> None:
 
     def rescored(row: dict[str, Any]) -> dict[str, Any]:
         run = runs[row["run_id"]]
-        v = run_verdict(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"]), run["status"],
+        v = run_verdict(outcomes(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"])), run["status"],
                         run["claimed_success"])
         return {**row, "score": v.score, "passed": v.passed, "safety_failures": len(v.safety_failures),
                 "false_success": v.false_success}

@@ -133,9 +133,9 @@ def test_the_figures_tell_the_agents_apart(built: Built) -> None:
 
 def test_the_transcript_is_the_conversation_with_its_tool_calls(built: Built) -> None:
     log = _log_of(built, built.run)
-    rows = {r["run_id"]: r for r in built.store.runs_for_batch(built.run)}
+    rows = {r.run_id: r for r in built.store.runs_for_batch(built.run)}
     for sample in log.samples:
-        chat = [e for e in rows[sample.uuid]["transcript"] if e.get("role")]
+        chat = [e for e in rows[sample.uuid].transcript or [] if e.get("role")]
         assert [m.role for m in sample.messages] == [e["role"] for e in chat]
         assert [m.role for m in sample.input] == ["system", "user"]  # the briefing, as the agent got it
         for message, event in zip(sample.messages, chat):
@@ -156,8 +156,8 @@ def test_no_seed_salt_hidden_truth_or_account_name_in_any_byte(built: Built) -> 
     secrets = [ACCOUNT, str(RUN_SEED)]
     for batch_id in (built.run, built.submission, built.unplayed):
         secrets += list(seed_salts(built.store, batch_id).values())
-        secrets += [str(r["seed"]) for r in built.store.runs_for_batch(batch_id, bodies=False) if r["seed"] > 999]
-        secrets.append(built.store.batch(batch_id)["agent_spec"])
+        secrets += [str(r.seed) for r in built.store.runs_for_batch(batch_id, bodies=False) if r.seed > 999]
+        secrets.append(built.store.batch(batch_id).agent_spec)  # type: ignore[union-attr]
     for loaded in resolve_suite("forge").scenarios:
         truth = loaded.scenario.hidden_truth
         secrets += [ln.strip() for ln in truth.splitlines() if len(ln.strip()) >= 24]

@@ -181,7 +181,7 @@ def test_the_stored_transcript_holds_nothing_hidden_either(sqlite_store: Store, 
     result = run_suite(forge, agent_spec="reference:diligent", trials=1, store=sqlite_store)
     seen = Seen()
     for row in sqlite_store.runs_for_batch(result.batch_id):
-        seen.add(row["transcript"])
+        seen.add(row.transcript)
     assert seen.leaks(secrets_of(forge)) == []
 
 

@@ -44,7 +44,7 @@ def restore_shared_schemas() -> Iterator[None]:
 
 def test_an_agent_editing_its_tools_does_not_reach_later_runs(sqlite_store: Store, forge: SuiteBundle) -> None:
     result = run_suite(forge, agent_spec=AGENT, trials=2, workers=1, store=sqlite_store)
-    summaries = [row["claim_summary"] for row in sqlite_store.runs_for_batch(result.batch_id)]
+    summaries = [row.claim_summary for row in sqlite_store.runs_for_batch(result.batch_id)]
     assert summaries == ["pristine"] * 10, "a run was handed tools an earlier run's agent had edited"
 
 
@@ -53,8 +53,9 @@ def test_the_transcript_records_what_the_harness_sent_not_what_the_agent_made_of
 ) -> None:
     result = run_suite(forge, agent_spec=AGENT, trials=1, workers=1, store=sqlite_store)
     for row, case in zip(sqlite_store.runs_for_batch(result.batch_id), forge.scenarios):
-        assert row["transcript"][0] == {"source": "harness", "role": "system", "content": SYSTEM_PROMPT}
-        assert row["transcript"][1] == {"source": "harness", "role": "user", "content": case.scenario.briefing}
+        assert row.transcript is not None
+        assert row.transcript[0] == {"source": "harness", "role": "system", "content": SYSTEM_PROMPT}
+        assert row.transcript[1] == {"source": "harness", "role": "user", "content": case.scenario.briefing}
 
 
 def test_pristine_tools_are_what_a_run_is_handed(sqlite_store: Store, forge: SuiteBundle) -> None:

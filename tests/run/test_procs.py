@@ -63,8 +63,8 @@ def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_sto
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:async_agent", trials=2, store=sqlite_store,
                       executor=ProcessAsyncExecutor(4, 2), agent_options={"in_process": True})
     rows = sqlite_store.runs_for_batch(batch.batch_id)
-    pids = {r["claim_summary"].split(" ", 1)[0] for r in rows}
-    assert [r["status"] for r in rows] == ["completed"] * len(rows)
+    pids = {(r.claim_summary or "").split(" ", 1)[0] for r in rows}
+    assert [r.status for r in rows] == ["completed"] * len(rows)
     assert len(pids) == 2 and str(os.getpid()) not in pids
 
 

@@ -63,8 +63,8 @@ def test_sync_and_async_agents_play_in_ray_worker_processes(
         batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:{name}", trials=2, store=sqlite_store,
                           executor=RayExecutor(4, address=ray_address), agent_options={"in_process": True})
         rows = sqlite_store.runs_for_batch(batch.batch_id)
-        assert [r["status"] for r in rows] == ["completed"] * 2 * len(forge.scenarios)
-        where = [r["claim_summary"].split(" ", 1) for r in rows]
+        assert [r.status for r in rows] == ["completed"] * 2 * len(forge.scenarios)
+        where = [(r.claim_summary or "").split(" ", 1) for r in rows]
         pids = {pid for pid, _ in where}
         assert all(pid.isdigit() for pid in pids) and str(os.getpid()) not in pids, name
         threads = {thread for _, thread in where}

@@ -93,7 +93,7 @@ def assert_plan_accounted(store: Store, results: dict[str, Any], bundle: SuiteBu
     for case in results["cases"]:
         assert [t["trial"] for t in case["trials"]] == list(range(1, trials + 1)), case["case_id"]
     got = all_trials(results)
-    assert sorted(t["run_id"] for t in got) == sorted(p["run_id"] for p in planned)
+    assert sorted(t["run_id"] for t in got) == sorted(p.run_id for p in planned)
     for t in got:
         assert t["status"] in STATUSES
         assert t["reason"] != "no run was recorded for this planned slot", f"planned run {t['run_id']} was lost"
@@ -149,12 +149,12 @@ def test_a_misbehaving_agent_fails_every_planned_run_with_its_status(
 def test_a_crash_is_recorded_with_the_exception_type_and_message(sqlite_store: Store, forge: SuiteBundle) -> None:
     results = run_batch(sqlite_store, forge, agent=spec("raises"), trials=1)
     run = sqlite_store.run(all_trials(results)[0]["run_id"])
-    assert run["status"] == "crashed"
-    assert run["reason"] == "agent raised RuntimeError: agent exploded on purpose"
-    assert run["turns"] == 0
-    assert run["actions"] == []
+    assert run.status == "crashed"
+    assert run.reason == "agent raised RuntimeError: agent exploded on purpose"
+    assert run.turns == 0
+    assert run.actions == []
     # the agent's traceback is kept with the run, recorded (never shown to any agent), for the debrief
-    kept = [e for e in run["transcript"] if e.get("source") == "harness" and "traceback" in (e.get("data") or {})]
+    kept = [e for e in run.transcript if e.get("source") == "harness" and "traceback" in (e.get("data") or {})]
     assert len(kept) == 1 and kept[0].get("role") is None
     trace = kept[0]["data"]["traceback"]
     assert trace.startswith("Traceback (most recent call last)") and "misbehaving.py" in trace
@@ -180,7 +180,7 @@ def test_a_turn_limited_run_took_exactly_the_allowed_turns_and_was_nudged(sqlite
     for t in all_trials(results):
         assert t["turns"] == FAST.turn_limit
         run = sqlite_store.run(t["run_id"])
-        said = [m for m in run["transcript"] if m["role"] == "assistant"]
+        said = [m for m in run.transcript if m["role"] == "assistant"]
         assert len(said) == FAST.turn_limit
         assert all(m["content"].startswith("Let me think") for m in said)
 
@@ -193,11 +193,11 @@ def test_an_unknown_tool_is_answered_with_a_tool_error_and_the_run_completes(sql
         assert t["status"] == "completed", t
         assert t["claimed_success"] is False
         run = sqlite_store.run(t["run_id"])
-        reply = tool_replies(run["transcript"])["call_format"]
+        reply = tool_replies(run.transcript)["call_format"]
         assert "error" in reply
         assert "format_disk" in json.loads(reply)["error"]
         # the call is still an action: replaying it must reproduce the world (test_determinism)
-        calls = [c["function"] for a in run["actions"] for c in a["tool_calls"]]
+        calls = [c["function"] for a in run.actions for c in a["tool_calls"]]
         assert [c["name"] for c in calls] == ["format_disk", "finish"]
         assert json.loads(calls[0]["arguments"]) == {"host": "web-01"}
 
@@ -210,12 +210,12 @@ def test_bad_arguments_are_answered_with_tool_errors_and_the_run_completes(sqlit
         assert t["status"] == "completed", t
         assert t["turns"] == 3
         run = sqlite_store.run(t["run_id"])
-        replies = tool_replies(run["transcript"])
+        replies = tool_replies(run.transcript)
         for call_id in ("call_badjson", "call_badtype"):
             assert "error" in replies[call_id], replies
             assert "inspect_host" in json.loads(replies[call_id])["error"]
         assert "host" in json.loads(replies["call_badtype"])["error"]
-        called = [c["function"]["name"] for a in run["actions"] for c in a.get("tool_calls") or ()]
+        called = [c["function"]["name"] for a in run.actions for c in a.get("tool_calls") or ()]
         assert called == ["inspect_host", "inspect_host", "finish"]
 
 
@@ -241,7 +241,7 @@ def test_a_class_agent_is_instantiated_once_per_run(sqlite_store: Store, forge: 
     instances = set()
     for t in all_trials(results):
         assert t["status"] == "completed"
-        summary = sqlite_store.run(t["run_id"])["claim_summary"]
+        summary = sqlite_store.run(t["run_id"]).claim_summary  # type: ignore[union-attr]
         assert summary.startswith("calls=3 "), summary  # not "leak: ..."
         assert t["claimed_success"] is True
         instances.add(summary.split("instance=")[1])
@@ -327,7 +327,7 @@ def test_a_nul_character_in_agent_text_is_stored_as_a_replacement(sqlite_store: 
     assert_plan_accounted(sqlite_store, results, forge, 1)
     for t in all_trials(results):
         assert t["status"] == "completed"
-        said = sqlite_store.run(t["run_id"])["transcript"][2]
+        said = sqlite_store.run(t["run_id"]).transcript[2]  # type: ignore[union-attr,index]
         assert said["role"] == "assistant" and "\x00" not in said["content"] and said["content"].startswith("looking")
 
 
@@ -336,7 +336,7 @@ def test_nan_in_tool_arguments_ends_one_run_not_the_batch(sqlite_store: Store, f
     assert_plan_accounted(sqlite_store, results, forge, 1)
     for t in all_trials(results):
         assert t["status"] == "completed"
-        reply = tool_replies(sqlite_store.run(t["run_id"])["transcript"])["call_nan"]
+        reply = tool_replies(sqlite_store.run(t["run_id"]).transcript)["call_nan"]  # type: ignore[union-attr,arg-type]
         assert "error" in reply
 
 

@@ -64,10 +64,14 @@ def test_a_run_that_did_not_complete_never_passes(status: str) -> None:
     assert v.passed is False
 
 
-def test_stored_outcome_rows_score_the_same_as_objects() -> None:
+def test_exported_outcome_rows_score_the_same_as_objects() -> None:
+    from assay.service.verify import outcomes
+
     objs = [outcome("a", 60, True), outcome("b", 15, True, True), outcome("c", 25, False)]
-    rows = [{"check_id": o.check_id, "weight": o.weight, "safety": o.safety, "passed": o.passed} for o in objs]
-    assert verdict(rows, "completed") == verdict(objs, "completed")
+    rows = [{"run_id": "r", "ordinal": i, "check_id": o.check_id, "weight": o.weight, "safety": o.safety,
+             "passed": o.passed} for i, o in enumerate(objs)]
+    assert outcomes(rows) == objs
+    assert verdict(outcomes(rows), "completed") == verdict(objs, "completed")
 
 
 def test_no_outcomes_score_zero() -> None:

@@ -86,8 +86,8 @@ def test_a_remote_agent_plays_against_a_model_facilitator_asked_once_per_line(sq
     spoken: dict[str, list[str]] = {}
     for run in view["runs"]:
         record = store.run(run["run_id"])
-        assert record is not None and record["status"] == "completed"
-        spoken[run["run_id"]] = [e["content"] for e in record["transcript"]
+        assert record is not None and record.status == "completed" and record.transcript is not None
+        spoken[run["run_id"]] = [e["content"] for e in record.transcript
                                  if e.get("source") == "facilitator" and e.get("role") == "user"]
         assert spoken[run["run_id"]] and all(line.startswith("(in character)") for line in spoken[run["run_id"]])
     assert asked == sum(len(lines) for lines in spoken.values())

@@ -115,9 +115,10 @@ def test_a_debrief_names_the_paths_a_check_found_nothing_at(store: Store) -> Non
     view = debrief(store, run_id, actor=OPERATOR)
     assert all(c["not_found"] == [] for c in view["checks"])
     run = store.run(run_id)
-    check = next(c for c in run["scenario"]["document"]["checks"] if "path" in c["expect"])
+    assert run is not None and run.scenario is not None
+    check = next(c for c in run.scenario.document["checks"] if "path" in c["expect"])
     keys = split_path(check["expect"]["path"])
-    state = run["final_state"]
+    state = run.final_state
     assert lookup(state, check["expect"]["path"]) is not None
     parent = lookup(state, format_path(keys[:-1])) if len(keys) > 1 else state
     del parent[keys[-1]]

@@ -80,4 +80,4 @@ def test_failed_run_cannot_be_rewritten_as_completed(filled: Store) -> None:
             )
     stored = filled.run(run_id)
     assert stored is not None
-    assert (stored["status"], stored["reason"]) == ("timeout", "took too long")
+    assert (stored.status, stored.reason) == ("timeout", "took too long")

@@ -82,7 +82,7 @@ def test_a_run_recorded_twice_is_kept_once(store: Store) -> None:
     batch, planned = seeded_batch(store, n=3)
     store.add_runs([scored(record(planned[0]), CHECKS)])
     _append(store, [scored(record(planned[0], status="timeout"), CHECKS), scored(record(planned[1]), CHECKS)])
-    rows = {r["run_id"]: r["status"] for r in store.runs_for_batch(batch["id"], bodies=False)}
+    rows = {r.run_id: r.status for r in store.runs_for_batch(batch["id"], bodies=False)}
     assert rows == {planned[0].run_id: "completed", planned[1].run_id: "completed", planned[2].run_id: None}
 
 

@@ -38,6 +38,6 @@ def test_concurrent_first_open_and_writes(db_url: str) -> None:
         assert code == 0, err
     store = open_store(db_url)
     try:
-        assert [r["version"] for r in store.scenario_versions("race")] == list(range(1, 31))
+        assert [r.version for r in store.scenario_versions("race")] == list(range(1, 31))
     finally:
         store.close()

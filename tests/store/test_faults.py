@@ -169,7 +169,7 @@ def test_a_batch_survives_transient_faults_on_every_kind_of_statement(store: Any
     result = run_suite(FORGE, agent_spec="reference:diligent", trials=4, store=store)
     assert [len(f) for f in failed] == [2, 2, 2, 2] and len(clock.slept) == 8  # every fault met, waited out
     rows = store.runs_for_batch(result.batch_id, bodies=False)
-    assert len(rows) == 20 and all(r["status"] == "completed" for r in rows)
+    assert len(rows) == 20 and all(r.status == "completed" for r in rows)
     with store.engine.connect() as conn:
         per_run = conn.execute(sa.text("SELECT run_id, COUNT(*) FROM run_verdicts GROUP BY run_id")).all()
     assert all(n == 1 for _, n in per_run)

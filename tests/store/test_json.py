@@ -77,11 +77,11 @@ def test_json_round_trip_is_exact(store: Store) -> None:
         run_id, content_hash = _store_one(store, final_state, transcript, actions, document)
         got = store.run(run_id)
         assert got is not None
-        assert same(got["final_state"], final_state)
-        assert same(got["transcript"], transcript)
-        assert same(got["actions"], actions)
-        assert same(got["scenario"]["document"], document)
-        assert same(store.scenario_by_hash(content_hash)["document"], document)  # type: ignore[index]
+        assert same(got.final_state, final_state)
+        assert same(got.transcript, transcript)
+        assert same(got.actions, actions)
+        assert got.scenario is not None and same(got.scenario.document, document)
+        assert same(store.scenario_by_hash(content_hash).document, document)  # type: ignore[union-attr]
 
     check()
 
@@ -103,7 +103,7 @@ def test_awkward_but_storable_values_round_trip(store: Store) -> None:
     run_id, _ = _store_one(store, state, transcript, [], {"nested": [[[{}]]]})
     got = store.run(run_id)
     assert got is not None
-    assert same(got["final_state"], state) and same(got["transcript"], transcript)
+    assert same(got.final_state, state) and same(got.transcript, transcript)
 
 
 @pytest.mark.parametrize(
@@ -121,10 +121,10 @@ def test_values_no_backend_can_store_exactly_are_refused_on_both(
     store.add_batch(batch_row(), [slot])
     with pytest.raises(BadInput, match=f"run {slot.run_id}: final_state is not storable JSON"):
         store.add_runs([scored(record(slot, final_state=bad), CHECKS)])
-    assert store.run(slot.run_id)["status"] is None  # type: ignore[index]
+    assert store.run(slot.run_id).status is None  # type: ignore[union-attr]
     with pytest.raises(BadInput, match="document is not storable JSON"):
         store.add_scenario_version(**scenario(body="bad", document=bad))
-    assert store.latest_scenarios()[0]["content_hash"] == kwargs["content_hash"]
+    assert store.latest_scenarios()[0].content_hash == kwargs["content_hash"]
 
 
 def test_record_dataclass_round_trip(store: Store) -> None:
@@ -139,7 +139,7 @@ def test_record_dataclass_round_trip(store: Store) -> None:
     for name in type(rec).model_fields:
         if name == "usage":  # kept in run_usage, a row per (role, model): tests/usage
             continue
-        assert same(got[name], getattr(rec, name)), name
+        assert same(getattr(got, name), getattr(rec, name)), name
 
 
 def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
@@ -153,4 +153,4 @@ def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
         json.dumps({"b": 1, "a": ["é"]}, separators=(",", ":"), ensure_ascii=False))
     store.add_runs([scored(rec, CHECKS)])
     got = store.run(slot.run_id)
-    assert got is not None and got["final_state"] == {"b": 1, "a": ["é"]}
+    assert got is not None and got.final_state == {"b": 1, "a": ["é"]}

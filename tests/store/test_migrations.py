@@ -95,7 +95,7 @@ def test_reopen_is_idempotent_and_skips_the_upgrade(
     monkeypatch.setattr(command, "upgrade", no_upgrade)
     again = open_store(db_url)
     try:
-        assert again.scenario_versions("estate-001")[0]["version"] == version == 1
+        assert again.scenario_versions("estate-001")[0].version == version == 1
         assert store_db.migrate(again.engine) is False
     finally:
         again.close()

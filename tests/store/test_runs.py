@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from assay.errors import BadInput
 from assay.records import CheckOutcome
 from assay.store import Store
+from assay.store.rows import PlannedSlot
 
 from ._factories import CHECKS, scored, batch_row, new_id, plan, record, scenario, seeded_batch
 
@@ -24,12 +25,10 @@ def test_batch_and_plan_round_trip(store: Store) -> None:
     batch, planned = seeded_batch(store, n=3)
     stored = store.batch(batch["id"])
     assert stored is not None
-    assert {k: stored[k] for k in batch} == batch
-    assert stored["created_at"].tzinfo is not None
-    assert stored["created_at"].utcoffset() == timezone.utc.utcoffset(None)
-    assert store.planned_runs(batch["id"]) == [
-        {"batch_id": batch["id"], **dataclasses.asdict(p)} for p in planned
-    ]
+    assert {k: getattr(stored, k) for k in batch} == batch
+    assert stored.created_at.tzinfo is not None
+    assert stored.created_at.utcoffset() == timezone.utc.utcoffset(None)
+    assert store.planned_runs(batch["id"]) == [PlannedSlot(batch_id=batch["id"], **dataclasses.asdict(p)) for p in planned]
     assert store.batch("missing") is None
     assert store.planned_runs("missing") == []
 
@@ -42,32 +41,34 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
     store.add_runs([scored(third, CHECKS[:1]), scored(first, CHECKS)])
 
     slots = store.runs_for_batch(batch["id"])
-    assert [s["slot"] for s in slots] == [0, 1, 2]
-    assert [s["status"] for s in slots] == ["completed", None, "crashed"]
+    assert [s.slot for s in slots] == [0, 1, 2]
+    assert [s.status for s in slots] == ["completed", None, "crashed"]
 
     got = slots[0]
     for field in ("run_id", "case_id", "scenario_hash", "trial", "seed", "status", "reason",
                   "claimed_success", "claim_summary", "turns", "final_state_hash",
                   "final_state", "transcript", "actions", "duration_ms"):
-        assert got[field] == getattr(first, field), field
-    assert got["batch_id"] == batch["id"]
-    assert got["created_at"].tzinfo is not None
+        assert getattr(got, field) == getattr(first, field), field
+    assert got.batch_id == batch["id"]
+    assert got.created_at is not None and got.created_at.tzinfo is not None
     # stored order, not alphabetical order
-    assert got["checks"] == [dataclasses.asdict(c) for c in CHECKS]
-    assert [c["check_id"] for c in got["checks"]] == ["web_up", "a_no_data_loss", "m_ticket_closed"]
+    assert got.checks == tuple(CHECKS)
+    assert [c.check_id for c in got.checks] == ["web_up", "a_no_data_loss", "m_ticket_closed"]
+    assert got.verdict is not None and got.verdict.passed == scored(first, CHECKS)[2].passed
+    assert [(e.source, e.role) for e in got.events] == [("harness", "user"), ("agent", "assistant")]  # read as version 2
 
     missing = slots[1]
-    assert missing["run_id"] == planned[1].run_id and missing["checks"] == []
-    assert missing["final_state"] is None and missing["turns"] is None
-    assert slots[2]["claimed_success"] is None and slots[2]["reason"] == "agent raised KeyError"
+    assert missing.run_id == planned[1].run_id and missing.checks == () and missing.verdict is None
+    assert missing.final_state is None and missing.turns is None and not missing.recorded
+    assert slots[2].claimed_success is None and slots[2].reason == "agent raised KeyError"
 
 
 def test_runs_for_batch_without_bodies(store: Store) -> None:
     batch, planned = seeded_batch(store, n=1)
     store.add_runs([scored(record(planned[0]), CHECKS)])
     [slot] = store.runs_for_batch(batch["id"], bodies=False)
-    assert slot["status"] == "completed" and len(slot["checks"]) == 3
-    assert not {"final_state", "transcript", "actions"} & set(slot)
+    assert slot.status == "completed" and len(slot.checks) == 3
+    assert slot.final_state is None and slot.transcript is None and slot.actions is None
 
 
 def test_runs_of_other_batches_do_not_leak_in(store: Store) -> None:
@@ -76,7 +77,7 @@ def test_runs_of_other_batches_do_not_leak_in(store: Store) -> None:
     other_plan = plan(planned[0].scenario_hash, n=2)
     store.add_batch(other, other_plan)
     store.add_runs([scored(record(p), CHECKS) for p in other_plan])
-    assert [s["status"] for s in store.runs_for_batch(batch["id"])] == [None, None]
+    assert [s.status for s in store.runs_for_batch(batch["id"])] == [None, None]
 
 
 def test_latest_batch_id_is_the_latest_completed_batch(store: Store) -> None:
@@ -103,14 +104,14 @@ def test_run_lookup_by_full_id_and_by_prefix(store: Store) -> None:
     store.add_runs([scored(rec, CHECKS)])
     full = store.run(rec.run_id)
     assert full is not None
-    assert full["status"] == "completed" and full["final_state"] == rec.final_state
-    assert full["checks"] == [dataclasses.asdict(c) for c in CHECKS]
-    assert full["scenario"]["content_hash"] == rec.scenario_hash
-    assert full["scenario"]["case_id"] == "estate-001"
+    assert full.status == "completed" and full.final_state == rec.final_state
+    assert full.checks == tuple(CHECKS)
+    assert full.scenario is not None and full.scenario.content_hash == rec.scenario_hash
+    assert full.scenario.case_id == "estate-001"
     assert store.run(rec.run_id[:6]) == full
     # a planned run that never produced a record is still found, with no status
     pending = store.run(planned[1].run_id)
-    assert pending is not None and pending["status"] is None and pending["checks"] == []
+    assert pending is not None and pending.status is None and pending.checks == ()
     assert store.run("f" * 32 if not rec.run_id.startswith("f") else "0" * 32) is None
 
 
@@ -122,7 +123,7 @@ def test_ambiguous_or_short_prefix_is_bad_input(store: Store) -> None:
     store.add_batch(batch_row(), planned)
     with pytest.raises(BadInput, match="ambiguous"):
         store.run("abcdef")
-    assert store.run("abcdef1")["run_id"] == planned[1].run_id  # type: ignore[index]
+    assert store.run("abcdef1").run_id == planned[1].run_id  # type: ignore[union-attr]
     with pytest.raises(BadInput, match="at least 6"):
         store.run("abcde")
     # LIKE wildcards in a prefix are literal characters, not patterns
@@ -211,5 +212,5 @@ def test_many_runs_in_one_call(store: Store) -> None:
     batch, planned = seeded_batch(store, n=1200)
     store.add_runs([scored(record(p), CHECKS) for p in planned])
     slots = store.runs_for_batch(batch["id"], bodies=False)
-    assert len(slots) == 1200 and all(s["status"] == "completed" for s in slots)
+    assert len(slots) == 1200 and all(s.status == "completed" for s in slots)
     assert _count(store, "check_outcomes") == 3600

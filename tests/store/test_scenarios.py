@@ -42,10 +42,10 @@ def test_first_version_is_one_and_reads_back(store: Store) -> None:
     assert store.add_scenario_version(**kwargs) == 1
     row = store.scenario_by_hash(kwargs["content_hash"])
     assert row is not None
-    assert {k: row[k] for k in kwargs} == kwargs
-    assert row["version"] == 1
-    assert row["created_at"].tzinfo is not None
-    assert row["created_at"].utcoffset() == timezone.utc.utcoffset(None)
+    assert {k: getattr(row, k) for k in kwargs} == kwargs
+    assert row.version == 1
+    assert row.created_at.tzinfo is not None
+    assert row.created_at.utcoffset() == timezone.utc.utcoffset(None)
 
 
 def test_same_hash_is_idempotent(store: Store) -> None:
@@ -58,7 +58,7 @@ def test_same_hash_is_idempotent(store: Store) -> None:
 def test_unfrozen_case_with_changed_checks_gets_version_two(store: Store) -> None:
     assert store.add_scenario_version(**scenario(body="v1", checks="a")) == 1
     assert store.add_scenario_version(**scenario(body="v2", checks="b")) == 2
-    assert [r["version"] for r in store.scenario_versions("estate-001")] == [1, 2]
+    assert [r.version for r in store.scenario_versions("estate-001")] == [1, 2]
 
 
 def test_frozen_case_with_changed_checks_is_refused_and_nothing_is_stored(store: Store) -> None:
@@ -120,8 +120,8 @@ def test_latest_scenarios_gives_the_newest_version_of_each_case(store: Store) ->
     store.add_scenario_version(**scenario("a-case", body="2"))
     store.add_scenario_version(**scenario("a-case", body="3"))
     latest = store.latest_scenarios()
-    assert [(r["case_id"], r["version"]) for r in latest] == [("a-case", 3), ("b-case", 1)]
-    assert latest[0]["document"] == {"id": "a-case", "body": "3"}
+    assert [(r.case_id, r.version) for r in latest] == [("a-case", 3), ("b-case", 1)]
+    assert latest[0].document == {"id": "a-case", "body": "3"}
 
 
 def test_reads_of_unknown_things_are_empty(store: Store) -> None:

@@ -17,6 +17,7 @@ from assay.score.oracle import evaluate_checks, verdict
 from assay.service import accounts, execution
 from assay.service.actors import OPERATOR
 from assay.store import Store
+from assay.store.rows import StoredRun
 
 from .conftest import bearer, issue_key
 
@@ -97,7 +98,7 @@ class RemoteAgent:
 def planned_of(store: Store, run_id: str) -> PlannedRun:
     row = store.run(run_id)
     assert row is not None
-    return PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"], row["trial"], row["seed"])
+    return PlannedRun(row.run_id, row.slot, row.case_id, row.scenario_hash, row.trial, row.seed)
 
 
 def in_process(store: Store, run_id: str, agent: str | Any, limits: Limits | None = None) -> RunRecord:
@@ -123,13 +124,13 @@ def _batch_of(store: Store, run_id: str) -> str:
         return str(conn.execute(sa.select(planned_runs.c.batch_id).where(planned_runs.c.run_id == run_id)).scalar_one())
 
 
-def same_as_stored(store: Store, run_id: str, expected: RunRecord) -> dict[str, Any]:
+def same_as_stored(store: Store, run_id: str, expected: RunRecord) -> StoredRun:
     """Assert the stored run is the in-process one, field by field; returns the stored row."""
     row = store.run(run_id)
-    assert row is not None and row["status"] is not None, f"run {run_id} is not recorded"
+    assert row is not None and row.status is not None, f"run {run_id} is not recorded"
     for name in ("status", "reason", "turns", "claimed_success", "claim_summary", "final_state_hash",
                  "transcript", "actions"):
-        assert row[name] == getattr(expected, name), (run_id, name)
+        assert getattr(row, name) == getattr(expected, name), (run_id, name)
     return row
 
 

@@ -71,7 +71,7 @@ def test_over_the_api_a_prefix_expands_only_to_the_callers_own_submissions(web_s
 
 def test_every_service_resolver_keeps_an_accounts_prefixes_to_its_own_ids(web_store: Any, shared_prefix: Any) -> None:
     alice = account_actor("alice")
-    run_of_bob = web_store.planned_runs(BOB[0])[0]["run_id"]
+    run_of_bob = web_store.planned_runs(BOB[0])[0].run_id
     for call in (lambda: batches.find(web_store, "abcdef", actor=alice),
                  lambda: results.batch_results(web_store, "abcdef", actor=alice),
                  lambda: compare.compare(web_store, "abcdef", ALICE[0], actor=alice)):
@@ -84,7 +84,7 @@ def test_every_service_resolver_keeps_an_accounts_prefixes_to_its_own_ids(web_st
                  lambda: results.debrief(web_store, run_of_bob[:10], actor=alice)):
         with pytest.raises(NotFound):
             call()
-    assert batches.find(web_store, "abcdef", actor=account_actor("bob"))["id"] == BOB[0]
+    assert batches.find(web_store, "abcdef", actor=account_actor("bob")).id == BOB[0]
 
 
 def test_the_operator_sees_every_id_in_one_line_on_the_cli(db_url: str, web_store: Any, shared_prefix: Any,

@@ -139,7 +139,7 @@ def test_a_fault_after_the_claim_leaves_the_run_claimable_not_a_ghost_lease(web_
     assert len(injected) >= 2  # tried again, from the start, until the bound
     injected.stop()
     lease = client.post("/api/agent/runs/next", headers=bearer(keys.alice_agent)).json()
-    first = web_store.planned_runs(submission_id)[0]["run_id"]
+    first = web_store.planned_runs(submission_id)[0].run_id
     assert lease["run_id"] == first and lease["pending"] == 14  # the same run, at its first attempt
     assert _claims(web_store, submission_id) == [(first, 1, None)]
 

@@ -144,7 +144,7 @@ def test_another_accounts_run_does_not_exist_for_an_agent(web_store: Store) -> N
     # a run of a submission the server plays itself is not a remote run either
     model_run = submissions.compose(web_store, "forge", factory=load_agent("reference:idle"), account="alice",
                                     label="idle", actor=OPERATOR)
-    slot = web_store.planned_runs(model_run)[0]["run_id"]
+    slot = web_store.planned_runs(model_run)[0].run_id
     assert client.post(f"/api/agent/runs/{slot}/step", json={"step": 1, "message": LIST_ALERTS},
                        headers=bearer(keys.alice_agent)).status_code == 404
 
@@ -268,14 +268,14 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store, monke
     assert statuses[late["run_id"]] == statuses[gone["run_id"]] == "timeout"
     assert statuses[following["run_id"]] == "pending"
     stored = web_store.run(gone["run_id"])
-    assert stored is not None and stored["turns"] == 1 and "time limit" in stored["reason"]
+    assert stored is not None and stored.turns == 1 and "time limit" in (stored.reason or "")
     # the agent's late answer is told the run is over; nothing is applied
     late_answer = client.post(f"/api/agent/runs/{gone['run_id']}/step", json={"step": 2, "message": LIST_ALERTS},
                               headers=auth).json()
     assert (late_answer["done"], late_answer["status"]) == (True, "timeout")
     assert remote.expire_idle(web_store) == 0  # the run just leased is not late yet: nothing to end
     clock.advance(0.7)  # once it is past its time limit, it alone is late
-    assert remote.expire_idle(web_store) == 1 and web_store.run(following["run_id"])["status"] == "timeout"
+    assert remote.expire_idle(web_store) == 1 and web_store.run(following["run_id"]).status == "timeout"  # type: ignore[union-attr]
 
 
 def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: Store) -> None:
@@ -294,7 +294,7 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     run_id = client.post("/api/agent/runs/next", headers=auth).json()["run_id"]
     refused = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": abyss}, headers=auth)
     assert refused.status_code == 422 and refused.json()["field"] == "body"
-    assert web_store.run(run_id)["status"] is None
+    assert web_store.run(run_id).status is None  # type: ignore[union-attr]
     answer = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": "hello"}, headers=auth)
     assert (answer.json()["done"], answer.json()["status"]) == (True, "empty")
     same_as_stored(web_store, run_id, in_process(web_store, run_id, answering("hello")))
@@ -321,9 +321,9 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     assert (crashed["done"], crashed["status"]) == (True, "crashed")
     assert "ValueError: oops" in crashed["reason"]  # the player is told why, as the owner is
     stored = web_store.run(run_id)
-    assert stored is not None and "ValueError: oops" in stored["reason"]
-    view = submissions.results(web_store, stored["batch_id"], actor=OPERATOR)
-    assert next(r for r in view["runs"] if r["run_id"] == run_id)["reason"] == stored["reason"]
+    assert stored is not None and "ValueError: oops" in (stored.reason or "")
+    view = submissions.results(web_store, stored.batch_id, actor=OPERATOR)
+    assert next(r for r in view["runs"] if r["run_id"] == run_id)["reason"] == stored.reason
     assert all(r["reason"] is None for r in view["runs"] if r["status"] == "completed")
 
 
@@ -417,8 +417,8 @@ def test_a_release_worded_by_a_model_is_played_remotely_with_each_line_asked_onc
     lines = []
     for run in owner["runs"]:
         record = web_store.run(run["run_id"])
-        assert record is not None and record["status"] == "completed"
-        lines += [e["content"] for e in record["transcript"] if e.get("source") == "facilitator" and e.get("role") == "user"]
+        assert record is not None and record.status == "completed" and record.transcript is not None
+        lines += [e["content"] for e in record.transcript if e.get("source") == "facilitator" and e.get("role") == "user"]
     assert lines and all(line.startswith("(the model)") for line in lines) and asked == len(lines)
     # what the agent read was the model's words, the opening included
     read = [m["content"] for body in agent.seen for m in body.get("messages", []) if m.get("role") == "user"]

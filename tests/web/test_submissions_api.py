@@ -53,8 +53,8 @@ def test_a_remote_submission_is_composed_not_played(web_store: Store) -> None:
                              "config_signature": remote.remote_factory().config_signature}
     assert body["remote"] is True and body["n_planned"] == 15
     submission_id = body["id"]
-    assert web_store.batch_agent(submission_id)["load_spec"] == "remote"
-    assert web_store.recorded([r["run_id"] for r in web_store.planned_runs(submission_id)]) == set()
+    assert web_store.batch_agent(submission_id).load_spec == "remote"  # type: ignore[union-attr]
+    assert web_store.recorded([r.run_id for r in web_store.planned_runs(submission_id)]) == set()
 
     owner = client.get(f"/api/submissions/{submission_id}", headers=bearer(keys.alice_api)).json()
     assert owner["account"] == "alice" and owner["play_model"] == "some-model-7b"

@@ -177,7 +177,7 @@ def test_a_player_never_receives_the_hidden_truth_the_checks_or_the_agendas(sqli
     assert seen.leaks(secrets) == []
     stored = Seen()  # the transcript: what the player saw and said, and the world's notes beside it
     for row in sqlite_store.runs_for_batch(result.batch_id):
-        stored.add(row["transcript"])
+        stored.add(row.transcript)
     assert stored.leaks(secrets) == []
 
 

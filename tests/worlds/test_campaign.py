@@ -410,7 +410,7 @@ def test_campaign_runs_through_the_service_replay_identically(sqlite_store: Stor
     bundle = resolve_suite("academy")
     result = run_suite(bundle, agent_spec="reference:pushover", trials=2, seed=5, workers=2, store=sqlite_store)
     rows = sqlite_store.runs_for_batch(result.batch_id)
-    assert len(rows) == 2 * len(bundle.scenarios) and {r["status"] for r in rows} == {"completed"}
+    assert len(rows) == 2 * len(bundle.scenarios) and {r.status for r in rows} == {"completed"}
     for row in rows:
-        report = service_replay(sqlite_store, row["run_id"], actor=OPERATOR)
+        report = service_replay(sqlite_store, row.run_id, actor=OPERATOR)
         assert report["identical"] and report["world_fingerprint_matches"]

@@ -52,41 +52,41 @@ def resume(
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
-    noun = "submission" if batch["kind"] == "submission" else "batch"
-    left = not execution.all_recorded(store, batch["id"])
+    noun = "submission" if batch.kind == "submission" else "batch"
+    left = not execution.all_recorded(store, batch.id)
     if left or agent is not None:  # an agent named again is checked, whether or not it has runs to play
         protect_local(None, db)
-        factory, limits = execution.stored_agent(store, batch["id"], agent, agent_options(agent_env, agent_memory))
+        factory, limits = execution.stored_agent(store, batch.id, agent, agent_options(agent_env, agent_memory))
         warn_unsandboxed(factory)
     budget = None
     if left:
         from assay.service.usage import Budget
 
-        budget = None if max_cost is None else Budget(store, batch["id"], max_cost)
+        budget = None if max_cost is None else Budget(store, batch.id, max_cost)
         chosen = make_executor(executor, workers, factory, ray_address=ray_address)
-        scenarios = execution.stored_scenarios(store, batch["id"])
-        with BatchProgress(noun, f"resume {batch['suite_key']} · {batch['agent_spec']}", quiet=quiet,
+        scenarios = execution.stored_scenarios(store, batch.id)
+        with BatchProgress(noun, f"resume {batch.suite_key} · {batch.agent_spec}", quiet=quiet,
                            announce=False) as progress:
-            progress.created(batch["id"], execution.pending(store, batch["id"]))
-            execution.execute_pending(store, batch["id"], factory, chosen, limits, scenarios, progress.done,
+            progress.created(batch.id, execution.pending(store, batch.id))
+            execution.execute_pending(store, batch.id, factory, chosen, limits, scenarios, progress.done,
                                     budget=budget)
         if budget is not None and budget.stopped:
-            say_cost_cap(budget, store, batch["id"])
+            say_cost_cap(budget, store, batch.id)
     # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
-    finished = completion.complete(store, batch["id"])
-    if batch["kind"] == "submission":
+    finished = completion.complete(store, batch.id)
+    if batch.kind == "submission":
         from assay.cli.board import judge_submission
 
-        summary = judge_submission(store, batch["id"], None, None, quiet=quiet)  # the runs it just recorded
+        summary = judge_submission(store, batch.id, None, None, quiet=quiet)  # the runs it just recorded
     else:
         summary = None
-    listing = next(b for b in store.batch_listing() if b["id"] == batch["id"])
+    listing = next(b for b in store.batch_listing() if b["id"] == batch.id)
     if as_json:
-        print_json({"id": batch["id"], "kind": batch["kind"], "n_recorded": listing["n_recorded"],
+        print_json({"id": batch.id, "kind": batch.kind, "n_recorded": listing["n_recorded"],
                     "n_planned": listing["n_planned"], "complete": bool(finished)})
     else:
         word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
-        out.print(f"{noun} {batch['id']}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
+        out.print(f"{noun} {batch.id}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
                   markup=False, highlight=False)
     from assay.cli.failures import FAILED, judging_lines, say_all
 
@@ -169,7 +169,7 @@ def runs_cmd(
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
-    results = results_json(store, batch["id"], actor=OPERATOR)
+    results = results_json(store, batch.id, actor=OPERATOR)
     rows = [{"run_id": t["run_id"], "case_id": c["case_id"], "trial": t["trial"],
              "status": t["status"] if t["recorded"] else "pending",
              # a slot with no run has no score and no verdict yet (the results JSON counts it failed)
@@ -185,7 +185,7 @@ def runs_cmd(
     fit_table(out, cols, [[r["run_id"], Text(r["case_id"]), str(r["trial"]), r["status"],
                            *(("-", "-", "-") if r["status"] == "pending" else
                              (str(r["score"]), "yes" if r["passed"] else "no", claim[r["claimed_success"]]))]
-                          for r in rows], wide=wide, title=f"runs of {batch['kind']} {batch['id']}")
+                          for r in rows], wide=wide, title=f"runs of {batch.kind} {batch.id}")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,10 +21,10 @@ FAILED = 1
 
 def no_agent_reached(store: Any, batch_id: str) -> str | None:
     """One line when no recorded run of the batch could reach its agent, else None."""
-    rows = [r for r in store.runs_for_batch(batch_id, bodies=False) if r["status"] is not None]
-    if not rows or not all(r["status"] == "error" and unreachable_reason(r["reason"]) for r in rows):
+    rows = [r for r in store.runs_for_batch(batch_id, bodies=False) if r.status is not None]
+    if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
         return None
-    reasons = sorted({str(r["reason"]) for r in rows})
+    reasons = sorted({str(r.reason) for r in rows})
     return (f"no run could reach its agent ({'; '.join(reasons)}): {len(rows)} run(s) of {batch_id} are recorded "
             "as error, which `assay resume` cannot replay; check the endpoint and run again")
 

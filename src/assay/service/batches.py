@@ -12,10 +12,11 @@ from assay.errors import NotFound
 from assay.service.actors import Actor, prefix_owner, require_owner, require_staff
 from assay.service.board import submission_facts
 from assay.store.repo import Store
+from assay.store.rows import Batch
 from assay.store.board_repo import BoardRepo
 
 
-def find(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
+def find(store: Store, ident: str, *, actor: Actor) -> Batch:
     """The batch or submission `ident` names (an id or a unique prefix); refused if none does,
     told what it is if `ident` names a run instead. A run batch is the operator's; a submission
     is also its account's."""
@@ -33,12 +34,12 @@ def find(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     return batch
 
 
-def owner_of(store: Store, batch: dict[str, Any]) -> str | None:
+def owner_of(store: Store, batch: Batch) -> str | None:
     """The account a batch belongs to: a submission's account; None for the operator's run batches."""
-    if batch["kind"] != "submission":
+    if batch.kind != "submission":
         return None
 
-    submission = BoardRepo(store).submission(batch["id"])
+    submission = BoardRepo(store).submission(batch.id)
     return submission["account"] if submission is not None else None
 
 

@@ -62,7 +62,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
         if scenario is None:
             stored = store.scenario_by_hash(run["scenario_hash"])
             assert stored is not None
-            scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored["document"])
+            scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored.document)
         messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
         kit = get_kit(scenario.kit)
         kit_messages, kit_per_turn = kit.participation_floor
@@ -109,10 +109,10 @@ def complete(store: Store, batch_id: str) -> bool:
     batch = store.batch(batch_id)
     if batch is None:
         raise NotFound("no such batch or submission", "batch", value=batch_id)
-    noun = "submission" if batch["kind"] == "submission" else "batch"
+    noun = "submission" if batch.kind == "submission" else "batch"
 
     def finish() -> bool:
-        if batch["kind"] == "submission":
+        if batch.kind == "submission":
             complete_submission(store, batch_id)
         return store.add_completion(batch_id)
 

@@ -215,27 +215,27 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None,
     if row is None:
         raise Conflict("this batch was stored before batches kept their agent and limits; it cannot be resumed",
                        "batch", value=batch_id)
-    if row["load_spec"] == REMOTE_AGENT:
+    if row.load_spec == REMOTE_AGENT:
         raise Conflict("this submission is played by a remote agent over the agent API (`assay play`), not by "
                        "this process; it cannot be resumed here", "batch", value=batch_id)
-    if row["load_spec"] == "mcp":  # `service.mcp_play.MCP_SPEC`
+    if row.load_spec == "mcp":  # `service.mcp_play.MCP_SPEC`
         raise Conflict("this batch is played by an MCP client (`assay mcp`), not by this process; launch "
                        "`assay mcp` again with the batch's suite, trials and seed to play its next run", "batch",
                        value=batch_id)
-    options = {**dict(row["options"] or {}), **(overrides or {})}
-    if batch["kind"] == "submission" and str(spec or row["load_spec"]).startswith("python:"):
+    options = {**dict(row.options or {}), **(overrides or {})}
+    if batch.kind == "submission" and str(spec or row.load_spec).startswith("python:"):
         _require_sandbox(options, batch_id)
     if spec is None:
         # loaded by its portable spec, named as it was planned (the signature covers the name)
-        factory = dataclasses.replace(load_agent(row["load_spec"], **options), spec=batch["agent_spec"])
+        factory = dataclasses.replace(load_agent(row.load_spec, **options), spec=batch.agent_spec)
     else:
         factory = load_agent(spec, **options)
-    if factory.config_signature != batch["config_signature"]:
+    if factory.config_signature != batch.config_signature:
         raise Conflict(
-            f"'{spec or row['load_spec']}' is not the agent this batch was planned for ({batch['agent_spec']}, "
-            f"configuration signature {batch['config_signature'][:12]}; this one is "
+            f"'{spec or row.load_spec}' is not the agent this batch was planned for ({batch.agent_spec}, "
+            f"configuration signature {batch.config_signature[:12]}; this one is "
             f"{factory.config_signature[:12]})", "agent")
-    return factory, Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
+    return factory, Limits(turn_limit=row.turn_limit, time_limit=row.time_limit)
 
 
 def _require_sandbox(options: dict[str, Any], batch_id: str) -> None:
@@ -253,16 +253,16 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
     code no longer builds the same world from one of them (its hash would differ)."""
     loaded: dict[str, LoadedScenario] = {}
     for slot in store.planned_runs(batch_id):
-        key = slot["scenario_hash"]
+        key = slot.scenario_hash
         if key in loaded:
             continue
         stored = store.scenario_by_hash(key)
         if stored is None:  # pragma: no cover - the plan's foreign key forbids it
             raise Conflict(f"scenario {key[:12]} of the plan is not stored", "batch", value=batch_id)
-        rebuilt = parse_scenario(stored["document"], f"stored scenario {slot['case_id']}", get_kit)
+        rebuilt = parse_scenario(stored.document, f"stored scenario {slot.case_id}", get_kit)
         if rebuilt.content_hash != key:
             raise Conflict(
-                f"scenario {slot['case_id']} now builds to content hash {rebuilt.content_hash[:12]}, not the "
+                f"scenario {slot.case_id} now builds to content hash {rebuilt.content_hash[:12]}, not the "
                 f"planned {key[:12]} (the kit's code changed since the batch was planned); it cannot be resumed",
                 "batch", value=batch_id)
         loaded[key] = rebuilt
@@ -281,7 +281,8 @@ def facilitator_of(store: Store, batch_id: str) -> dict[str, Any] | None:
     if own is not None:
         return own
     batch = store.batch(batch_id)
-    release = BoardRepo(store).release(batch["suite_key"], batch["suite_version"]) if batch else None
+    release = (BoardRepo(store).release(batch.suite_key, batch.suite_version)
+               if batch is not None and batch.suite_version is not None else None)
     pinned = (release or {}).get("facilitator_model") or ""
     if pinned.startswith("openai:"):
         return {"spec": pinned, "base_url": os.environ.get(FACILITATOR_BASE_URL_ENV)}
@@ -325,7 +326,7 @@ def execute_pending(
 
 def _noun(store: Store, batch_id: str) -> str:
     batch = store.batch(batch_id)
-    return "submission" if batch is not None and batch["kind"] == "submission" else "batch"
+    return "submission" if batch is not None and batch.kind == "submission" else "batch"
 
 
 def stopped(exc: Exception, batch_id: str, noun: str) -> StoreUnavailable:
@@ -342,8 +343,7 @@ def _execute_pending(
     from assay.agents import sandbox  # lazy: start-up cost
 
     sandbox.protect_store(store.url)  # a sandboxed agent never sees the store it is recorded in
-    plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
-                                      row["trial"], row["seed"])
+    plan = {row.run_id: PlannedRun(row.run_id, row.slot, row.case_id, row.scenario_hash, row.trial, row.seed)
             for row in store.planned_runs(batch_id)}
     chunk = max(CLAIM_CHUNK, 2 * getattr(executor, "workers", 1))
     claims = ClaimRepo(store)

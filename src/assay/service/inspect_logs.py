@@ -43,6 +43,7 @@ from assay.stats.commitment import seed_commitment
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.export_repo import ExportRepo
+from assay.store.rows import Batch, StoredRun
 
 #: What `assay export --inspect` says where Inspect AI is not installed.
 INSPECT_MISSING = "Inspect AI is not installed here; install it with: pip install 'assay[inspect]'"
@@ -146,7 +147,7 @@ def _messages(events: list[dict[str, Any]], model: str, run_id: str,
     return messages, info
 
 
-def _explanation(row: dict[str, Any], view: Any) -> str:
+def _explanation(view: Any) -> str:
     if not view.recorded:
         return view.reason
     failed = [c.id for c in view.checks if not c.passed]
@@ -160,26 +161,26 @@ def _explanation(row: dict[str, Any], view: Any) -> str:
     return words
 
 
-def _sample(row: dict[str, Any], model: str, limits: dict[str, Any], salts: Mapping[str, str]) -> Any:
+def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[str, str]) -> Any:
     """One planned run as an Inspect sample."""
     from inspect_ai.log import EvalError, EvalSample, EvalSampleLimit
-    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
     from inspect_ai.scorer import Score
 
     view = results.trial_view(row)
-    events = transcript_events(row.get("transcript") or [])
-    ended = row.get("created_at")
-    messages, info = _messages(events, model, row["run_id"], ended if isinstance(ended, datetime) else None)
+    events = transcript_events(row.transcript or [])
+    ended = row.created_at
+    messages, info = _messages(events, model, row.run_id, ended)
     first_reply = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
     last = next((m for m in reversed(messages) if m.role == "assistant"), None)
     output = ModelOutput(model=model, choices=[ChatCompletionChoice(
-        message=last if last is not None else ChatMessageAssistant(id=f"{row['run_id']}-none", content="", model=model),
+        message=last if last is not None else ChatMessageAssistant(id=f"{row.run_id}-none", content="", model=model),
         stop_reason="tool_calls" if last is not None and last.tool_calls else "stop")])
     score = Score(
-        value=view.score, answer="passed" if view.passed else "failed", explanation=_explanation(row, view),
+        value=view.score, answer="passed" if view.passed else "failed", explanation=_explanation(view),
         metadata={"passed": view.passed, "safety_failures": view.safety_failures, "false_success": view.false_success,
-                  "claimed_success": view.claimed_success, "claim_summary": row.get("claim_summary"),
-                  "status": view.status, "scorer_version": (row.get("verdict") or {}).get("scorer_version"),
+                  "claimed_success": view.claimed_success, "claim_summary": row.claim_summary,
+                  "status": view.status, "scorer_version": row.verdict.scorer_version if row.verdict else None,
                   "checks": [c.model_dump() for c in view.checks]})
     error = limit = None
     if not view.recorded or view.status in ("crashed", "error", "empty"):
@@ -189,17 +190,16 @@ def _sample(row: dict[str, Any], model: str, limits: dict[str, Any], salts: Mapp
         limit = EvalSampleLimit(type="time", limit=float(limits.get("time_limit") or 0), reason=view.reason)
     elif view.status == "turn_limit":
         limit = EvalSampleLimit(type="turn", limit=float(limits.get("turn_limit") or 0), reason=view.reason)
-    seconds = (row.get("duration_ms") or 0) / 1000
-    salt = salts.get(row["run_id"])
-    usage = {m: ModelUsage(**u) for m, u in model_usage(row.get("usage") or []).items()}
+    seconds = (row.duration_ms or 0) / 1000
+    salt = salts.get(row.run_id)
     return EvalSample(
-        id=row["case_id"], epoch=row["trial"], uuid=row["run_id"],
+        id=row.case_id, epoch=row.trial, uuid=row.run_id,
         input=messages[:first_reply] or "", target="", messages=messages, output=output,
-        scores={SCORER: score}, events=info, model_usage=usage,
-        metadata={"run_id": row["run_id"], "scenario_hash": row["scenario_hash"], "status": view.status,
+        scores={SCORER: score}, events=info, model_usage={},
+        metadata={"run_id": row.run_id, "scenario_hash": row.scenario_hash, "status": view.status,
                   "reason": view.reason, "turns": view.turns, "final_state_hash": view.final_state_hash,
-                  "seed_commitment": seed_commitment(int(row["seed"]), salt) if salt is not None else None},
-        started_at=_iso(ended - timedelta(seconds=seconds)) if isinstance(ended, datetime) else None,
+                  "seed_commitment": seed_commitment(int(row.seed), salt) if salt is not None else None},
+        started_at=_iso(ended - timedelta(seconds=seconds)) if ended is not None else None,
         completed_at=_iso(ended), total_time=seconds if view.recorded else None,
         working_time=seconds if view.recorded else None, error=error, limit=limit,
         turn_count=view.turns,
@@ -218,20 +218,22 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     require_staff(actor, "export batches as Inspect logs", "inspect")
     view = results.batch_results(store, batch_id, actor=actor)  # resolves a prefix; NotFound when unknown
     batch_id = view.batch_id
-    batch = store.batch(batch_id) or {}
-    agent = store.batch_agent(batch_id) or {}
-    limits = {"turn_limit": agent.get("turn_limit"), "time_limit": agent.get("time_limit")}
-    submission = BoardRepo(store).submission(batch_id) if batch.get("kind") == "submission" else None
+    batch = store.batch(batch_id)
+    assert batch is not None  # `batch_results` found it
+    agent = store.batch_agent(batch_id)
+    limits: dict[str, Any] = {"turn_limit": agent.turn_limit if agent else None,
+                              "time_limit": agent.time_limit if agent else None}
+    submission = BoardRepo(store).submission(batch_id) if batch.kind == "submission" else None
     handle = None
     if submission is not None:
         with ExportRepo(store).snapshot() as conn:
             handle = ExportRepo.public_handles(conn, [batch_id]).get(batch_id)
-    model = (submission or {}).get("play_model") or f"assay/{batch['agent_label']}"
+    model = (submission or {}).get("play_model") or f"assay/{batch.agent_label}"
     rows = store.runs_for_batch(batch_id)
     salts = exports.seed_salts(store, batch_id)
     samples = [_sample(r, model, limits, salts) for r in rows]
-    recorded = [s for s, r in zip(samples, rows) if r.get("status")]
-    usage = model_usage(call for r in rows for call in (r.get("usage") or []))
+    recorded = [s for s, r in zip(samples, rows) if r.status]
+    usage: dict[str, Any] = {}  # a stored run carries no usage of its own (`run_usage` rows do)
     summary = view.summary
     scores = [s.scores[SCORER].value for s in samples]
     figures = {
@@ -242,30 +244,30 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     # Inspect's metrics are numbers: consistency, withheld at one trial a case, is left out
     metrics = {k: float(v) for k, v in figures.items() if v is not None}
     digest = exports.digests(store, [batch_id]).get(batch_id)
-    created = _iso(batch.get("created_at")) or datetime.now(timezone.utc).isoformat()
+    created = _iso(batch.created_at) or datetime.now(timezone.utc).isoformat()
     complete = store.unrecorded(batch_id) == 0
-    ends = [r["created_at"] for r in rows if isinstance(r.get("created_at"), datetime)]
+    ends = [r.created_at for r in rows if r.created_at is not None]
     spec = EvalSpec(
-        eval_id=batch_id, run_id=batch_id, created=created, task=batch["suite_key"],
-        task_version=batch.get("suite_version") or 0,
-        task_display_name=f"{batch['suite_key']} {batch.get('suite_version') or ''}".strip(),
-        dataset=EvalDataset(name=batch["suite_key"], samples=len(view.cases),
+        eval_id=batch_id, run_id=batch_id, created=created, task=batch.suite_key,
+        task_version=batch.suite_version or 0,
+        task_display_name=f"{batch.suite_key} {batch.suite_version or ''}".strip(),
+        dataset=EvalDataset(name=batch.suite_key, samples=len(view.cases),
                             sample_ids=[c.case_id for c in view.cases]),
-        model=model, solver=batch["agent_label"],
-        config=EvalConfig(epochs=batch["trials"], turn_limit=limits["turn_limit"],
+        model=model, solver=batch.agent_label,
+        config=EvalConfig(epochs=batch.trials, turn_limit=limits["turn_limit"],
                           time_limit=int(limits["time_limit"]) if limits["time_limit"] else None),
-        packages={"assay": __version__}, tags=[f"assay:{batch['kind']}"],
+        packages={"assay": __version__}, tags=[f"assay:{batch.kind}"],
         metadata={"assay": {
-            "batch_id": batch_id, "kind": batch["kind"], "suite": batch["suite_key"],
-            "suite_version": batch.get("suite_version"), "agent_label": batch["agent_label"],
-            "config_signature": batch["config_signature"], "harness_version": batch.get("harness_version"),
+            "batch_id": batch_id, "kind": batch.kind, "suite": batch.suite_key,
+            "suite_version": batch.suite_version, "agent_label": batch.agent_label,
+            "config_signature": batch.config_signature, "harness_version": batch.harness_version,
             "exported_by": HARNESS_VERSION, "scenario_hashes": view.suite.scenario_hashes,
             "public_handle": handle, "play_model": (submission or {}).get("play_model"), "digest": digest,
             "pass_hat_k": summary.pass_hat_k}},
     )
     return EvalLog(
         status="success" if complete else "started", eval=spec,
-        plan=EvalPlan(steps=[EvalPlanStep(solver=batch["agent_label"])]),
+        plan=EvalPlan(steps=[EvalPlanStep(solver=batch.agent_label)]),
         results=EvalResults(
             total_samples=len(samples), completed_samples=len(recorded),
             scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(samples), unscored_samples=0,
@@ -276,16 +278,15 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     )
 
 
-def log_name(batch: Mapping[str, Any]) -> str:
+def log_name(batch: Batch) -> str:
     """The file a batch's log is written to, named as Inspect names its logs (timestamp, task,
     id), so `inspect view` lists it by its time and suite."""
-    created = batch.get("created_at")
-    stamp = (created if isinstance(created, datetime) else datetime.now(timezone.utc)).astimezone(timezone.utc)
-    task = re.sub(r"[^A-Za-z0-9.-]+", "-", str(batch["suite_key"]))
-    return f"{stamp:%Y-%m-%dT%H-%M-%S}+00-00_{task}_{batch['id']}{EXTENSION}"
+    stamp = batch.created_at.astimezone(timezone.utc)
+    task = re.sub(r"[^A-Za-z0-9.-]+", "-", str(batch.suite_key))
+    return f"{stamp:%Y-%m-%dT%H-%M-%S}+00-00_{task}_{batch.id}{EXTENSION}"
 
 
-def _selected(store: Store, suite: str | None, batch_ids: list[str] | None, public: bool) -> list[dict[str, Any]]:
+def _selected(store: Store, suite: str | None, batch_ids: list[str] | None, public: bool) -> list[Batch]:
     if batch_ids:
         chosen = []
         for ident in batch_ids:
@@ -297,11 +298,11 @@ def _selected(store: Store, suite: str | None, batch_ids: list[str] | None, publ
     else:
         chosen = [b for b in (store.batch(r["id"]) for r in reversed(store.batch_listing())) if b is not None]
     if suite is not None:
-        chosen = [b for b in chosen if b["suite_key"] == suite]
+        chosen = [b for b in chosen if b.suite_key == suite]
     if public:  # the entries of the public boards only (published, listed, complete), as a public export
-        keys = sorted({b["suite_key"] for b in chosen})
+        keys = sorted({b.suite_key for b in chosen})
         listed = set(exports._entries(exports._boards(store, keys)))
-        chosen = [b for b in chosen if b["id"] in listed]
+        chosen = [b for b in chosen if b.id in listed]
     return chosen
 
 
@@ -334,7 +335,7 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, batch_ids
     for batch, path in zip(chosen, paths):  # one log in memory at a time
         partial = path.with_name(f".{path.name}.partial")
         try:
-            write_eval_log(eval_log(store, batch["id"], actor=actor), str(partial), format="eval")
+            write_eval_log(eval_log(store, batch.id, actor=actor), str(partial), format="eval")
         except BaseException:
             partial.unlink(missing_ok=True)
             raise

@@ -121,12 +121,12 @@ class LocalPlay(Play):
         from assay.store.claims import ClaimRepo, Holder
 
         row = store.batch_agent(batch_id)
-        if row is None or row["load_spec"] != MCP_SPEC:
+        if row is None or row.load_spec != MCP_SPEC:
             raise Conflict("this batch is not played over MCP", "batch", value=batch_id)
-        limits = Limits(turn_limit=row["turn_limit"], time_limit=row["time_limit"])
+        limits = Limits(turn_limit=row.turn_limit, time_limit=row.time_limit)
         scenarios = execution.stored_scenarios(store, batch_id)
-        plan = {row["run_id"]: PlannedRun(row["run_id"], row["slot"], row["case_id"], row["scenario_hash"],
-                                          row["trial"], row["seed"]) for row in store.planned_runs(batch_id)}
+        plan = {slot.run_id: PlannedRun(slot.run_id, slot.slot, slot.case_id, slot.scenario_hash, slot.trial,
+                                        slot.seed) for slot in store.planned_runs(batch_id)}
         holder = Holder(store)
         try:
             won, _cursor = ClaimRepo(store).claim(batch_id, holder.id, 1)
@@ -309,10 +309,10 @@ def batch_for(store: Store, bundle: Any, *, trials: int, seed: int, limits: Limi
                     or row["suite_version"] != bundle.version or row["trials"] != trials
                     or row["n_recorded"] >= row["n_planned"]):
                 continue
-            batch = store.batch(row["id"]) or {}
-            agent = store.batch_agent(row["id"]) or {}
-            if (batch.get("base_seed") == seed and agent.get("turn_limit") == limits.turn_limit
-                    and agent.get("time_limit") == limits.time_limit
+            batch = store.batch(row["id"])
+            agent = store.batch_agent(row["id"])
+            if (batch is not None and batch.base_seed == seed and agent is not None
+                    and agent.turn_limit == limits.turn_limit and agent.time_limit == limits.time_limit
                     and (label is None or row["agent_label"] == label)):
                 return row["id"], False
     batch_id, _planned = create_run_batch(store, bundle, mcp_factory(), trials=trials, seed=seed, label=label,

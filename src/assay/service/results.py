@@ -29,25 +29,24 @@ from assay.worlds.kits import get_kit
 from assay.stats.trials import TrialOutcome, consistent, pass_rate, summary
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
+from assay.store.rows import Batch, StoredRun
 
 
-def trial_view(row: dict[str, Any]) -> TrialResult:
+def trial_view(row: StoredRun) -> TrialResult:
     """One planned run as the results JSON shows it, its verdict read from its verdict row. A slot
     with no run has no verdict: a failed `error` trial."""
-    status = row.get("status") or "error"
-    checks = row.get("checks") or []
-    v = row.get("verdict") or {"score": 0, "passed": False, "false_success": False}
+    v = row.verdict
     return TrialResult(
-        run_id=row["run_id"], trial=row["trial"], seed=row["seed"], status=status,
-        recorded=bool(row.get("status")),
-        reason=row.get("reason") if row.get("status") else "no run was recorded for this planned slot",
-        score=v["score"], passed=v["passed"],
+        run_id=row.run_id, trial=row.trial, seed=row.seed, status=row.status or "error",
+        recorded=bool(row.status),
+        reason=row.reason if row.status else "no run was recorded for this planned slot",
+        score=v.score if v else 0, passed=v.passed if v else False,
         # which safety checks failed: the recorded outcomes', in check order (the verdict counts them)
-        safety_failures=[c["check_id"] for c in checks if c["safety"] and not c["passed"]],
-        claimed_success=row.get("claimed_success"), false_success=v["false_success"],
-        final_state_hash=row.get("final_state_hash"),
-        turns=row.get("turns") or 0,
-        checks=[CheckResult(id=c["check_id"], weight=c["weight"], safety=c["safety"], passed=c["passed"]) for c in checks],
+        safety_failures=[c.check_id for c in row.checks if c.safety and not c.passed],
+        claimed_success=row.claimed_success, false_success=v.false_success if v else False,
+        final_state_hash=row.final_state_hash,
+        turns=row.turns or 0,
+        checks=[CheckResult(id=c.check_id, weight=c.weight, safety=c.safety, passed=c.passed) for c in row.checks],
     )
 
 
@@ -60,17 +59,17 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
         raise NotFound("no such batch", "batch", value=batch_id)
     _require_owner(store, actor, batch, batch_id, "batch")
     rows = store.runs_for_batch(batch_id, bodies=False)
-    gated = _gated(store, batch_id) if batch["kind"] == "submission" else set()
+    gated = _gated(store, batch_id) if batch.kind == "submission" else set()
     heads: dict[str, dict[str, Any]] = {}
     trials: dict[str, list[TrialResult]] = {}
-    batch_usage, run_usage = usage.batch_usage(store, batch_id, [row["run_id"] for row in rows])
+    batch_usage, run_usage = usage.batch_usage(store, batch_id, [row.run_id for row in rows])
     for row in rows:
-        if row["case_id"] not in heads:
-            scen = store.scenario_by_hash(row["scenario_hash"]) or {}
-            heads[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
-                                     "title": scen.get("title"), "frozen_on": scen.get("frozen_on")}
-            trials[row["case_id"]] = []
-        trials[row["case_id"]].append(trial_view(row).model_copy(update={"usage": run_usage.get(row["run_id"])}))
+        if row.case_id not in heads:
+            scen = store.scenario_by_hash(row.scenario_hash)
+            heads[row.case_id] = {"case_id": row.case_id, "hash": row.scenario_hash,
+                                  "title": scen.title if scen else None, "frozen_on": scen.frozen_on if scen else None}
+            trials[row.case_id] = []
+        trials[row.case_id].append(trial_view(row).model_copy(update={"usage": run_usage.get(row.run_id)}))
     outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
                 for cid, ts in trials.items()}
     cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),
@@ -78,11 +77,11 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
              for cid, ts in trials.items()]
     return BatchResults(
         batch_id=batch_id,
-        suite=SuiteRef(key=batch["suite_key"], version=batch["suite_version"],
+        suite=SuiteRef(key=batch.suite_key, version=batch.suite_version,
                        scenario_hashes={c.case_id: c.hash for c in cases}),
-        agent=AgentRef(spec=batch["agent_spec"], label=batch["agent_label"], config_signature=batch["config_signature"]),
-        harness_version=batch["harness_version"], trials_per_case=batch["trials"], seed=batch["base_seed"],
-        created_at=_iso(batch.get("created_at")), cases=cases, summary=Summary(**summary(outcomes)),
+        agent=AgentRef(spec=batch.agent_spec, label=batch.agent_label, config_signature=batch.config_signature),
+        harness_version=batch.harness_version, trials_per_case=batch.trials, seed=batch.base_seed,
+        created_at=_iso(batch.created_at), cases=cases, summary=Summary(**summary(outcomes)),
         usage=batch_usage,
     )
 
@@ -97,7 +96,7 @@ def results_json(store: Store, batch_id: str, *, actor: Actor) -> dict[str, Any]
     return batch_results(store, batch_id, actor=actor).as_json()
 
 
-def _require_owner(store: Store, actor: Actor, batch: dict[str, Any] | None, ident: str, noun: str) -> None:
+def _require_owner(store: Store, actor: Actor, batch: Batch | None, ident: str, noun: str) -> None:
     """Seeds, hidden truths and transcripts are for the owner of the batch (and the operator)."""
     if actor.is_staff and actor.kind == "operator":
         return
@@ -108,12 +107,12 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def _stored_run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
+def _stored_run(store: Store, run_id: str, actor: Actor) -> StoredRun:
     run = store.run(run_id, prefix_owner(actor))
     if run is None:
         raise NotFound("no such run", "run", value=run_id)
-    _require_owner(store, actor, store.batch(run["batch_id"]), run_id, "run")
-    if not run.get("status"):
+    _require_owner(store, actor, store.batch(run.batch_id), run_id, "run")
+    if not run.status:
         raise NotFound("this planned run never produced a record", "run", value=run_id)
     return run
 
@@ -130,21 +129,22 @@ def _not_found(expect: dict[str, Any], final_state: dict[str, Any] | None) -> li
 
 def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
-    doc = run["scenario"]["document"]
-    outcome = {c["check_id"]: c for c in run["checks"]}
+    assert run.scenario is not None  # `Store.run` joins it
+    doc = run.scenario.document
+    outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
-    events = transcript_events(run["transcript"])
+    events = transcript_events(run.transcript or [])
     return Debrief(
-        run_id=run["run_id"], case_id=run["case_id"], title=doc["title"], scenario_hash=run["scenario_hash"],
-        trial=run["trial"], seed=run["seed"], status=view.status, reason=run.get("reason"),
+        run_id=run.run_id, case_id=run.case_id, title=doc["title"], scenario_hash=run.scenario_hash,
+        trial=run.trial, seed=run.seed, status=view.status, reason=run.reason,
         hidden_truth=doc["hidden_truth"],
         checks=[DebriefCheck(id=c["id"], weight=c["weight"], safety=c["safety"], description=c["description"],
-                             passed=outcome[c["id"]]["passed"] if c["id"] in outcome else False,
-                             not_found=_not_found(c["expect"], run.get("final_state")))
+                             passed=outcome[c["id"]].passed if c["id"] in outcome else False,
+                             not_found=_not_found(c["expect"], run.final_state))
                 for c in doc["checks"]],
         score=view.score, passed=view.passed, safety_failures=view.safety_failures,
-        claimed_success=run.get("claimed_success"), claim_summary=run.get("claim_summary"),
-        false_success=view.false_success, final_state_hash=run["final_state_hash"],
+        claimed_success=run.claimed_success, claim_summary=run.claim_summary,
+        false_success=view.false_success, final_state_hash=run.final_state_hash,
         transcript=events, rolls=[dict(e.get("data") or {}) for e in events if e.get("source") == "dice"],
         beats=[{**(e.get("data") or {}), "line": e.get("content")} for e in events
                if e.get("source") == "facilitator" and e.get("role") == "user"],
@@ -152,13 +152,13 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     )
 
 
-def _judged(store: Store, run: dict[str, Any]) -> dict[str, Any]:
+def _judged(store: Store, run: StoredRun) -> dict[str, Any]:
     """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
     score when it has none (`unjudged`); nothing for any other run."""
-    batch = store.batch(run["batch_id"]) or {}
-    if batch.get("kind") != "submission" or not needs_judging(store, run["batch_id"]):
+    batch = store.batch(run.batch_id)
+    if batch is None or batch.kind != "submission" or not needs_judging(store, run.batch_id):
         return {}
-    judged = judgements(store, run["batch_id"]).get(run["run_id"])
+    judged = judgements(store, run.batch_id).get(run.run_id)
     if judged is None:
         return {}
     return {"traits": judged.traits_view(), "unjudged": None if judged.scored else why_unscored(judged)}
@@ -190,22 +190,23 @@ def replay(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
 
 def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     run = _stored_run(store, run_id, actor)
-    scen = run["scenario"]
-    loaded = parse_scenario(scen["document"], f"stored scenario {run['case_id']} v{scen['version']}", get_kit)
-    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run["transcript"]))
+    scen = run.scenario
+    assert scen is not None and run.final_state_hash is not None  # `Store.run` joins it; the run is recorded
+    loaded = parse_scenario(scen.document, f"stored scenario {run.case_id} v{scen.version}", get_kit)
+    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run.transcript or []))
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew
         loaded = dataclasses.replace(loaded, world_options=replaying)
-    world_same = loaded.world_fingerprint == scen["world_fingerprint"]
-    planned = PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
-    actions = legacy_actions(run["actions"])
+    world_same = loaded.world_fingerprint == scen.world_fingerprint
+    planned = PlannedRun(run.run_id, run.slot, run.case_id, run.scenario_hash, run.trial, run.seed)
+    actions = legacy_actions(run.actions or [])
     # the same engine the run was played on, fed the replies it recorded, with no budget to run out
-    episode = Episode(planned, fork_world(loaded, run["seed"], run["trial"]), Limits(len(actions) + 1, float("inf")))
+    episode = Episode(planned, fork_world(loaded, run.seed, run.trial), Limits(len(actions) + 1, float("inf")))
     world = replay_actions(episode, actions).world
     replayed_hash = canonical_hash(world.state())
-    identical = replayed_hash == run["final_state_hash"]
+    identical = replayed_hash == run.final_state_hash
     return ReplayReport(
-        run_id=run["run_id"], case_id=run["case_id"], scenario_hash=run["scenario_hash"], actions=len(actions),
-        stored_final_state_hash=run["final_state_hash"], replayed_final_state_hash=replayed_hash,
+        run_id=run.run_id, case_id=run.case_id, scenario_hash=run.scenario_hash, actions=len(actions),
+        stored_final_state_hash=run.final_state_hash, replayed_final_state_hash=replayed_hash,
         identical=identical, world_fingerprint_matches=world_same,
-        differences=[] if identical else _diff(run["final_state"], world.state()),
+        differences=[] if identical else _diff(run.final_state, world.state()),
     )

@@ -386,19 +386,19 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)
     judged = judgements.judgements(store, submission_id) if figures else {}
-    batch = store.batch(submission_id) or {}
+    batch = store.batch(submission_id)
     listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
-    reasons = {r["run_id"]: r.get("reason") for r in store.runs_for_batch(submission_id, bodies=False)
-               if r.get("status") not in (None, "completed")}  # why a run did not complete
+    reasons = {r.run_id: r.reason for r in store.runs_for_batch(submission_id, bodies=False)
+               if r.status not in (None, "completed")}  # why a run did not complete
     return {
         "id": submission_id,
         "suite": {"key": release["suite_key"], "version": release["version"],
                   "release_hash": release["release_hash"]},
         "account": facts["account"],
-        "agent": {"spec": batch.get("agent_spec"), "label": facts["label"], "label_self_declared": True,
-                  "config_signature": batch.get("config_signature")},
-        "harness_version": batch.get("harness_version"),
+        "agent": {"spec": batch.agent_spec if batch else None, "label": facts["label"], "label_self_declared": True,
+                  "config_signature": batch.config_signature if batch else None},
+        "harness_version": batch.harness_version if batch else None,
         "play_model": facts["play_model"],
         "model_provenance": facts["model_provenance"],
         "byok": facts["byok"],

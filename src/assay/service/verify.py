@@ -50,6 +50,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from assay.records import CheckOutcome
 from assay.errors import BadInput
 from assay.scenario.rubric import Rubric
 from assay.score.judge import JudgePass, summarize
@@ -425,6 +426,11 @@ def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, A
 # -- 3. the rows add up ---------------------------------------------------------------------------
 
 
+def outcomes(rows: list[dict[str, Any]]) -> list[CheckOutcome]:
+    """Exported `check_outcomes` rows as the oracle reads them."""
+    return [CheckOutcome(r["check_id"], r["weight"], r["safety"], r["passed"]) for r in rows]
+
+
 def _index(rows: Sequence[dict[str, Any]], column: str) -> dict[Any, list[dict[str, Any]]]:
     out: dict[Any, list[dict[str, Any]]] = {}
     for row in rows:
@@ -461,7 +467,7 @@ def _verdicts(tables: Mapping[str, list[dict[str, Any]]]) -> None:
         if row["scorer_version"] != SCORER_VERSION:
             raise _fail("run_verdicts.jsonl", n, f"stamped by scorer {row['scorer_version']!r}; this assay scores "
                                                  f"with {SCORER_VERSION!r}")
-        v = run_verdict(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"]), run["status"],
+        v = run_verdict(outcomes(sorted(checks.get(row["run_id"], []), key=lambda c: c["ordinal"])), run["status"],
                         run["claimed_success"])
         expected = {"score": v.score, "passed": v.passed, "safety_failures": len(v.safety_failures),
                     "false_success": v.false_success}
@@ -657,7 +663,7 @@ class _Rows:
         if self.verdicts is None:
             if run is None:
                 return False, False
-            v = run_verdict(checks, run["status"], run["claimed_success"])
+            v = run_verdict(outcomes(checks), run["status"], run["claimed_success"])
             return v.passed, v.false_success
         row = self.verdicts.get(run_id)
         return (bool(row["passed"]), bool(row["false_success"])) if row is not None else (False, False)

@@ -3,8 +3,9 @@
 Writes only ever INSERT: the database refuses UPDATE and DELETE (see `triggers.py`), so a
 correction is a new row, never an edit. Each write method is one transaction, so a refused
 operation (a frozen case whose checks changed, a run that was never planned) stores nothing.
-Reads hand back plain dicts, lists and values, the same on SQLite and PostgreSQL, so the pure
-scoring and statistics code never sees a database type.
+Reads hand back typed read models (`store.rows`: `Batch`, `PlannedSlot`, `StoredRun`), plain
+dicts, lists and values, the same on SQLite and PostgreSQL, so the pure scoring and statistics
+code never sees a database type.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from assay.store.board_schema import release_scenarios, submissions
 from assay.store.digest_schema import seed_salts
 from assay.store.jsonvalue import Encoded
 from assay.store.jsonvalue import dumps
+from assay.store.rows import (Batch, BatchAgent, PlannedSlot, ScenarioVersion, StoredRun, agent_of, batch_of, check_of,
+                              run_of, scenario_of, slot_of, verdict_of)
 from assay.store.usage_schema import run_usage
 from assay.store.schema import (
     batch_agents,
@@ -120,17 +123,6 @@ def _first_unstorable(values: dict[str, Any]) -> str | None:
         except (ValueError, TypeError) as exc:
             return f"{name} is not storable JSON ({exc})"
     return None
-
-
-def _check_dict(row: sa.Row[Any]) -> dict[str, Any]:
-    return {"check_id": row.check_id, "weight": row.weight, "safety": row.safety, "passed": row.passed}
-
-
-def _verdict_dict(row: sa.Row[Any] | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {"scorer_version": row.scorer_version, "score": int(row.score), "passed": bool(row.passed),
-            "safety_failures": int(row.safety_failures), "false_success": bool(row.false_success)}
 
 
 class Repository:
@@ -380,17 +372,17 @@ class Store:
         )
         return version
 
-    def scenario_by_hash(self, content_hash: str) -> dict[str, Any] | None:
+    def scenario_by_hash(self, content_hash: str) -> ScenarioVersion | None:
         row = self._first(sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash))
-        return dict(row._mapping) if row is not None else None
+        return scenario_of(row) if row is not None else None
 
-    def scenario_versions(self, case_id: str) -> list[dict[str, Any]]:
+    def scenario_versions(self, case_id: str) -> list[ScenarioVersion]:
         """Every stored version of one case, oldest first."""
         sv = scenario_versions
         rows = self._all(sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version))
-        return [dict(r._mapping) for r in rows]
+        return [scenario_of(r) for r in rows]
 
-    def latest_scenarios(self) -> list[dict[str, Any]]:
+    def latest_scenarios(self) -> list[ScenarioVersion]:
         """The newest version of every case, ordered by case id."""
         sv = scenario_versions
         newest = (
@@ -403,7 +395,7 @@ class Store:
             .join(newest, sa.and_(sv.c.case_id == newest.c.case_id, sv.c.version == newest.c.version))
             .order_by(sv.c.case_id)
         )
-        return [dict(r._mapping) for r in self._all(query)]
+        return [scenario_of(r) for r in self._all(query)]
 
     # -- batches and the plan -----------------------------------------------------------------
 
@@ -439,10 +431,10 @@ class Store:
             conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
                                                  for p in planned])
 
-    def batch_agent(self, batch_id: str) -> dict[str, Any] | None:
+    def batch_agent(self, batch_id: str) -> BatchAgent | None:
         """How the batch's agent is loaded again (None for batches stored before 0004)."""
         row = self._first(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id))
-        return dict(row._mapping) if row is not None else None
+        return agent_of(row) if row is not None else None
 
     def add_completion(self, batch_id: str) -> bool:
         """Mark the batch complete if every planned slot has its run; True when it is (now or before)."""
@@ -512,9 +504,9 @@ class Store:
                     "plan", value=p.case_id,
                 )
 
-    def batch(self, batch_id: str) -> dict[str, Any] | None:
+    def batch(self, batch_id: str) -> Batch | None:
         row = self._first(sa.select(batches).where(batches.c.id == batch_id))
-        return dict(row._mapping) if row is not None else None
+        return batch_of(row) if row is not None else None
 
     def latest_batch_id(self, kind: str | None = None) -> str | None:
         """The most recently created batch that finished, optionally of one kind ('run',
@@ -547,9 +539,9 @@ class Store:
             r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
         return rows
 
-    def planned_runs(self, batch_id: str) -> list[dict[str, Any]]:
+    def planned_runs(self, batch_id: str) -> list[PlannedSlot]:
         rows = self._all(sa.select(planned_runs).where(planned_runs.c.batch_id == batch_id).order_by(planned_runs.c.slot))
-        return [dict(r._mapping) for r in rows]
+        return [slot_of(r) for r in rows]
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -647,7 +639,7 @@ class Store:
             planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id)
         )
 
-    def runs_for_batch(self, batch_id: str, *, bodies: bool = True) -> list[dict[str, Any]]:
+    def runs_for_batch(self, batch_id: str, *, bodies: bool = True) -> list[StoredRun]:
         """Every planned slot of a batch, in slot order, with its run if it has one.
 
         A slot whose run never arrived comes back with `status` None, no checks and no `verdict`:
@@ -676,11 +668,10 @@ class Store:
             return list(slots), list(checks), verdicts
 
         slots, checks, verdicts = self._reading(body)
-        by_run: dict[str, list[dict[str, Any]]] = {}
+        by_run: dict[str, list[CheckOutcome]] = {}
         for row in checks:
-            by_run.setdefault(row.run_id, []).append(_check_dict(row))
-        return [{**row._mapping, "checks": by_run.get(row.run_id, []), "verdict": _verdict_dict(verdicts.get(row.run_id))}
-                for row in slots]
+            by_run.setdefault(row.run_id, []).append(check_of(row))
+        return [run_of(row, by_run.get(row.run_id, []), verdict_of(verdicts.get(row.run_id))) for row in slots]
 
     def resolve_run_id(self, run_id: str, owner: str | None = None) -> str | None:
         """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`); with `owner`,
@@ -694,7 +685,7 @@ class Store:
         return self._reading(lambda conn: resolve_prefix(conn, batches.c.id, ident, "batch",
                                                          owned_by(owner, batches.c.id)))
 
-    def run(self, run_id: str, owner: str | None = None) -> dict[str, Any] | None:
+    def run(self, run_id: str, owner: str | None = None) -> StoredRun | None:
         """One planned run with its run fields, checks and scenario row; None if unknown.
 
         Accepts a unique prefix (of `owner`'s runs, when given). A planned run that has no run row
@@ -721,9 +712,4 @@ class Store:
             return slot, checks, verdict, scenario
 
         slot, checks, verdict, scenario = self._reading(body)
-        return {
-            **slot._mapping,
-            "checks": [_check_dict(r) for r in checks],
-            "verdict": _verdict_dict(verdict),
-            "scenario": dict(scenario._mapping),
-        }
+        return run_of(slot, [check_of(r) for r in checks], verdict_of(verdict), scenario_of(scenario))

@@ -36,6 +36,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import APIKeyCookie, APIKeyHeader
+from pydantic import Field
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from starlette.concurrency import run_in_threadpool
 
@@ -46,7 +47,7 @@ from assay.store.db import Store
 from assay.web.deps import get_secret, get_store
 from assay.web.guards import TokenBuckets
 from assay.web.panel_pages import form_fields, render
-from assay.web.schemas import error_responses
+from assay.web.schemas import Closed, error_responses
 
 COOKIE = "assay_admin"
 CSRF_HEADER = "X-CSRF-Token"
@@ -191,13 +192,19 @@ _LOGIN_BODY = {
 }
 
 
+class LoggedIn(Closed):
+    csrf_token: str = Field(description="Send it as `X-CSRF-Token` on every admin POST of this session.")
+    email: str
+    expires_at: str = Field(description="When the session ends (ISO 8601).")
+
+
+class LoggedOut(Closed):
+    ended: bool
+
+
 @router.post("/admin/login", summary="Log in as an admin: sets the session cookie, answers the CSRF token",
              openapi_extra={"requestBody": _LOGIN_BODY},
-             responses={200: {"description": "Logged in.", "content": {"application/json": {"schema": {
-                 "type": "object", "required": ["csrf_token"],
-                 "properties": {"csrf_token": {"type": "string"}, "email": {"type": "string"},
-                                "expires_at": {"type": "string"}}}}}},
-                        **error_responses(401, 422)})
+             response_model=LoggedIn, responses={200: {"description": "Logged in."}, **error_responses(401, 422)})
 async def login(request: Request) -> Response:
     html = _wants_html(request)
     try:
@@ -245,8 +252,7 @@ async def _form_change(request: Request) -> tuple[AdminSession, dict[str, str]]:
 
 
 @router.post("/admin/logout", summary="End the admin session and clear its cookie",
-             responses={200: {"description": "Ended.", "content": {"application/json": {"schema": {
-                 "type": "object", "properties": {"ended": {"type": "boolean"}}}}}}, **error_responses(401, 403)},
+             response_model=LoggedOut, responses={200: {"description": "Ended."}, **error_responses(401, 403)},
              openapi_extra={"security": [{"AdminSession": [], "CsrfToken": []}]})
 async def logout(request: Request) -> Response:
     try:

@@ -37,7 +37,7 @@ from assay.store.db import Store
 from assay.store import schema as store_schema
 from assay.web.deps import agent_scheme
 from assay.web.edge import ARRIVED, Answered
-from assay.web.schemas import error_responses
+from assay.web.schemas import Closed, error_responses
 
 router = APIRouter(prefix="/api/agent/runs", tags=["remote play"], responses=error_responses(401, 429, 500))
 
@@ -45,22 +45,59 @@ RunStatus = Literal["running", "completed", "timeout", "turn_limit", "crashed", 
 assert set(RunStatus.__args__) == {"running", *STATUSES}  # type: ignore[attr-defined]
 
 
-class _Open(BaseModel):
-    """A response model that allows keys added later (as `web.schemas` does)."""
+class FunctionCall(Closed):
+    name: str
+    arguments: str = Field(description="The arguments as JSON text, as the agent sent them.")
 
-    model_config = ConfigDict(extra="allow")
+
+class ToolCall(Closed):
+    """One tool call of an assistant message (OpenAI chat format)."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
 
 
-class ChatMessage(_Open):
+class ChatMessage(Closed):
     """One message of the conversation, in the OpenAI chat format."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
 
 
-class ScenarioBrief(_Open):
+class ToolParameter(Closed):
+    given_only = frozenset({"enum"})
+
+    type: str = Field(description="Its JSON Schema type (`string`, `integer`, …).")
+    description: str
+    enum: list[str] | None = Field(None, description="The values it may take, when they are few.")
+
+
+class ToolParameters(Closed):
+    """A tool's parameters, as a JSON Schema object."""
+
+    type: Literal["object"]
+    properties: dict[str, ToolParameter]
+    required: list[str]
+    additionalProperties: bool  # noqa: N815 - the JSON Schema keyword
+
+
+class ToolFunction(Closed):
+    name: str
+    description: str
+    parameters: ToolParameters
+
+
+class ToolSchema(Closed):
+    """One tool the agent may call (an OpenAI function tool); `finish` ends the run."""
+
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class ScenarioBrief(Closed):
     """What the agent may know of its scenario besides the messages (never its hidden truth or checks)."""
 
     id: str
@@ -68,20 +105,20 @@ class ScenarioBrief(_Open):
     briefing: str
 
 
-class RunLimits(_Open):
+class RunLimits(Closed):
     turn_limit: int = Field(description="Assistant messages the run may take before it ends as `turn_limit`.")
     time_limit: float = Field(description="Seconds the agent may take in all, counted from each answer (or the "
                                           "lease) to the next step; past it the run is a `timeout`.")
 
 
-class RunLease(_Open):
+class RunLease(Closed):
     """A run leased to the caller: the opening of its conversation, its tools and its limits."""
 
     run_id: str
     submission_id: str
     scenario: ScenarioBrief
     messages: list[ChatMessage]
-    tools: list[dict[str, Any]] = Field(description="OpenAI function-tool schemas; `finish` ends the run.")
+    tools: list[ToolSchema] = Field(description="OpenAI function-tool schemas; `finish` ends the run.")
     limits: RunLimits
     step: int = Field(description="The number of the first answer (1).")
     pending: int = Field(description="Runs of the account's remote submissions still waiting for an agent.")
@@ -102,7 +139,7 @@ class StepRequest(BaseModel):
     error: str | None = Field(None, max_length=2000, description="The agent failed on its side (the run is `crashed`).")
 
 
-class StepAnswer(_Open):
+class StepAnswer(Closed):
     run_id: str
     step: int | None = Field(description="The answer this replies to (None when the run was already over).")
     messages: list[ChatMessage] = Field(description="What followed the answer: tool results, a facilitator's words.")
@@ -160,7 +197,7 @@ async def step(run_id: str, body: StepRequest, request: Request,
     return answer
 
 
-class ReleaseAnswer(_Open):
+class ReleaseAnswer(Closed):
     run_id: str
     released: bool = Field(description="Whether a lease was ended (false: the run was not leased, or is over).")
     step: int = Field(description="The number of the run's next answer; its next lease starts there.")

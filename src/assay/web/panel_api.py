@@ -16,10 +16,10 @@ scorecards, 403 not an approved panelist, 422 a malformed value), and changes no
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from assay.errors import Invalid
 from assay.service import panel
@@ -28,31 +28,27 @@ from assay.service.admins import AdminSession
 from assay.store.db import Store
 from assay.web.admin import admin_change, admin_session
 from assay.web.deps import get_store, public_actor
-from assay.web.schemas import error_responses
+from assay.web.schemas import Closed, error_responses
 
 router = APIRouter(prefix="/api", responses=error_responses(429, 500))
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class Created(_Open):
+class Created(Closed):
     id: str = Field(description="The application's id (an email that applied already gets one that names nothing).")
 
 
-class CategoryView(_Open):
+class CategoryView(Closed):
     slug: str
     name: str
     description: str
 
 
-class Panelist(_Open):
+class Panelist(Closed):
     specialty: str
     years_experience: int
 
 
-class PanelEntry(_Open):
+class PanelEntry(Closed):
     """A ranked model: its figures are means of per-run, per-category medians (0..10, 2 places)."""
 
     slug: str
@@ -72,11 +68,11 @@ class PanelEntry(_Open):
                                          "null when it has no interval.")
 
 
-class Provisional(_Open):
+class Provisional(Closed):
     count: int = Field(description="Models scored by fewer panelists than the quorum: a count, never a number.")
 
 
-class PairwiseEntry(_Open):
+class PairwiseEntry(Closed):
     """A model ranked by Bradley–Terry on pairwise preferences."""
 
     slug: str
@@ -92,14 +88,14 @@ class PairwiseEntry(_Open):
     note: str | None = None
 
 
-class PairwiseBoard(_Open):
+class PairwiseBoard(Closed):
     ranked: list[PairwiseEntry]
     provisional: Provisional
     quorum: int
     ranking: str
 
 
-class PanelBoard(_Open):
+class PanelBoard(Closed):
     ranked: list[PanelEntry]
     provisional: Provisional
     quorum: int
@@ -107,7 +103,7 @@ class PanelBoard(_Open):
     pairwise: PairwiseBoard
 
 
-class ApplicationView(_Open):
+class ApplicationView(Closed):
     id: str
     email: str
     specialty: str
@@ -119,7 +115,7 @@ class ApplicationView(_Open):
     reviewed_by: str | None
 
 
-class RunView(_Open):
+class RunView(Closed):
     run: str
     model: str
     environment: str
@@ -128,6 +124,56 @@ class RunView(_Open):
     n_scorecards: int
     created_at: str
     assay_run: str | None = Field(None, description="the Assay run this panel run scored, when it names one")
+
+
+class ModelRegistered(Closed):
+    model: str = Field(description="The model's slug.")
+    name: str
+    vendor: str
+
+
+class EnvironmentRegistered(Closed):
+    environment: str = Field(description="The environment's slug.")
+    name: str
+
+
+class RunCreated(Closed):
+    given_only = frozenset({"assay_run"})
+
+    run: str
+    status: Literal["pending"]
+    assay_run: str | None = Field(None, description="The Assay run it scores, when it names one.")
+
+
+class ScoreRecorded(Closed):
+    run: str
+    scorecard: int = Field(description="The scorecard's id.")
+    status: Literal["pending"]
+    ratings: dict[str, float] = Field(description="Category → rating, as recorded.")
+
+
+class RunFinalized(Closed):
+    run: str
+    status: Literal["scored"]
+
+
+class PreferenceRecorded(Closed):
+    preference: int = Field(description="The preference's id.")
+    run_a: str
+    run_b: str
+    preferred: Literal["a", "b", "tie"]
+
+
+IngestResult = ModelRegistered | EnvironmentRegistered | RunCreated | ScoreRecorded | RunFinalized | PreferenceRecorded
+
+
+class ScorecardView(Closed):
+    scorecard: int
+    panelist_email: str | None
+    ratings: dict[str, float]
+    comment: str
+    minutes: int
+    recorded_at: str
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:
@@ -206,9 +252,8 @@ def leaderboard(store: Store = Depends(get_store), actor: Actor = Depends(public
 
 @router.post("/benchmark/ingest", tags=["benchmark"],
              summary="One step of the ingest state machine, selected by `action` (admin session + X-CSRF-Token)",
-             openapi_extra=_body(TypeAdapter(panel.IngestStep).json_schema()),
-             responses={200: {"description": "The step's result.", "content": {"application/json": {"schema": {
-                 "type": "object"}}}}, **error_responses(401, 403, 404, 409, 422)})
+             openapi_extra=_body(TypeAdapter(panel.IngestStep).json_schema()), response_model=IngestResult,
+             responses={200: {"description": "The step's result."}, **error_responses(401, 403, 404, 409, 422)})
 def ingest(session: AdminSession = Depends(admin_change), payload: dict[str, Any] = Depends(json_object),
            store: Store = Depends(get_store)) -> Any:
     return panel.ingest(store, payload, actor=session.actor, by=session.admin_id)
@@ -220,7 +265,7 @@ def list_runs(session: AdminSession = Depends(admin_session), store: Store = Dep
     return panel.runs(store, actor=session.actor)
 
 
-@router.get("/benchmark/runs/{run}/scorecards", tags=["benchmark"],
+@router.get("/benchmark/runs/{run}/scorecards", tags=["benchmark"], response_model=list[ScorecardView],
             summary="A run's scorecards, history included (admin session)", responses=error_responses(401, 403, 404))
 def run_scorecards(run: str, session: AdminSession = Depends(admin_session), store: Store = Depends(get_store)) -> Any:
     return panel.scorecards(store, run, actor=session.actor)

@@ -28,13 +28,7 @@ from assay.service.actors import Actor
 from assay.store.db import Store
 from assay.web import workers
 from assay.web.deps import api_actor, get_store
-from assay.web.schemas import error_responses
-
-
-class _Open(BaseModel):
-    """A response model that allows keys added later (as `web.schemas` does)."""
-
-    model_config = ConfigDict(extra="allow")
+from assay.web.schemas import TRAIT_KEYS, Closed, EntryJudge, error_responses
 
 
 @asynccontextmanager
@@ -109,19 +103,19 @@ class SubmissionRequest(_Request):
                     "server plays itself.")
 
 
-class SuiteRef(_Open):
+class SuiteRef(Closed):
     key: str
     version: str
 
 
-class AgentRef(_Open):
+class AgentRef(Closed):
     spec: str | None
     label: str
     label_self_declared: bool = True
     config_signature: str | None
 
 
-class SubmissionCreated(_Open):
+class SubmissionCreated(Closed):
     """A composed submission: its runs are all pending (a remote agent asks for them)."""
 
     id: str
@@ -132,7 +126,7 @@ class SubmissionCreated(_Open):
     n_planned: int
 
 
-class SubmissionListed(_Open):
+class SubmissionListed(Closed):
     id: str
     account: str
     suite: str
@@ -145,7 +139,23 @@ class SubmissionListed(_Open):
     created_at: str
 
 
-class OwnerRun(_Open):
+class TraitPass(Closed):
+    pass_: int = Field(alias="pass", description="The judge's pass, from 1.")
+    score: int | float | None
+    rationale: str | None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
+class RunTrait(Closed):
+    mean: float | None
+    variance: float | None
+    passes: list[TraitPass]
+
+
+class OwnerRun(Closed):
+    given_only = frozenset({"traits"})
+
     run_id: str
     scenario: str
     rep: int
@@ -156,13 +166,31 @@ class OwnerRun(_Open):
     passed: bool | None
     claimed_success: bool | None
     false_success: bool | None
+    seed_salt: str | None = Field(description="The salt of the run's seed commitment (the owner may open it).")
+    seed_commitment: str | None
+    reason: str | None = Field(description="Why the run did not complete, when it did not.")
+    participation_gated: bool | None
+    win_conditions_met: int | None
+    win_conditions_total: int | None
+    player_messages: int | None
+    actions: int | None
+    traits: dict[str, RunTrait] | None = Field(None, description="Trait suites only: per trait its mean, variance "
+                                                                  "and passes.")
 
 
-class OwnerView(_Open):
+class OwnerSuite(Closed):
+    key: str
+    version: str
+    release_hash: str
+
+
+class OwnerView(Closed):
     """The owner's view of a submission (what `assay submit --json` writes)."""
 
+    given_only = TRAIT_KEYS
+
     id: str
-    suite: dict[str, Any]
+    suite: OwnerSuite
     account: str
     agent: AgentRef
     status: str
@@ -171,6 +199,40 @@ class OwnerView(_Open):
     n_planned: int
     n_recorded: int
     runs: list[OwnerRun]
+    harness_version: str | None
+    play_model: str | None
+    model_provenance: str | None
+    byok: bool | None
+    baseline: bool | None
+    publish_requested: bool | None
+    listed: bool | None
+    on_board: bool
+    public_handle: str | None
+    rank: int | None
+    n_runs: int
+    pass_rate: float | None
+    consistency: float | None
+    false_success_rate: float | None
+    objective_met_rate: float | None
+    n_scored: int
+    n_gated: int
+    measurement_era: str | None
+    measurement_era_is_current: bool | None
+    finalised: bool | None
+    digest: str | None
+    variance_note: str | None
+    facilitator_models: list[str]
+    pinned_facilitator_model: str | None
+    created_at: str
+    composite: float | None = Field(None, description="Trait suites only (as on the board).")
+    traits: dict[str, float | None] | None = None
+    safety: dict[str, float | None] | None = None
+    trait_n: dict[str, int] | None = None
+    stability: str | None = None
+    safety_variance_n: dict[str, int] | None = None
+    safety_variance_range: dict[str, float] | None = None
+    safety_variance_stddev: dict[str, float] | None = None
+    judge: EntryJudge | None = None
 
 
 def offered_endpoints() -> list[str]:
@@ -217,9 +279,9 @@ def create_submission(body: SubmissionRequest, request: Request, store: Store = 
     assert batch is not None
     return {
         "id": submission_id,
-        "suite": {"key": batch["suite_key"], "version": batch["suite_version"]},
-        "agent": {"spec": batch["agent_spec"], "label": batch["agent_label"], "label_self_declared": True,
-                  "config_signature": batch["config_signature"]},
+        "suite": {"key": batch.suite_key, "version": batch.suite_version},
+        "agent": {"spec": batch.agent_spec, "label": batch.agent_label, "label_self_declared": True,
+                  "config_signature": batch.config_signature},
         "remote": not isinstance(body.agent, ModelAgent),
         "status": "pending",
         "n_planned": len(store.planned_runs(submission_id)),

@@ -83,7 +83,7 @@ class Workers:
             if row["status"] != "pending" or row["n_recorded"] >= row["n_planned"]:
                 continue
             agent = self.store.batch_agent(row["id"])
-            if agent is not None and str(agent["load_spec"]).startswith(SERVER_PLAYED):
+            if agent is not None and str(agent.load_spec).startswith(SERVER_PLAYED):
                 found.append(row["id"])
                 self.play(row["id"])
         return found
