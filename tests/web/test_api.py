@@ -112,6 +112,12 @@ def test_a_listed_entry_by_its_id_is_its_board_entry_and_an_internal_suite_s_is_
     assert entry == {**shown, "usage": entry["usage"]} and set(entry["usage"]) == {"agent", "judge", "facilitator",
                                                                                    "total"}
     assert shown["usage"] == {"total": {k: entry["usage"]["total"][k] for k in BOARD_USAGE}}
+    # the board's pre-built text keeps to the closed model its route documents (nothing re-validates it)
+    from assay.web.schemas import Board, BoardUsage, Usage
+
+    board = Board.model_validate(site_client.get("/api/leaderboard/mini").json())
+    assert all(isinstance(e.usage, BoardUsage) for e in board.entries if e.usage is not None)
+    assert Usage.model_validate(entry["usage"]).total.calls == entry["usage"]["total"]["calls"]
     assert not any("seed" in k for k in _keys_anywhere(served.json()))
     internal = site_client.get(f"/api/entries/{populated_site.submissions['vault 1.0 diligent']}")
     assert internal.status_code == 404
