@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -53,6 +55,23 @@ BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 #: Keep IN (...) lists well under SQLite's bound-parameter limit.
 _CHUNK = 500
+
+_WRITERS: weakref.WeakKeyDictionary[sa.Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_WRITERS_GUARD = threading.Lock()
+
+
+def _writer_lock(engine: sa.Engine) -> threading.RLock | None:
+    """The one lock every write transaction of this process on a SQLite `engine` holds (None on
+    PostgreSQL). SQLite lets one writer in at a time and makes the others poll for the lock,
+    sleeping up to 100 ms between tries: threads of one process queue here instead and go in the
+    moment it is free, in turn. Re-entrant, so a nested write behaves as it would without it."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with _WRITERS_GUARD:
+        lock = _WRITERS.get(engine)
+        if lock is None:
+            lock = _WRITERS[engine] = threading.RLock()
+        return lock
 
 
 def _lock_key(namespace: str, name: str) -> int:
@@ -222,9 +241,13 @@ class Store:
         the start on a fresh connection, within `self.retry`'s bound: `body` must be a whole
         transaction that decides everything from what it reads (no effect outside the database)."""
         engine = self._writer if write else self._engine
+        lock = _writer_lock(self._engine) if write else None
 
         def attempt() -> T:
-            with engine.begin() as conn:
+            if lock is None:
+                with engine.begin() as conn:
+                    return body(conn)
+            with lock, engine.begin() as conn:
                 return body(conn)
 
         return self.retry.call(attempt)
@@ -242,9 +265,16 @@ class Store:
         """A write transaction as a block: getting the connection and beginning are retried like
         `transaction`; a fault inside the block is not (a block cannot be run again): use
         `transaction` where a whole transaction should survive a restart."""
-        conn, txn = self.retry.call(lambda: self._begun(True))
-        with conn, txn:
-            yield conn
+        lock = _writer_lock(self._engine)
+        if lock is None:
+            conn, txn = self.retry.call(lambda: self._begun(True))
+            with conn, txn:
+                yield conn
+            return
+        with lock:
+            conn, txn = self.retry.call(lambda: self._begun(True))
+            with conn, txn:
+                yield conn
 
     @contextmanager
     def read_connection(self) -> Iterator[sa.Connection]:
@@ -462,6 +492,11 @@ class Store:
         return self.transaction(body)
 
     @staticmethod
+    def unrecorded_in(conn: sa.Connection, batch_id: str) -> int:
+        """How many of the batch's planned slots have no run recorded, inside the caller's transaction."""
+        return Store._unrecorded(conn, batch_id)
+
+    @staticmethod
     def _unrecorded(conn: sa.Connection, batch_id: str) -> int:
         return int(conn.execute(
             sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
@@ -485,13 +520,15 @@ class Store:
 
     def recorded(self, run_ids: Sequence[str]) -> set[str]:
         """Which of `run_ids` already have their run stored."""
-        def body(conn: sa.Connection) -> set[str]:
-            found: set[str] = set()
-            for chunk in _chunks(list(run_ids)):
-                found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
-            return found
+        return self.transaction(lambda conn: self.recorded_in(conn, run_ids), write=False)
 
-        return self.transaction(body, write=False)
+    @staticmethod
+    def recorded_in(conn: sa.Connection, run_ids: Sequence[str]) -> set[str]:
+        """`recorded`, inside the caller's transaction `conn`."""
+        found: set[str] = set()
+        for chunk in _chunks(list(run_ids)):
+            found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
+        return found
 
     def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
         sv = scenario_versions
@@ -563,6 +600,14 @@ class Store:
         one executemany per table. Each record must match its planned slot's case, scenario,
         trial and seed: a run that disagrees with its plan would carry the wrong pins.
         """
+        if items:
+            self.transaction(lambda conn: self.insert_runs(conn, items))
+
+    def insert_runs(self, conn: sa.Connection, items: list[tuple[RunRecord, list[CheckOutcome], RunVerdict]]) -> None:
+        """`add_runs` inside the caller's transaction `conn` (remote play records a run in the
+        transaction of the step that ended it). A refusal is raised as `add_runs` raises it
+        (`Conflict`, `Invalid`); on PostgreSQL it leaves `conn`'s transaction unusable unless the
+        caller wrapped this in a savepoint."""
         if not items:
             return
         run_rows: list[dict[str, Any]] = []
@@ -595,16 +640,13 @@ class Store:
             })
         records = [record for record, _, _ in items]
         try:
-            def body(conn: sa.Connection) -> None:
-                self._check_against_plan(conn, records)
-                conn.execute(sa.insert(runs), run_rows)
-                if check_rows:
-                    conn.execute(sa.insert(check_outcomes), check_rows)
-                conn.execute(sa.insert(run_verdicts), verdict_rows)
-                if usage_rows:
-                    conn.execute(sa.insert(run_usage), usage_rows)
-
-            self.transaction(body)
+            self._check_against_plan(conn, records)
+            conn.execute(sa.insert(runs), run_rows)
+            if check_rows:
+                conn.execute(sa.insert(check_outcomes), check_rows)
+            conn.execute(sa.insert(run_verdicts), verdict_rows)
+            if usage_rows:
+                conn.execute(sa.insert(run_usage), usage_rows)
         except sa.exc.IntegrityError as exc:
             raise _refused(exc, f"storing {len(items)} run(s)") from None
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
