@@ -71,6 +71,29 @@ async def _send(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any
     raise AssertionError("unreachable")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process `pid` and its live descendants so far, in seconds
+    (Linux `/proc`): the server's cost, which a loaded machine slows but does not inflate."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        used[int(entry)] = int(fields[11]) + int(fields[12])
+    total, todo = 0, [pid]
+    while todo:
+        at = todo.pop()
+        total += used.get(at, 0)
+        todo.extend(children.get(at, []))
+    return total / tick
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -141,12 +164,13 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
 
 
 async def play(base: str, agent_keys: list[str], agents: int, seconds: float, readers: int = 0,
-               think: float = 0.0) -> dict[str, Any]:
+               think: float = 0.0, server: int | None = None) -> dict[str, Any]:
     out: list[float] = []
     runs: list[str] = []
     read_out: list[float] = []
     refused: list[int] = []
     limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
+    cpu = cpu_seconds(server) if server is not None else None
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         began = time.monotonic()
         stop = began + seconds
@@ -168,6 +192,10 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
             await asyncio.gather(*tasks)
         wall = time.monotonic() - began  # an agent finishes the run it is in after `stop`
     found = _summary(out, wall)
+    if cpu is not None and server is not None and out:
+        # the server's CPU per step (reads included when readers run): what a quiet machine's
+        # throughput follows, measured on a loaded one
+        found["server_cpu_ms_per_step"] = round(1000 * (cpu_seconds(server) - cpu) / len(out), 2)
     found["runs"] = len(runs)
     found["timeouts"] = runs.count("timeout")
     if readers:
@@ -234,14 +262,15 @@ def run(kind: str, url: str, entries: int, seconds: float, parts: set[str], work
                     found[f"{name} @{clients}"] = asyncio.run(reads(base, path, clients, seconds))
                     print(f"  {kind} {name} @{clients}: {found[f'{name} @{clients}']}", file=sys.stderr)
             for agents in () if "play" not in parts else (1, 8, 32):
-                found[f"play @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds))
+                found[f"play @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, server=proc.pid))
                 print(f"  {kind} play @{agents}: {found[f'play @{agents}']}", file=sys.stderr)
             for agents in () if "play" not in parts else (8, 32):
-                found[f"play+64 readers @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, readers=64))
+                found[f"play+64 readers @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, readers=64,
+                                                                         server=proc.pid))
                 print(f"  {kind} play+64 readers @{agents}: {found[f'play+64 readers @{agents}']}", file=sys.stderr)
             if "slow" in parts:
                 found["slow agents (1 s) +256 readers @8"] = asyncio.run(
-                    play(base, agent_keys, 8, seconds, readers=256, think=1.0))
+                    play(base, agent_keys, 8, seconds, readers=256, think=1.0, server=proc.pid))
                 print(f"  {kind} slow: {found['slow agents (1 s) +256 readers @8']}", file=sys.stderr)
             return found
         finally:
@@ -259,6 +288,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server (assay serve --workers).")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped benchmark still stops its PostgreSQL
     import board_scale
 
     results = {}
@@ -272,7 +304,8 @@ def main() -> None:
         for kind in results:
             v = results[kind][name]
             cells.append(f"{v['per_s']:>7}/s p50 {v['p50']:.3f} p95 {v['p95']:.3f} p99 {v['p99']:.3f}"
-                         + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else ""))
+                         + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else "")
+                         + (f" cpu {v['server_cpu_ms_per_step']} ms/step" if "server_cpu_ms_per_step" in v else ""))
         prev = next((p for (what, n), p in PREVIOUS.items() if name.startswith(what) and name.endswith(f"@{n}")), "")
         print(f"{name:44} " + "  ".join(f"{c:>40}" for c in cells) + f"   {prev}")
     print(f"transport errors retried: {len(ERRORS)} {sorted(set(ERRORS))[:5]}")

@@ -291,7 +291,9 @@ def _take(store: Store, run: dict[str, Any], steps: list[dict[str, Any]], holder
 # -- the run's fixed facts ------------------------------------------------------------------------
 
 _RUNS: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
-_RUNS_MAX = 8192
+_RUNS_MAX = 4096
+#: Each scenario's document once, however many kept runs play it (by content hash).
+_DOCUMENTS: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
 
 def _static(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -308,6 +310,10 @@ def _static(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     row.pop("recorded_status", None)
     with _LIVE_GUARD:
+        row["document"] = _DOCUMENTS.setdefault(row["scenario_hash"], row["document"])
+        _DOCUMENTS.move_to_end(row["scenario_hash"])
+        while len(_DOCUMENTS) > _SCENARIOS_MAX * 4:
+            _DOCUMENTS.popitem(last=False)
         _RUNS[key] = row
         while len(_RUNS) > _RUNS_MAX:
             _RUNS.popitem(last=False)
