@@ -203,6 +203,8 @@ def _stepper(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> 
         kept = _LIVE.pop((store.url, run["run_id"]), None)
     if kept is not None and kept[0] == len(steps) and kept[1] == (steps[-1]["digest"] if steps else None):
         return kept[2]
+    if steps and "reply" not in steps[0]:  # read without their replies (`RemoteRepo.state`): read them
+        steps = RemoteRepo(store).steps(run["run_id"])[:len(steps)]  # append-only: the same steps, and any after
     return _replay(store, run, steps)
 
 

@@ -80,13 +80,26 @@ def _statements() -> dict[str, Any]:
     rid: sa.BindParameter[str] = sa.bindparam("run_id")
     c, h, rs = run_claims, claim_holders, remote_steps
     latest = run_claims.alias("latest")
+    # the run's latest claim, if it is a live remote agent's: its holder, and when it was leased
+    live = (sa.select(c.c.holder, c.c.claimed_at).join(h, h.c.id == c.c.holder)
+            .where(c.c.run_id == rid, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None),
+                   c.c.attempt == sa.select(sa.func.max(latest.c.attempt)).where(latest.c.run_id == rid)
+                   .scalar_subquery()))
     return {
         "steps": sa.select(rs).where(rs.c.run_id == rid).order_by(rs.c.step),
+        # what a step is decided from, without the replies (a live run needs none of them)
+        "light": sa.select(*(col for col in rs.c if col.name != "reply")).where(rs.c.run_id == rid)
+                 .order_by(rs.c.step),
+        # in one statement: how many steps, whether recorded, the live lease's holder and its time
+        "head": sa.select(sa.select(sa.func.count()).select_from(rs).where(rs.c.run_id == rid)
+                          .scalar_subquery().label("n"),
+                          sa.exists().where(runs.c.run_id == rid).label("recorded"),
+                          live.with_only_columns(c.c.holder).scalar_subquery().label("holder"),
+                          live.with_only_columns(c.c.claimed_at).scalar_subquery().label("leased_at")),
         "lease": (sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at).join(h, h.c.id == c.c.holder)
                   .where(c.c.run_id == rid, c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
                          .where(latest.c.run_id == rid).scalar_subquery())),
         "recorded": sa.select(runs.c.run_id).where(runs.c.run_id == rid),
-        "n_steps": sa.select(sa.func.count()).select_from(rs).where(rs.c.run_id == rid),
         "insert": sa.insert(rs),
         "end": (sa.update(h).where(h.c.id == sa.bindparam("holder"), h.c.ended_at.is_(None))
                 .values(ended_at=sa.bindparam("ended_at"))),
@@ -247,14 +260,16 @@ class RemoteRepo:
         return [dict(r._mapping) for r in conn.execute(_statements()["steps"], {"run_id": run_id})]
 
     def state(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None, bool]:
-        """What a step is decided from: the run's steps (in order, as stored), its lease (None
-        when no remote agent holds it) and whether it is recorded. A read, no lock: `append_step`
-        checks that none of it moved before it appends."""
+        """What a step is decided from: the run's steps (in order, as stored, without their
+        replies: `steps` reads those, to replay), its lease (None when no remote agent holds it)
+        and whether it is recorded. A read, no lock: `append_step` checks that none of it moved
+        before it appends."""
+        st, params = _statements(), {"run_id": run_id}
         with self.store.read_connection() as conn:
-            steps = self._steps(conn, run_id)
-            lease = self._lease(conn, run_id)
-            recorded = conn.execute(_statements()["recorded"], {"run_id": run_id}).first() is not None
-        return steps, lease, recorded
+            steps = [dict(r._mapping) for r in conn.execute(st["light"], params)]
+            head = conn.execute(st["head"], params).one()
+        lease = None if head.holder is None else {"holder": head.holder, "leased_at": head.leased_at}
+        return steps, lease, bool(head.recorded)
 
     def append_step(self, run_id: str, seen: int, holder: str | None, row: dict[str, Any],
                     then: Callable[[sa.Connection], T] | None = None) -> T | None:
@@ -267,11 +282,8 @@ class RemoteRepo:
 
         def body(conn: sa.Connection) -> T | None:
             lock_run(conn, run_id)
-            params = {"run_id": run_id}
-            if conn.execute(st["n_steps"], params).scalar_one() != seen \
-                    or conn.execute(st["recorded"], params).first() is not None:
-                raise Moved()
-            if holder is not None and (self._lease(conn, run_id) or {}).get("holder") != holder:
+            head = conn.execute(st["head"], {"run_id": run_id}).one()
+            if head.n != seen or head.recorded or (holder is not None and head.holder != holder):
                 raise Moved()
             conn.execute(st["insert"], [{**row, "run_id": run_id, "created_at": utcnow()}])
             return then(conn) if then is not None else None
