@@ -277,7 +277,8 @@ class RemoteRepo:
         if the run is as `state` saw it: `seen` steps, its lease held by `holder` (None: no check of
         the lease), not recorded; else append nothing and raise `Moved`. `then(conn)` runs in the
         same transaction after the step is appended (recording the run the step ended) and its
-        value is returned. On a transient fault the whole transaction runs again, `then` with it."""
+        value is returned. On a transient fault the whole transaction runs again, `then` with it.
+        On SQLite, steps that arrive together are committed together (`Store.batched`)."""
         st = _statements()
 
         def body(conn: sa.Connection) -> T | None:
@@ -288,7 +289,7 @@ class RemoteRepo:
             conn.execute(st["insert"], [{**row, "run_id": run_id, "created_at": utcnow()}])
             return then(conn) if then is not None else None
 
-        return self.store.transaction(body)
+        return self.store.batched(body)  # SQLite: committed with the steps that arrive with it
 
     def record(self, run_id: str, then: Callable[[sa.Connection], T]) -> T | None:
         """`then(conn)` (recording the run) in one write transaction under the run's lock, unless

@@ -10,6 +10,7 @@ scoring and statistics code never sees a database type.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import weakref
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.store.faults import Retry, seconds_from_env
+from assay.store.faults import Retry, is_fault, seconds_from_env
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.stats.commitment import new_salt
 from assay.store.board_schema import release_scenarios, submissions
@@ -58,6 +59,46 @@ _CHUNK = 500
 
 _WRITERS: weakref.WeakKeyDictionary[sa.Engine, threading.RLock] = weakref.WeakKeyDictionary()
 _WRITERS_GUARD = threading.Lock()
+
+
+#: Write transactions `Store.batched` commits together at most (SQLite).
+GROUP_MAX = 64
+#: `ASSAY_SQLITE_GROUP_COMMIT=0` turns group commit off (each batched write commits alone).
+GROUP_COMMIT_ENV = "ASSAY_SQLITE_GROUP_COMMIT"
+
+
+class _Job:
+    """One batched write transaction's body, and what became of it."""
+
+    __slots__ = ("body", "state", "value")
+
+    def __init__(self, body: Callable[[sa.Connection], Any]) -> None:
+        self.body = body
+        self.state = "queued"  # then "done" (value is its result), "failed" (value is raised), "alone"
+        self.value: Any = None
+
+
+class _Group:
+    """The batched writes of one SQLite engine waiting for a commit, and whether one of their
+    threads is committing a group now (the leader)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queue: list[_Job] = []
+        self.leading = False
+
+
+_GROUPS: weakref.WeakKeyDictionary[sa.Engine, _Group] = weakref.WeakKeyDictionary()
+
+
+def _group(engine: sa.Engine) -> _Group | None:
+    if engine.dialect.name != "sqlite" or os.environ.get(GROUP_COMMIT_ENV, "1") == "0":
+        return None
+    with _WRITERS_GUARD:
+        group = _GROUPS.get(engine)
+        if group is None:
+            group = _GROUPS[engine] = _Group()
+        return group
 
 
 def _writer_lock(engine: sa.Engine) -> threading.RLock | None:
@@ -251,6 +292,75 @@ class Store:
                 return body(conn)
 
         return self.retry.call(attempt)
+
+    def batched(self, body: Callable[[sa.Connection], T]) -> T:
+        """`transaction(body)`, committed together with other threads' batched transactions that
+        wait at the same moment (SQLite's group commit: one commit, and one wait for the disk,
+        for all of them). Each body runs in a savepoint of the group's transaction, so a body that
+        raises (a refusal) undoes only its own writes and is raised in its own thread; its result
+        is handed back only once the group committed. A fault of the group (past the store's
+        retries) or an interrupt sends each body back to its own thread to run alone, as
+        `transaction` would. PostgreSQL (whose commits run side by side) and
+        `ASSAY_SQLITE_GROUP_COMMIT=0`: `transaction` itself."""
+        group = _group(self._engine)
+        if group is None:
+            return self.transaction(body)
+        job = _Job(body)
+        with group.cond:
+            group.queue.append(job)
+            while job.state == "queued" and group.leading:
+                group.cond.wait()
+            if job.state == "queued":  # nobody commits now: this thread commits the waiting group
+                group.leading = True
+                others = [j for j in group.queue if j is not job]
+                jobs, group.queue = [job, *others[:GROUP_MAX - 1]], others[GROUP_MAX - 1:]
+            else:
+                jobs = []
+        if jobs:
+            try:
+                self._commit_group(jobs)
+            finally:
+                with group.cond:
+                    for other in jobs:
+                        if other.state == "queued":
+                            other.state = "alone"  # interrupted: each runs its own
+                    group.leading = False
+                    group.cond.notify_all()
+        if job.state == "done":
+            return job.value  # type: ignore[no-any-return]
+        if job.state == "failed":
+            raise job.value
+        return self.transaction(body)  # alone
+
+    def _commit_group(self, jobs: list[_Job]) -> None:
+        if len(jobs) == 1:
+            job = jobs[0]
+            try:
+                job.value, job.state = self.transaction(job.body), "done"
+            except Exception as exc:  # noqa: BLE001 - raised in its own thread
+                job.value, job.state = exc, "failed"
+            return
+
+        def whole(conn: sa.Connection) -> list[tuple[bool, Any]]:
+            out: list[tuple[bool, Any]] = []
+            for job in jobs:
+                try:
+                    with conn.begin_nested():
+                        out.append((True, job.body(conn)))
+                except Exception as exc:  # noqa: BLE001 - a refusal is its body's own
+                    if is_fault(exc):
+                        raise  # the group's: rolled back and run again, whole
+                    out.append((False, exc))
+            return out
+
+        try:
+            results = self.transaction(whole)
+        except Exception:  # noqa: BLE001 - past the retries: each body alone, in its own thread
+            for job in jobs:
+                job.state = "alone"
+            return
+        for job, (ok, value) in zip(jobs, results, strict=True):
+            job.value, job.state = value, ("done" if ok else "failed")
 
     def _begun(self, write: bool) -> tuple[sa.Connection, sa.Transaction]:
         conn = (self._writer if write else self._engine).connect()  # pinged first (pool_pre_ping)
