@@ -3,6 +3,7 @@ while the crowd reads.
 
     PYTHONPATH=src python benchmarks/serve_load.py [--backend sqlite|postgresql|both]
                                                    [--entries 100] [--seconds 5] [--json FILE]
+                                                   [--parts reads,play,slow] [--workers N]
 
 What it builds: a forge board of `--entries` entries (one played submission copied in bulk, as
 `benchmarks/board_scale.py` builds its boards), accounts with agent keys and remote forge
@@ -70,6 +71,29 @@ async def _send(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any
     raise AssertionError("unreachable")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process `pid` and its live descendants so far, in seconds
+    (Linux `/proc`): the server's cost, which a loaded machine slows but does not inflate."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        used[int(entry)] = int(fields[11]) + int(fields[12])
+    total, todo = 0, [pid]
+    while todo:
+        at = todo.pop()
+        total += used.get(at, 0)
+        todo.extend(children.get(at, []))
+    return total / tick
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -84,8 +108,9 @@ def _summary(latencies: list[float], seconds: float, refused: int = 0) -> dict[s
             "p99": round(_pct(latencies, 0.99), 4)}
 
 
-async def _reader(client: httpx.AsyncClient, path: str, stop: float, out: list[float], refused: list[int]) -> None:
-    while time.monotonic() < stop:
+async def _reader(client: httpx.AsyncClient, path: str, stop: float, out: list[float], refused: list[int],
+                  done: asyncio.Event | None = None) -> None:
+    while time.monotonic() < stop and not (done is not None and done.is_set()):
         start = time.monotonic()
         response = await _send(client, "GET", path)
         if response.status_code == 503:
@@ -108,7 +133,8 @@ async def reads(base: str, path: str, clients: int, seconds: float) -> dict[str,
     return _summary(out, wall, len(refused))
 
 
-async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[float], runs: list[str]) -> None:
+async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[float], runs: list[str],
+                 think: float = 0.0, once: bool = False) -> None:
     auth = {"Authorization": f"Bearer {key}"}
     factory = load_agent("reference:diligent")
     while time.monotonic() < stop:
@@ -120,6 +146,8 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
         agent, history, index = factory(), list(body["messages"]), body["step"]
         while True:
             message = agent(history, body["tools"])
+            if think:
+                await asyncio.sleep(think)  # the agent's own time: the only time it is charged
             start = time.monotonic()
             answer = await _send(client, "POST", f"/api/agent/runs/{body['run_id']}/step",
                                  json={"step": index, "message": message}, headers=auth)
@@ -131,22 +159,43 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
                 runs.append(value["status"])
                 break
             index += 1
+        if once:
+            return
 
 
-async def play(base: str, agent_keys: list[str], agents: int, seconds: float, readers: int = 0) -> dict[str, Any]:
+async def play(base: str, agent_keys: list[str], agents: int, seconds: float, readers: int = 0,
+               think: float = 0.0, server: int | None = None) -> dict[str, Any]:
     out: list[float] = []
     runs: list[str] = []
     read_out: list[float] = []
     refused: list[int] = []
     limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
+    cpu = cpu_seconds(server) if server is not None else None
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         began = time.monotonic()
         stop = began + seconds
-        tasks = [_agent(client, agent_keys[i % len(agent_keys)], stop, out, runs) for i in range(agents)]
-        tasks += [_reader(client, "/suites/forge", stop, read_out, refused) for _ in range(readers)]
-        await asyncio.gather(*tasks)
+        once = think > 0  # slow agents: one run each, the readers until the last one ends
+        tasks = [_agent(client, agent_keys[i % len(agent_keys)], stop, out, runs, think, once) for i in range(agents)]
+        if once:
+            done = asyncio.Event()
+
+            async def agents_then_stop() -> None:
+                await asyncio.gather(*tasks)
+                done.set()
+
+            async def read_until_done() -> None:
+                await _reader(client, "/suites/forge", float("inf"), read_out, refused, done)
+
+            await asyncio.gather(agents_then_stop(), *(read_until_done() for _ in range(readers)))
+        else:
+            tasks += [_reader(client, "/suites/forge", stop, read_out, refused) for _ in range(readers)]
+            await asyncio.gather(*tasks)
         wall = time.monotonic() - began  # an agent finishes the run it is in after `stop`
     found = _summary(out, wall)
+    if cpu is not None and server is not None and out:
+        # the server's CPU per step (reads included when readers run): what a quiet machine's
+        # throughput follows, measured on a loaded one
+        found["server_cpu_ms_per_step"] = round(1000 * (cpu_seconds(server) - cpu) / len(out), 2)
     found["runs"] = len(runs)
     found["timeouts"] = runs.count("timeout")
     if readers:
@@ -179,7 +228,7 @@ def build(url: str, entries: int, n_agents: int) -> tuple[list[str], str]:
         store.close()
 
 
-def serve(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(url: str, log: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
     with socket.socket() as s:
@@ -187,7 +236,8 @@ def serve(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
         port = s.getsockname()[1]
     env = {**os.environ, "ASSAY_SECRET": SECRET, "ASSAY_RATE_LIMIT": "0", "ASSAY_DB": url}
     exe = Path(sys.executable).parent / "assay"
-    proc = subprocess.Popen([str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
+    proc = subprocess.Popen([str(exe), "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers)], env=env,
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -200,23 +250,28 @@ def serve(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit(f"assay serve did not start: {log.read_text()[-2000:]}")
 
 
-def run(kind: str, url: str, entries: int, seconds: float) -> dict[str, Any]:
+def run(kind: str, url: str, entries: int, seconds: float, parts: set[str], workers: int = 1) -> dict[str, Any]:
     agent_keys, entry_id = build(url, entries, 32)
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = serve(url, Path(tmp) / "serve.log")
+        proc, base = serve(url, Path(tmp) / "serve.log", workers)
         try:
             found: dict[str, Any] = {}
-            for path in ("/suites/forge", "/api/leaderboard/forge", f"/api/entries/{entry_id}"):
+            for path in () if "reads" not in parts else ("/suites/forge", "/api/leaderboard/forge", f"/api/entries/{entry_id}"):
                 for clients in (16, 64):
                     name = f"reads {path if 'entries' not in path else '/api/entries/{id}'}"
                     found[f"{name} @{clients}"] = asyncio.run(reads(base, path, clients, seconds))
                     print(f"  {kind} {name} @{clients}: {found[f'{name} @{clients}']}", file=sys.stderr)
-            for agents in (1, 8, 32):
-                found[f"play @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds))
+            for agents in () if "play" not in parts else (1, 8, 32):
+                found[f"play @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, server=proc.pid))
                 print(f"  {kind} play @{agents}: {found[f'play @{agents}']}", file=sys.stderr)
-            for agents in (8, 32):
-                found[f"play+64 readers @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, readers=64))
+            for agents in () if "play" not in parts else (8, 32):
+                found[f"play+64 readers @{agents}"] = asyncio.run(play(base, agent_keys, agents, seconds, readers=64,
+                                                                         server=proc.pid))
                 print(f"  {kind} play+64 readers @{agents}: {found[f'play+64 readers @{agents}']}", file=sys.stderr)
+            if "slow" in parts:
+                found["slow agents (1 s) +256 readers @8"] = asyncio.run(
+                    play(base, agent_keys, 8, seconds, readers=256, think=1.0, server=proc.pid))
+                print(f"  {kind} slow: {found['slow agents (1 s) +256 readers @8']}", file=sys.stderr)
             return found
         finally:
             proc.terminate()
@@ -229,13 +284,19 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--parts", default="reads,play", help="What to measure: reads, play, slow (comma-separated).")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server (assay serve --workers).")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped benchmark still stops its PostgreSQL
     import board_scale
 
     results = {}
     for kind in (("sqlite", "postgresql") if args.backend == "both" else (args.backend,)):
         with board_scale.backend(kind) as url:
-            results[kind] = run(kind, url, args.entries, args.seconds)
+            results[kind] = run(kind, url, args.entries, args.seconds, parts, args.workers)
     names = list(next(iter(results.values())))
     print(f"{'measure':44} " + "  ".join(f"{k:>40}" for k in results) + "   previous (issue 26)")
     for name in names:
@@ -243,7 +304,8 @@ def main() -> None:
         for kind in results:
             v = results[kind][name]
             cells.append(f"{v['per_s']:>7}/s p50 {v['p50']:.3f} p95 {v['p95']:.3f} p99 {v['p99']:.3f}"
-                         + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else ""))
+                         + (f" runs {v['runs']} to {v['timeouts']}" if "runs" in v else "")
+                         + (f" cpu {v['server_cpu_ms_per_step']} ms/step" if "server_cpu_ms_per_step" in v else ""))
         prev = next((p for (what, n), p in PREVIOUS.items() if name.startswith(what) and name.endswith(f"@{n}")), "")
         print(f"{name:44} " + "  ".join(f"{c:>40}" for c in cells) + f"   {prev}")
     print(f"transport errors retried: {len(ERRORS)} {sorted(set(ERRORS))[:5]}")

@@ -91,6 +91,28 @@ def _append(store: Store, items: list[Scored]) -> None:
             store.add_runs([scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
 
 
+def record_in(store: Store, conn: Any, item: Scored) -> bool:
+    """`_append` of one run inside the caller's write transaction `conn` (remote play records a run
+    in the transaction of the step that ended it), each try in a savepoint: a run the database
+    cannot take is kept as an `error` run, never dropped; a run already recorded is left as it was
+    stored (False: nothing was recorded now)."""
+    record, outcomes, _ = item
+    try:
+        with conn.begin_nested():
+            store.insert_runs(conn, [item])
+        return True
+    except BadInput as exc:
+        refusal = exc.message
+    if store.recorded_in(conn, [record.run_id]):
+        return False
+    kept = record.model_copy(update={
+        "status": "error", "reason": f"run could not be stored: {refusal}"[:500],
+        "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
+    with conn.begin_nested():
+        store.insert_runs(conn, [scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
+    return True
+
+
 class RunWriter:
     """Scores each finished run (telling `on_done(record, passed)`, from its thread) and streams it
     to the store from a thread of its own, in bounded batches (by count and by age). The executor

@@ -14,13 +14,24 @@ ends as a `timeout` (`expire_idle`, which `next_run` runs first for the account)
 Each `step` is one assistant message, applied by the one loop (`run.drivers.Stepper`) exactly as
 in-process play applies it: a malformed message is `empty`, an unknown tool a tool error, the time
 an answer took counts against the run's time limit (from the previous answer, or the lease, to the
-request). The server keeps no run in memory: every step is appended to `remote_steps` under a
-lock on its run before it is applied, and the run is a fresh fork of its world fed its recorded
-steps in order. So a restarted server (or another worker) goes on where the run was, a retried
-step (the same index and the same message) is answered again and never applied twice, and a
-different message for a taken index is refused. When the run ends it is recorded, oracle-scored
-and swept like any other (`execution.RunWriter`, `completion.complete`); the submission completes with
-its last run.
+request). A run is what its stored steps say: every step is appended to `remote_steps`, and the
+run is a fresh fork of its world fed its recorded steps in order. A process keeps the run it last
+stepped live (`_LIVE`: its stepper, fed exactly the steps stored, checked by their number and the
+last one's digest before use) so a step applies one message instead of replaying the run; any other
+process, or a restarted one, replays. So a restarted server (or another worker) goes on where the
+run was, a retried step (the same index and the same message) is answered again and never applied
+twice, and a different message for a taken index is refused.
+
+One short write transaction per step (issue 26): the step is decided and applied from what was
+read, then appended by `RemoteRepo.append_step`, which appends nothing (and the step is decided
+again) if the run moved meanwhile. The step that ends a run records it in that same transaction —
+the run, its check outcomes and oracle verdict (`execution.record_in`), its lease ended — so a run
+is recorded once, with the step that ended it. Completion (sweep, era, digest, figures) is not the
+step's: after the commit, the step that recorded a submission's last run completes it
+(`completion.complete`, once per submission); if that fails or the process dies first, the
+sweeper (`completion.complete_recorded`) does it. A campaign worded by a model facilitator is the
+exception: its step is appended first and applied after (a line is asked of the model only for a
+stored step), and the run it ends is recorded in a second transaction.
 
 A campaign worded by a model facilitator (the submission's own, or one the release pins) is
 replayed the same way, but a model would word each line anew at every replay: each line is kept in
@@ -51,10 +62,12 @@ from assay.records import PlannedRun, storable
 from assay.run.drivers import Stepper
 from assay.run.engine import Limits, open_episode
 from assay.scenario.load import LoadedScenario
+from assay.score.oracle import evaluate_checks
 from assay.service import completion, execution
 from assay.service.actors import Actor, require_agent_of
 from assay.store.claims import ClaimRepo
-from assay.store.remote_repo import REMOTE_SPEC, RemoteRepo
+from assay.store.jsonvalue import dumps
+from assay.store.remote_repo import REMOTE_SPEC, Moved, RemoteRepo, lock_batch
 from assay.store.repo import Store
 from assay.store.schema import utcnow
 
@@ -67,6 +80,8 @@ _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 MAX_DEPTH = 32
 #: The longest failure reason a remote agent may report (the run record keeps 500 characters).
 MAX_FAILURE = 500
+#: How many times a step is decided again when its run moved on between the read and the write.
+MAX_TRIES = 20
 
 
 def remote_factory() -> AgentFactory:
@@ -117,6 +132,23 @@ def _planned(run: dict[str, Any]) -> PlannedRun:
     return PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
 
 
+def _apply(stepper: Stepper, row: dict[str, Any]) -> None:
+    """Feed one stored step to the run's stepper."""
+    if row["kind"] == "message":
+        stepper.send((row["reply"] or {}).get("message"), row["elapsed"])
+    elif row["kind"] == "failed":
+        stepper.fail(row["reason"] or "", row["elapsed"])
+    else:
+        stepper.expire()
+
+
+def _as_stored(row: dict[str, Any]) -> dict[str, Any]:
+    """A step row as it reads back from the store (its reply through the store's one JSON
+    encoding), so a step applied before it is stored is applied as every replay will apply it."""
+    reply = row["reply"]
+    return {**row, "reply": None if reply is None else json.loads(dumps(reply))}
+
+
 def _replay(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
     """A fresh fork of the run's world, fed its recorded steps in order (those after its end are
     ignored: nothing can follow the end of a run)."""
@@ -125,13 +157,21 @@ def _replay(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> S
     for row in steps:
         if stepper.done:
             break
-        if row["kind"] == "message":
-            stepper.send((row["reply"] or {}).get("message"), row["elapsed"])
-        elif row["kind"] == "failed":
-            stepper.fail(row["reason"] or "", row["elapsed"])
-        else:
-            stepper.expire()
+        _apply(stepper, row)
     return stepper
+
+
+def _facilitator(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
+    """Who words the run's lines when its kit has lines a model words: its batch's model
+    facilitator, or None (the script, or a kit with nothing to word). Asked once per run."""
+    if "facilitator" not in run:
+        from assay.worlds.kits import get_kit
+
+        loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+        worded = get_kit(loaded.scenario.kit).worded
+        run["facilitator"] = execution.facilitator_of(store, run["batch_id"]) if worded else None
+    found: dict[str, Any] | None = run["facilitator"]
+    return found
 
 
 def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> LoadedScenario:
@@ -140,30 +180,87 @@ def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> Loaded
     first spoken, and said again at every later replay, so the model is asked for each line once."""
     from assay.worlds.kits import get_kit
 
-    kit = get_kit(loaded.scenario.kit)
-    facilitator = execution.facilitator_of(store, run["batch_id"]) if kit.worded else None
+    facilitator = _facilitator(store, run)
     if facilitator is None:
         return loaded
+    kit = get_kit(loaded.scenario.kit)
     repo, run_id, spec = RemoteRepo(store), run["run_id"], str(facilitator["spec"])
     options = kit.resume_options(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
     return dataclasses.replace(loaded, world_options=options)
 
 
-def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
-    """Record a run that is over (scored by its checks, once: a run already recorded is kept as it
-    was), end its lease, and complete its submission if this was its last run."""
-    assert stepper.record is not None
-    repo = RemoteRepo(store)
-    if not store.recorded([run["run_id"]]):
-        loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
-        writer = execution.RunWriter(store, [loaded])
-        try:
-            writer(stepper.record, stepper.episode.steps)
-        finally:
-            writer.close()
-    lease = repo.lease(run["run_id"])
-    if lease is not None:
-        repo.end_holder(lease["holder"])
+# -- live runs: the stepper a process fed last, kept for the run's next step ----------------------
+
+_LIVE: OrderedDict[tuple[str, str], tuple[int, str | None, Stepper]] = OrderedDict()
+_LIVE_MAX = 2048
+_LIVE_GUARD = threading.Lock()
+
+
+def _stepper(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
+    """The run as `steps` say: the stepper this process kept after its last step (taken out, so no
+    other request advances it meanwhile) if it was fed exactly these steps, else a replay."""
+    with _LIVE_GUARD:
+        kept = _LIVE.pop((store.url, run["run_id"]), None)
+    if kept is not None and kept[0] == len(steps) and kept[1] == (steps[-1]["digest"] if steps else None):
+        return kept[2]
+    if steps and "reply" not in steps[0]:  # read without their replies (`RemoteRepo.state`): read them
+        steps = RemoteRepo(store).steps(run["run_id"])[:len(steps)]  # append-only: the same steps, and any after
+    return _replay(store, run, steps)
+
+
+def _keep(store: Store, run_id: str, steps: int, digest: str | None, stepper: Stepper) -> None:
+    """Keep the run's stepper, fed `steps` stored steps (the last with `digest`), for its next step."""
+    key = (store.url, run_id)
+    with _LIVE_GUARD:
+        if stepper.done:
+            _LIVE.pop(key, None)
+            return
+        kept = _LIVE.get(key)
+        if kept is not None and kept[0] > steps:
+            return
+        _LIVE[key] = (steps, digest, stepper)
+        _LIVE.move_to_end(key)
+        while len(_LIVE) > _LIVE_MAX:
+            _LIVE.popitem(last=False)
+
+
+# -- recording a run that is over ---------------------------------------------------------------
+
+
+def _recorder(store: Store, run: dict[str, Any], stepper: Stepper, holder: str | None) -> Any:
+    """What records the run `stepper` ended, inside a write transaction: the run scored by its
+    checks (`execution.record_in`: once; a run already recorded is kept as it was), its lease
+    ended; returns how many of its batch's runs are still unrecorded then (counted after the
+    batch's other recording transactions committed: `lock_batch`)."""
+    record = stepper.record
+    assert record is not None
+    loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+    item = execution.scored(record, evaluate_checks(loaded.scenario.checks, record.final_state))
+
+    def then(conn: Any) -> int:
+        execution.record_in(store, conn, item)
+        if holder is not None:
+            RemoteRepo.end_holder_in(conn, holder)
+        lock_batch(conn, run["batch_id"])
+        return store.unrecorded_in(conn, run["batch_id"])
+
+    return then
+
+
+def _record(store: Store, run: dict[str, Any], stepper: Stepper, holder: str | None) -> None:
+    """Record a run that is over in a transaction of its own (a run whose world could not open, a
+    worded run's last step, one whose record went missing), then complete its batch if it was the last."""
+    left = RemoteRepo(store).record(run["run_id"], _recorder(store, run, stepper, holder))
+    if left is None and holder is not None:
+        RemoteRepo(store).end_holder(holder)  # recorded already: its lease ends all the same
+    _completed(store, run, left)
+
+
+def _completed(store: Store, run: dict[str, Any], left: int | None) -> None:
+    """Complete the run's submission once its last run is recorded (`left == 0`), after the
+    recording transaction committed: once per submission. Idempotent; a failure is the sweeper's."""
+    if left != 0:
+        return
     try:
         completion.complete(store, run["batch_id"])
     except Exception as exc:  # noqa: BLE001 - the run is recorded: its answer stands
@@ -173,9 +270,61 @@ def _finish(store: Store, run: dict[str, Any], stepper: Stepper) -> None:
                     type(exc).__name__, exc)
 
 
+def _take(store: Store, run: dict[str, Any], steps: list[dict[str, Any]], holder: str, row: dict[str, Any],
+          stepper: Stepper) -> Stepper:
+    """Append `row` as the run's next step (its steps being `steps`, leased by `holder`) and apply
+    it to `stepper`, the run as `steps` say; the step that ends the run records it in the same
+    transaction. Raises `Moved` (nothing appended) if the run moved on since `steps` were read."""
+    repo, stored = RemoteRepo(store), _as_stored(row)
+    if _facilitator(store, run) is None:
+        _apply(stepper, stored)  # before the write: so the write records the run the step ended
+        then = _recorder(store, run, stepper, holder) if stepper.done else None
+        left = repo.append_step(run["run_id"], len(steps), holder, row, then)
+        _completed(store, run, left)
+    else:
+        repo.append_step(run["run_id"], len(steps), holder, row)  # a line is asked only for a stored step
+        _apply(stepper, stored)
+        if stepper.done:
+            _record(store, run, stepper, holder)
+    _keep(store, run["run_id"], len(steps) + 1, row["digest"], stepper)
+    return stepper
+
+
+# -- the run's fixed facts ------------------------------------------------------------------------
+
+_RUNS: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+_RUNS_MAX = 4096
+#: Each scenario's document once, however many kept runs play it (by content hash).
+_DOCUMENTS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+
+def _static(store: Store, run_id: str) -> dict[str, Any] | None:
+    """What remote play needs of a planned run that never changes (`RemoteRepo.run` but whether it
+    is recorded): read once per process, then kept."""
+    key = (store.url, run_id)
+    with _LIVE_GUARD:
+        found = _RUNS.get(key)
+        if found is not None:
+            _RUNS.move_to_end(key)
+            return found
+    row = RemoteRepo(store).run(run_id)
+    if row is None:
+        return None
+    row.pop("recorded_status", None)
+    with _LIVE_GUARD:
+        row["document"] = _DOCUMENTS.setdefault(row["scenario_hash"], row["document"])
+        _DOCUMENTS.move_to_end(row["scenario_hash"])
+        while len(_DOCUMENTS) > _SCENARIOS_MAX * 4:
+            _DOCUMENTS.popitem(last=False)
+        _RUNS[key] = row
+        while len(_RUNS) > _RUNS_MAX:
+            _RUNS.popitem(last=False)
+    return row
+
+
 def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
     """The remote run `run_id`, if `actor` may play it; otherwise it does not exist."""
-    run = RemoteRepo(store).run(run_id) if isinstance(run_id, str) and _RUN_ID.match(run_id) else None
+    run = _static(store, run_id) if isinstance(run_id, str) and _RUN_ID.match(run_id) else None
     if run is None or run["load_spec"] != REMOTE:
         raise NotFound("no such run", "run", value=run_id)
     require_agent_of(actor, run["account"], run_id)
@@ -209,16 +358,19 @@ def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
             if not free:
                 continue
             run_id, attempt = free[0]
-            run = repo.run(run_id)
+            run = _static(store, run_id)
             assert run is not None
             # a run an agent released (`release`) goes on where it was: its steps are replayed
-            stepper = _replay(store, run, repo.steps(run_id))
+            steps = repo.steps(run_id)
+            stepper = _stepper(store, run, steps)
             view = None if stepper.done else _lease_view(store, run, stepper)
-            if repo.take_lease(run_id, attempt) is None:
+            holder = repo.take_lease(run_id, attempt)
+            if holder is None:
                 continue  # another agent leased it meanwhile: look further
             if view is None:  # its world could not open: recorded as the harness's `error`
-                _finish(store, run, stepper)
+                _record(store, run, stepper, holder)
                 continue
+            _keep(store, run_id, len(steps), steps[-1]["digest"] if steps else None, stepper)
             return view
     return None
 
@@ -290,37 +442,50 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
     else:
         kind, reply, reason = "message", {"message": _json_value(message)}, None
         digest = _digest(kind, reply)
-    answered: dict[str, int | None] = {}
+    for _ in range(MAX_TRIES):
+        steps, lease, recorded = RemoteRepo(store).state(run_id)
+        answered, row = _decide(run_id, steps, lease, recorded, index, kind, reply, reason, digest, arrival,
+                                answered_at)
+        stepper = _stepper(store, run, steps)
+        if row is None or stepper.done:  # a retry of a step taken, or the run is over: nothing to append
+            if stepper.done and not recorded:  # over, but its record went missing (cut short)
+                _record(store, run, stepper, lease["holder"] if lease is not None else None)
+            _keep(store, run_id, len(steps), steps[-1]["digest"] if steps else None, stepper)
+            return _answer(store, run, stepper, answered if row is None else None)
+        assert lease is not None
+        try:
+            stepper = _take(store, run, steps, lease["holder"], row, stepper)
+        except Moved:
+            continue  # another request for this run got in first: decide again from what it left
+        return _answer(store, run, stepper, answered)
+    raise Conflict("this run is being stepped by other requests at the same time; send the step again", "step",
+                   value=run_id)
 
-    def decide(_conn: Any, steps: list[dict[str, Any]], lease: dict[str, Any] | None,
-               recorded: bool) -> dict[str, Any] | None:
-        n = len(steps)
-        if index is not None and 1 <= index <= n:
-            taken = steps[index - 1]
-            if taken["digest"] != digest and taken["kind"] != "expired":
-                raise Conflict(f"step {index} of this run was already taken with another message", "step",
-                               value=run_id)
-            answered["step"] = index
-            return None
-        if recorded or (steps and steps[-1]["kind"] != "message"):
-            answered["step"] = None  # the run is over
-            return None
-        if lease is None:
-            raise Conflict("this run is not leased; ask for work with POST /api/agent/runs/next", "run", value=run_id)
-        if index is not None and index != n + 1:
-            raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
-        previous = max(steps[-1]["created_at"], lease["leased_at"]) if steps else lease["leased_at"]
-        if answered_at is not None and answered_at[0] == n:
-            previous = max(previous, answered_at[1])
-        answered["step"] = n + 1
-        return {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
-                "elapsed": max(0.0, (arrival - previous).total_seconds())}
 
-    steps = RemoteRepo(store).take_step(run_id, decide)
-    stepper = _replay(store, run, steps)
-    if stepper.done and run["recorded_status"] is None:
-        _finish(store, run, stepper)
-    return _answer(store, run, stepper, answered.get("step"))
+def _decide(run_id: str, steps: list[dict[str, Any]], lease: dict[str, Any] | None, recorded: bool,
+            index: int | None, kind: str, reply: Any, reason: str | None, digest: str, arrival: datetime,
+            answered_at: tuple[int, datetime] | None) -> tuple[int | None, dict[str, Any] | None]:
+    """What an answer does to the run as read: `(its step number, None)` for a retry of a taken
+    step (None for the number when the run is over), `(n + 1, row)` with the step row to append;
+    raises `Conflict` for another message at a taken index, a gap, or a run nobody leased."""
+    n = len(steps)
+    if index is not None and 1 <= index <= n:
+        taken = steps[index - 1]
+        if taken["digest"] != digest and taken["kind"] != "expired":
+            raise Conflict(f"step {index} of this run was already taken with another message", "step",
+                           value=run_id)
+        return index, None
+    if recorded or (steps and steps[-1]["kind"] != "message"):
+        return None, None  # the run is over
+    if lease is None:
+        raise Conflict("this run is not leased; ask for work with POST /api/agent/runs/next", "run", value=run_id)
+    if index is not None and index != n + 1:
+        raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
+    previous = max(steps[-1]["created_at"], lease["leased_at"]) if steps else lease["leased_at"]
+    if answered_at is not None and answered_at[0] == n:
+        previous = max(previous, answered_at[1])
+    return n + 1, {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
+                   "elapsed": max(0.0, (arrival - previous).total_seconds())}
 
 
 def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | None) -> dict[str, Any]:
@@ -355,9 +520,9 @@ def release(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     was (its steps so far are replayed; the time it lay released is nobody's). Returns `{run_id,
     released, step}`: whether a lease was ended, and the number of the run's next answer. A run
     not leased (already released, or over) is answered `released: false`."""
-    run = _run(store, run_id, actor)
+    _run(store, run_id, actor)
     repo = RemoteRepo(store)
-    lease = repo.lease(run_id) if run["recorded_status"] is None else None
+    lease = repo.lease(run_id) if not store.recorded([run_id]) else None
     if lease is not None:
         repo.end_holder(lease["holder"])
     return {"run_id": run_id, "released": lease is not None, "step": len(repo.steps(run_id)) + 1}
@@ -374,35 +539,36 @@ def expire_idle(store: Store, *, account: str | None = None, now: datetime | Non
     now = now or utcnow()
     ended = 0
     for lease in repo.open_leases(account):
-        if now <= _deadline(lease["leased_at"], lease["last_step_at"], lease["time_limit"], lease["spent"]):
-            continue
-        expired: dict[str, bool] = {}
-
-        def decide(_conn: Any, steps: list[dict[str, Any]], held: dict[str, Any] | None, recorded: bool,
-                   lease: dict[str, Any] = lease) -> dict[str, Any] | None:
-            if recorded or held is None or held["holder"] != lease["holder"]:
-                return None
-            if steps and steps[-1]["kind"] != "message":
-                expired["yes"] = True  # already over: only its record is missing
-                return None
-            last = max(steps[-1]["created_at"], held["leased_at"]) if steps else held["leased_at"]
-            spent = sum(s["elapsed"] for s in steps)
-            if now <= _deadline(held["leased_at"], last, lease["time_limit"], spent):
-                return None  # it answered in time after all
-            expired["yes"] = True
-            return {"step": len(steps) + 1, "kind": "expired", "reply": None, "reason": None,
-                    "digest": _digest("expired", None), "elapsed": max(0.0, (now - last).total_seconds())}
-
-        steps = repo.take_step(lease["run_id"], decide)
-        if not expired:
-            continue
-        run = repo.run(lease["run_id"])
-        assert run is not None
-        stepper = _replay(store, run, steps)
-        if stepper.done:
-            _finish(store, run, stepper)
-            ended += 1
+        if now > _deadline(lease["leased_at"], lease["last_step_at"], lease["time_limit"], lease["spent"]):
+            ended += _expire(store, lease, now)
     return ended
+
+
+def _expire(store: Store, lease: dict[str, Any], now: datetime) -> int:
+    """End one leased run past its time (1), unless its agent answered in time after all (0)."""
+    run = _static(store, lease["run_id"])
+    assert run is not None
+    for _ in range(MAX_TRIES):
+        steps, held, recorded = RemoteRepo(store).state(lease["run_id"])
+        if recorded or held is None or held["holder"] != lease["holder"]:
+            return 0
+        stepper = _stepper(store, run, steps)
+        if stepper.done:  # already over: only its record is missing
+            _record(store, run, stepper, held["holder"])
+            return 1
+        last = max(steps[-1]["created_at"], held["leased_at"]) if steps else held["leased_at"]
+        spent = sum(s["elapsed"] for s in steps)
+        if now <= _deadline(held["leased_at"], last, lease["time_limit"], spent):
+            _keep(store, run["run_id"], len(steps), steps[-1]["digest"] if steps else None, stepper)
+            return 0  # it answered in time after all
+        row = {"step": len(steps) + 1, "kind": "expired", "reply": None, "reason": None,
+               "digest": _digest("expired", None), "elapsed": max(0.0, (now - last).total_seconds())}
+        try:
+            stepper = _take(store, run, steps, held["holder"], row, stepper)
+        except Moved:
+            continue
+        return 1 if stepper.done else 0
+    return 0
 
 
 def _deadline(leased_at: datetime, last_step_at: datetime | None, time_limit: float, spent: float) -> datetime:

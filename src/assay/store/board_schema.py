@@ -73,6 +73,7 @@ account_handles = sa.Table(
     sa.Column("handle", sa.String, nullable=True),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Index("ix_account_handles_account", "account"),
+    sa.Index("ix_account_handles_created", "created_at"),  # 0020: the board's last change
 )
 
 submissions = sa.Table(
@@ -143,6 +144,7 @@ publication_events = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Index("ix_publication_events_submission", "submission_id"),
+    sa.Index("ix_publication_events_created", "created_at"),  # 0020
 )
 
 variance_notes = sa.Table(
@@ -184,6 +186,7 @@ unlisted_submissions = sa.Table(
     metadata,
     sa.Column("submission_id", sa.String(32), sa.ForeignKey("submissions.id"), primary_key=True),
     sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_unlisted_submissions_created", "created_at"),  # 0020: the board's last change
 )
 
 #: Revision 0018: each finalised submission's figures, computed by `stats.board.entry_figures` from
@@ -211,6 +214,7 @@ entry_figures = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Index("ix_entry_figures_order", "release_id", "listed", "order_key"),
     sa.Index("ix_entry_figures_rank", "release_id", "listed", "ranked", "rank_low"),
+    sa.Index("ix_entry_figures_created", "created_at"),  # 0020
 )
 
 BOARD_TABLES: tuple[str, ...] = (

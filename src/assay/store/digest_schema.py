@@ -42,6 +42,7 @@ digest_stamps = sa.Table(
     sa.Column("digest", sa.String(64), nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.CheckConstraint("digest_version >= 2", name="ck_digest_stamps_version"),
+    sa.Index("ix_digest_stamps_created", "created_at"),  # 0020: the board's last change
 )
 
 seed_salts = sa.Table(

@@ -8,6 +8,7 @@ them in constant time. Listings (`for_account`) leave the digest out.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -61,8 +62,7 @@ class KeysRepo(Repository):
         """Every key issued with this display prefix, digest and revocation included: what a presented
         key is compared against."""
         with self.read() as conn:
-            rows = conn.execute(sa.select(*_LISTED, api_keys.c.digest).select_from(self._joined())
-                                .where(api_keys.c.prefix == prefix)).all()
+            rows = conn.execute(_candidates(), {"prefix": prefix}).all()
         return [dict(r._mapping) for r in rows]
 
     def revoke(self, key_id: str, at: datetime | None = None) -> dict[str, Any]:
@@ -79,3 +79,10 @@ class KeysRepo(Repository):
                 raise Conflict("the key is already revoked", "key", value=key_id) from None
             row = conn.execute(sa.select(*_LISTED).select_from(self._joined()).where(api_keys.c.id == key_id)).one()
         return dict(row._mapping)
+
+
+@functools.cache
+def _candidates() -> sa.Select[Any]:
+    """`KeysRepo.candidates`' statement, built once: it is asked on every authenticated request."""
+    return (sa.select(*_LISTED, api_keys.c.digest).select_from(KeysRepo._joined())
+            .where(api_keys.c.prefix == sa.bindparam("prefix")))

@@ -1,18 +1,23 @@
 """Reads and appends of remote play: leases (durable-batch claims held by a remote agent), the
 steps of a leased run (`remote_steps`) and the lines a model facilitator spoke in it (`remote_lines`).
 
-A step is appended under a lock on its run (PostgreSQL: an advisory transaction lock; SQLite:
-BEGIN IMMEDIATE), after the run's steps and its lease are read again inside the same transaction,
-so two requests for one run — a retry racing its original, two worker processes — are decided in
-the database, one after the other: the step is taken once, and the other sees it taken.
+A step is decided from what `state` read (the run's steps, its lease, whether it is recorded) and
+appended by `append_step` in one short write transaction, under a lock on its run (PostgreSQL: an
+advisory transaction lock; SQLite: BEGIN IMMEDIATE), which first checks that nothing moved since
+that read (the same number of steps, the same live lease, still unrecorded) and otherwise appends
+nothing and raises `Moved`: so two requests for one run — a retry racing its original, two worker
+processes — are decided in the database, one after the other: the step is taken once, and the
+other, reading again, sees it taken. What else the step does (recording the run it ended) is done
+by the caller's `then`, inside the same transaction.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -35,6 +40,8 @@ from assay.store.schema import (
 #: The `batch_agents.load_spec` of a submission played by a remote agent.
 REMOTE_SPEC = "remote"
 
+T = TypeVar("T")
+
 
 def _lock_key(run_id: str) -> int:
     digest = hashlib.sha256(f"assay:remote:{run_id}".encode()).digest()
@@ -43,6 +50,60 @@ def _lock_key(run_id: str) -> int:
 
 class _Taken(Exception):
     """The run was claimed at that attempt by someone else first: the lease is rolled back."""
+
+
+class Moved(Exception):
+    """The run moved on since its state was read (a step taken, its lease ended or changed, the run
+    recorded): nothing was appended; read its state again and decide anew."""
+
+
+def lock_run(conn: sa.Connection, run_id: str) -> None:
+    """Hold the run's lock until `conn`'s transaction ends (PostgreSQL; SQLite's BEGIN IMMEDIATE
+    already holds every writer apart)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK, {"key": _lock_key(run_id)})
+
+
+def lock_batch(conn: sa.Connection, batch_id: str) -> None:
+    """Hold the batch's lock until `conn`'s transaction ends (PostgreSQL): the transactions that
+    record a batch's remote runs take it in turn, so each counts the others' runs once committed."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK, {"key": _lock_key(f"batch:{batch_id}")})
+
+
+_LOCK = sa.select(sa.func.pg_advisory_xact_lock(sa.bindparam("key", type_=sa.BigInteger)))
+
+
+@functools.cache
+def _statements() -> dict[str, Any]:
+    """The statements every step sends, built once (a step is asked hundreds of times a second)."""
+    rid: sa.BindParameter[str] = sa.bindparam("run_id")
+    c, h, rs = run_claims, claim_holders, remote_steps
+    latest = run_claims.alias("latest")
+    # the run's latest claim, if it is a live remote agent's: its holder, and when it was leased
+    live = (sa.select(c.c.holder, c.c.claimed_at).join(h, h.c.id == c.c.holder)
+            .where(c.c.run_id == rid, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None),
+                   c.c.attempt == sa.select(sa.func.max(latest.c.attempt)).where(latest.c.run_id == rid)
+                   .scalar_subquery()))
+    return {
+        "steps": sa.select(rs).where(rs.c.run_id == rid).order_by(rs.c.step),
+        # what a step is decided from, without the replies (a live run needs none of them)
+        "light": sa.select(*(col for col in rs.c if col.name != "reply")).where(rs.c.run_id == rid)
+                 .order_by(rs.c.step),
+        # in one statement: how many steps, whether recorded, the live lease's holder and its time
+        "head": sa.select(sa.select(sa.func.count()).select_from(rs).where(rs.c.run_id == rid)
+                          .scalar_subquery().label("n"),
+                          sa.exists().where(runs.c.run_id == rid).label("recorded"),
+                          live.with_only_columns(c.c.holder).scalar_subquery().label("holder"),
+                          live.with_only_columns(c.c.claimed_at).scalar_subquery().label("leased_at")),
+        "lease": (sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at).join(h, h.c.id == c.c.holder)
+                  .where(c.c.run_id == rid, c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
+                         .where(latest.c.run_id == rid).scalar_subquery())),
+        "recorded": sa.select(runs.c.run_id).where(runs.c.run_id == rid),
+        "insert": sa.insert(rs),
+        "end": (sa.update(h).where(h.c.id == sa.bindparam("holder"), h.c.ended_at.is_(None))
+                .values(ended_at=sa.bindparam("ended_at"))),
+    }
 
 
 def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
@@ -118,19 +179,17 @@ class RemoteRepo:
             return None  # rolled back: no holder left behind either
 
     def end_holder(self, holder_id: str) -> None:
-        self.store.transaction(lambda conn: conn.execute(
-            sa.update(claim_holders).where(claim_holders.c.id == holder_id, claim_holders.c.ended_at.is_(None))
-            .values(ended_at=utcnow())))
+        self.store.transaction(lambda conn: self.end_holder_in(conn, holder_id))
+
+    @staticmethod
+    def end_holder_in(conn: sa.Connection, holder_id: str) -> None:
+        """End the lease of `holder_id` inside the caller's transaction `conn`."""
+        conn.execute(_statements()["end"], {"holder": holder_id, "ended_at": utcnow()})
 
     @staticmethod
     def _lease(conn: sa.Connection, run_id: str) -> dict[str, Any] | None:
         """The run's latest claim, if a remote agent holds it now: holder and when it was leased."""
-        c, h = run_claims, claim_holders
-        row = conn.execute(
-            sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at)
-            .join(h, h.c.id == c.c.holder)
-            .where(c.c.run_id == run_id, c.c.attempt == _latest_claim(c.c.run_id))
-        ).first()
+        row = conn.execute(_statements()["lease"], {"run_id": run_id}).first()
         if row is None or row.host != REMOTE_HOST or row.ended_at is not None:
             return None
         return {"holder": row.holder, "leased_at": row.claimed_at}
@@ -198,27 +257,47 @@ class RemoteRepo:
 
     @staticmethod
     def _steps(conn: sa.Connection, run_id: str) -> list[dict[str, Any]]:
-        rows = conn.execute(sa.select(remote_steps).where(remote_steps.c.run_id == run_id)
-                            .order_by(remote_steps.c.step)).all()
-        return [dict(r._mapping) for r in rows]
+        return [dict(r._mapping) for r in conn.execute(_statements()["steps"], {"run_id": run_id})]
 
-    def take_step(self, run_id: str, decide: Callable[[sa.Connection, list[dict[str, Any]], dict[str, Any] | None,
-                                                       bool], dict[str, Any] | None]) -> list[dict[str, Any]]:
-        """Append at most one step to the run, as `decide(conn, steps, lease, recorded)` says: it
-        sees the run's steps, its lease and whether it is recorded, read inside the transaction
-        under the run's lock, and returns the row to append (without `run_id`, `created_at`), or
-        None to append nothing, or raises to refuse. Returns the run's steps after, as stored (read
-        back, so the step is applied exactly as every later replay will apply it). On a transient
-        fault the whole transaction runs again, `decide` with it, from what is stored then."""
-        def body(conn: sa.Connection) -> list[dict[str, Any]]:
-            if conn.dialect.name == "postgresql":
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(run_id))))
-            steps = self._steps(conn, run_id)
-            recorded = conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is not None
-            row = decide(conn, steps, self._lease(conn, run_id), recorded)
-            if row is None:
-                return steps
-            conn.execute(sa.insert(remote_steps).values(**row, run_id=run_id, created_at=utcnow()))
-            return self._steps(conn, run_id)
+    def state(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None, bool]:
+        """What a step is decided from: the run's steps (in order, as stored, without their
+        replies: `steps` reads those, to replay), its lease (None when no remote agent holds it)
+        and whether it is recorded. A read, no lock: `append_step` checks that none of it moved
+        before it appends."""
+        st, params = _statements(), {"run_id": run_id}
+        with self.store.read_connection() as conn:
+            steps = [dict(r._mapping) for r in conn.execute(st["light"], params)]
+            head = conn.execute(st["head"], params).one()
+        lease = None if head.holder is None else {"holder": head.holder, "leased_at": head.leased_at}
+        return steps, lease, bool(head.recorded)
+
+    def append_step(self, run_id: str, seen: int, holder: str | None, row: dict[str, Any],
+                    then: Callable[[sa.Connection], T] | None = None) -> T | None:
+        """Append step `row` (without `run_id`, `created_at`) to the run in one write transaction,
+        if the run is as `state` saw it: `seen` steps, its lease held by `holder` (None: no check of
+        the lease), not recorded; else append nothing and raise `Moved`. `then(conn)` runs in the
+        same transaction after the step is appended (recording the run the step ended) and its
+        value is returned. On a transient fault the whole transaction runs again, `then` with it.
+        On SQLite, steps that arrive together are committed together (`Store.batched`)."""
+        st = _statements()
+
+        def body(conn: sa.Connection) -> T | None:
+            lock_run(conn, run_id)
+            head = conn.execute(st["head"], {"run_id": run_id}).one()
+            if head.n != seen or head.recorded or (holder is not None and head.holder != holder):
+                raise Moved()
+            conn.execute(st["insert"], [{**row, "run_id": run_id, "created_at": utcnow()}])
+            return then(conn) if then is not None else None
+
+        return self.store.batched(body)  # SQLite: committed with the steps that arrive with it
+
+    def record(self, run_id: str, then: Callable[[sa.Connection], T]) -> T | None:
+        """`then(conn)` (recording the run) in one write transaction under the run's lock, unless
+        the run is recorded already (then None)."""
+        def body(conn: sa.Connection) -> T | None:
+            lock_run(conn, run_id)
+            if conn.execute(_statements()["recorded"], {"run_id": run_id}).first() is not None:
+                return None
+            return then(conn)
 
         return self.store.transaction(body)

@@ -11,7 +11,10 @@ code never sees a database type.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -21,7 +24,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.store.faults import Retry, seconds_from_env
+from assay.store.faults import Retry, is_fault, seconds_from_env
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.stats.commitment import new_salt
 from assay.store.board_schema import release_scenarios, submissions
@@ -56,6 +59,63 @@ BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 #: Keep IN (...) lists well under SQLite's bound-parameter limit.
 _CHUNK = 500
+
+_WRITERS: weakref.WeakKeyDictionary[sa.Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_WRITERS_GUARD = threading.Lock()
+
+
+#: Write transactions `Store.batched` commits together at most (SQLite).
+GROUP_MAX = 64
+#: `ASSAY_SQLITE_GROUP_COMMIT=0` turns group commit off (each batched write commits alone).
+GROUP_COMMIT_ENV = "ASSAY_SQLITE_GROUP_COMMIT"
+
+
+class _Job:
+    """One batched write transaction's body, and what became of it."""
+
+    __slots__ = ("body", "state", "value")
+
+    def __init__(self, body: Callable[[sa.Connection], Any]) -> None:
+        self.body = body
+        self.state = "queued"  # then "done" (value is its result), "failed" (value is raised), "alone"
+        self.value: Any = None
+
+
+class _Group:
+    """The batched writes of one SQLite engine waiting for a commit, and whether one of their
+    threads is committing a group now (the leader)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queue: list[_Job] = []
+        self.leading = False
+
+
+_GROUPS: weakref.WeakKeyDictionary[sa.Engine, _Group] = weakref.WeakKeyDictionary()
+
+
+def _group(engine: sa.Engine) -> _Group | None:
+    if engine.dialect.name != "sqlite" or os.environ.get(GROUP_COMMIT_ENV, "1") == "0":
+        return None
+    with _WRITERS_GUARD:
+        group = _GROUPS.get(engine)
+        if group is None:
+            group = _GROUPS[engine] = _Group()
+        return group
+
+
+def _writer_lock(engine: sa.Engine) -> threading.RLock | None:
+    """The one lock every write transaction of this process on a SQLite `engine` holds (None on
+    PostgreSQL). SQLite lets one writer in at a time and makes the others poll for the lock,
+    sleeping up to 100 ms between tries: threads of one process queue here instead and go in the
+    moment it is free, in turn. Re-entrant, so a nested write behaves as it would without it."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with _WRITERS_GUARD:
+        lock = _WRITERS.get(engine)
+        if lock is None:
+            lock = _WRITERS[engine] = threading.RLock()
+        return lock
 
 
 def _lock_key(namespace: str, name: str) -> int:
@@ -214,12 +274,85 @@ class Store:
         the start on a fresh connection, within `self.retry`'s bound: `body` must be a whole
         transaction that decides everything from what it reads (no effect outside the database)."""
         engine = self._writer if write else self._engine
+        lock = _writer_lock(self._engine) if write else None
 
         def attempt() -> T:
-            with engine.begin() as conn:
+            if lock is None:
+                with engine.begin() as conn:
+                    return body(conn)
+            with lock, engine.begin() as conn:
                 return body(conn)
 
         return self.retry.call(attempt)
+
+    def batched(self, body: Callable[[sa.Connection], T]) -> T:
+        """`transaction(body)`, committed together with other threads' batched transactions that
+        wait at the same moment (SQLite's group commit: one commit, and one wait for the disk,
+        for all of them). Each body runs in a savepoint of the group's transaction, so a body that
+        raises (a refusal) undoes only its own writes and is raised in its own thread; its result
+        is handed back only once the group committed. A fault of the group (past the store's
+        retries) or an interrupt sends each body back to its own thread to run alone, as
+        `transaction` would. PostgreSQL (whose commits run side by side) and
+        `ASSAY_SQLITE_GROUP_COMMIT=0`: `transaction` itself."""
+        group = _group(self._engine)
+        if group is None:
+            return self.transaction(body)
+        job = _Job(body)
+        with group.cond:
+            group.queue.append(job)
+            while job.state == "queued" and group.leading:
+                group.cond.wait()
+            if job.state == "queued":  # nobody commits now: this thread commits the waiting group
+                group.leading = True
+                others = [j for j in group.queue if j is not job]
+                jobs, group.queue = [job, *others[:GROUP_MAX - 1]], others[GROUP_MAX - 1:]
+            else:
+                jobs = []
+        if jobs:
+            try:
+                self._commit_group(jobs)
+            finally:
+                with group.cond:
+                    for other in jobs:
+                        if other.state == "queued":
+                            other.state = "alone"  # interrupted: each runs its own
+                    group.leading = False
+                    group.cond.notify_all()
+        if job.state == "done":
+            return job.value  # type: ignore[no-any-return]
+        if job.state == "failed":
+            raise job.value
+        return self.transaction(body)  # alone
+
+    def _commit_group(self, jobs: list[_Job]) -> None:
+        if len(jobs) == 1:
+            job = jobs[0]
+            try:
+                job.value, job.state = self.transaction(job.body), "done"
+            except Exception as exc:  # noqa: BLE001 - raised in its own thread
+                job.value, job.state = exc, "failed"
+            return
+
+        def whole(conn: sa.Connection) -> list[tuple[bool, Any]]:
+            out: list[tuple[bool, Any]] = []
+            for job in jobs:
+                try:
+                    with conn.begin_nested():
+                        out.append((True, job.body(conn)))
+                except Exception as exc:  # noqa: BLE001 - a refusal is its body's own
+                    if is_fault(exc):
+                        raise  # the group's: rolled back and run again, whole
+                    out.append((False, exc))
+            return out
+
+        try:
+            results = self.transaction(whole)
+        except Exception:  # noqa: BLE001 - past the retries: each body alone, in its own thread
+            for job in jobs:
+                job.state = "alone"
+            return
+        for job, (ok, value) in zip(jobs, results, strict=True):
+            job.value, job.state = value, ("done" if ok else "failed")
 
     def _begun(self, write: bool) -> tuple[sa.Connection, sa.Transaction]:
         conn = (self._writer if write else self._engine).connect()  # pinged first (pool_pre_ping)
@@ -234,9 +367,16 @@ class Store:
         """A write transaction as a block: getting the connection and beginning are retried like
         `transaction`; a fault inside the block is not (a block cannot be run again): use
         `transaction` where a whole transaction should survive a restart."""
-        conn, txn = self.retry.call(lambda: self._begun(True))
-        with conn, txn:
-            yield conn
+        lock = _writer_lock(self._engine)
+        if lock is None:
+            conn, txn = self.retry.call(lambda: self._begun(True))
+            with conn, txn:
+                yield conn
+            return
+        with lock:
+            conn, txn = self.retry.call(lambda: self._begun(True))
+            with conn, txn:
+                yield conn
 
     @contextmanager
     def read_connection(self) -> Iterator[sa.Connection]:
@@ -454,6 +594,11 @@ class Store:
         return self.transaction(body)
 
     @staticmethod
+    def unrecorded_in(conn: sa.Connection, batch_id: str) -> int:
+        """How many of the batch's planned slots have no run recorded, inside the caller's transaction."""
+        return Store._unrecorded(conn, batch_id)
+
+    @staticmethod
     def _unrecorded(conn: sa.Connection, batch_id: str) -> int:
         return int(conn.execute(
             sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
@@ -477,13 +622,15 @@ class Store:
 
     def recorded(self, run_ids: Sequence[str]) -> set[str]:
         """Which of `run_ids` already have their run stored."""
-        def body(conn: sa.Connection) -> set[str]:
-            found: set[str] = set()
-            for chunk in _chunks(list(run_ids)):
-                found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
-            return found
+        return self.transaction(lambda conn: self.recorded_in(conn, run_ids), write=False)
 
-        return self.transaction(body, write=False)
+    @staticmethod
+    def recorded_in(conn: sa.Connection, run_ids: Sequence[str]) -> set[str]:
+        """`recorded`, inside the caller's transaction `conn`."""
+        found: set[str] = set()
+        for chunk in _chunks(list(run_ids)):
+            found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
+        return found
 
     def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
         sv = scenario_versions
@@ -555,6 +702,14 @@ class Store:
         one executemany per table. Each record must match its planned slot's case, scenario,
         trial and seed: a run that disagrees with its plan would carry the wrong pins.
         """
+        if items:
+            self.transaction(lambda conn: self.insert_runs(conn, items))
+
+    def insert_runs(self, conn: sa.Connection, items: list[tuple[RunRecord, list[CheckOutcome], RunVerdict]]) -> None:
+        """`add_runs` inside the caller's transaction `conn` (remote play records a run in the
+        transaction of the step that ended it). A refusal is raised as `add_runs` raises it
+        (`Conflict`, `Invalid`); on PostgreSQL it leaves `conn`'s transaction unusable unless the
+        caller wrapped this in a savepoint."""
         if not items:
             return
         run_rows: list[dict[str, Any]] = []
@@ -587,16 +742,13 @@ class Store:
             })
         records = [record for record, _, _ in items]
         try:
-            def body(conn: sa.Connection) -> None:
-                self._check_against_plan(conn, records)
-                conn.execute(sa.insert(runs), run_rows)
-                if check_rows:
-                    conn.execute(sa.insert(check_outcomes), check_rows)
-                conn.execute(sa.insert(run_verdicts), verdict_rows)
-                if usage_rows:
-                    conn.execute(sa.insert(run_usage), usage_rows)
-
-            self.transaction(body)
+            self._check_against_plan(conn, records)
+            conn.execute(sa.insert(runs), run_rows)
+            if check_rows:
+                conn.execute(sa.insert(check_outcomes), check_rows)
+            conn.execute(sa.insert(run_verdicts), verdict_rows)
+            if usage_rows:
+                conn.execute(sa.insert(run_usage), usage_rows)
         except sa.exc.IntegrityError as exc:
             raise _refused(exc, f"storing {len(items)} run(s)") from None
         except (ValueError, TypeError, sa.exc.StatementError) as exc:

@@ -1,0 +1,186 @@
+"""Remote play that scales (issue 26): one short write transaction per step, and completion once
+per submission, outside every step's transaction.
+
+A step (the agent's answer and the server's) is one write transaction: the step appended and, for
+the step that ends a run, the run recorded with its checks and verdict and its lease ended, all
+at once. Completion (sweep, era, digest, figures) runs once per submission, after the commit of
+the step that recorded its last run; if the process dies in between, the sweeper completes it,
+and no run is recorded twice. A process keeps each run's stepper live between steps; a step that
+reaches another process (no live stepper) replays the run and gets the same run.
+
+On SQLite and PostgreSQL (`web_store`), through the service the agent routes call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from assay.agents.loader import load_agent
+from assay.run.engine import Limits
+from assay.service import completion, remote, submissions
+from assay.service.actors import account_actor, agent_of
+from assay.store import Store
+from assay.store.remote_repo import RemoteRepo
+from assay.store.repo import Store as StoreClass
+from assay.store.schema import batch_completions, planned_runs, runs
+
+from ._remote import accounts_and_keys, in_process, same_as_stored
+
+ALICE = agent_of("alice")
+
+
+def _submission(store: Store) -> str:
+    accounts_and_keys(store)
+    return submissions.compose(store, "forge", factory=remote.remote_factory(), account="alice", label="remote",
+                               limits=Limits(turn_limit=40, time_limit=600.0), actor=account_actor("alice"))
+
+
+@contextmanager
+def _write_transactions(store: Store) -> Iterator[list[int]]:
+    """Counts the write transactions begun on the store (one list item per transaction)."""
+    begun: list[int] = []
+
+    def on_begin(conn: sa.Connection) -> None:
+        if conn.get_execution_options().get(StoreClass.WRITE_OPTION):
+            begun.append(1)
+
+    sa.event.listen(store.engine, "begin", on_begin)
+    try:
+        yield begun
+    finally:
+        sa.event.remove(store.engine, "begin", on_begin)
+
+
+def _play(store: Store, lease: dict[str, Any], *, each_step: Any = None) -> dict[str, Any]:
+    """Play a leased run with `reference:diligent` through `remote.step`; `each_step(answer)` is
+    told each answer. Returns the last answer."""
+    agent, history, index = load_agent("reference:diligent")(), list(lease["messages"]), lease["step"]
+    while True:
+        message = agent(history, lease["tools"])
+        answer = remote.step(store, lease["run_id"], message, actor=ALICE, index=index)
+        if each_step is not None:
+            each_step(answer)
+        history = [*history, message, *answer["messages"]]
+        if answer["done"]:
+            return answer
+        index += 1
+
+
+def _completed(store: Store, batch_id: str) -> bool:
+    with store.engine.connect() as conn:
+        return conn.execute(sa.select(batch_completions.c.batch_id)
+                            .where(batch_completions.c.batch_id == batch_id)).first() is not None
+
+
+def _runs_recorded(store: Store, batch_id: str) -> list[str]:
+    with store.engine.connect() as conn:
+        return list(conn.execute(sa.select(runs.c.run_id).join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
+                                 .where(planned_runs.c.batch_id == batch_id)).scalars())
+
+
+def test_each_step_is_one_write_transaction_and_the_step_that_ends_a_run_records_it(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    submission_id = _submission(web_store)
+    completions: list[str] = []
+    monkeypatch.setattr(completion, "complete", lambda store, batch_id: completions.append(batch_id) or True)
+    lease = remote.next_run(web_store, actor=ALICE)
+    assert lease is not None
+    writes_per_step: list[int] = []
+
+    def counted(answer: dict[str, Any]) -> None:
+        writes_per_step.append(len(begun))
+        begun.clear()
+
+    with _write_transactions(web_store) as begun:
+        last = _play(web_store, lease, each_step=counted)
+    assert len(writes_per_step) >= 3 and writes_per_step == [1] * len(writes_per_step)
+    # that one transaction recorded the run and ended its lease; nothing completed (14 runs to go)
+    assert last["done"] and last["status"] == "completed"
+    assert web_store.recorded([lease["run_id"]]) == {lease["run_id"]}
+    assert RemoteRepo(web_store).lease(lease["run_id"]) is None
+    assert completions == [] and not _completed(web_store, submission_id)
+    same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
+
+
+def test_the_submission_completes_once_after_its_last_run_and_every_run_is_recorded_once(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    submission_id = _submission(web_store)
+    real_complete = completion.complete
+    completions: list[str] = []
+
+    def counting(store: Store, batch_id: str) -> bool:
+        completions.append(batch_id)
+        return real_complete(store, batch_id)
+
+    monkeypatch.setattr(completion, "complete", counting)
+    played = 0
+    while (lease := remote.next_run(web_store, actor=ALICE)) is not None:
+        assert completions == []  # not before the last run is recorded
+        _play(web_store, lease)
+        played += 1
+    assert played == 15 and completions == [submission_id]
+    assert _completed(web_store, submission_id)
+    recorded = _runs_recorded(web_store, submission_id)
+    assert len(recorded) == len(set(recorded)) == 15
+    assert completion.complete_recorded(web_store) == []  # nothing left for the sweeper
+
+
+class _Died(BaseException):
+    """The server process dies here (nothing after this line runs)."""
+
+
+def test_a_crash_between_the_last_steps_commit_and_completion_is_completed_by_the_sweep(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    submission_id = _submission(web_store)
+    leases = []
+    while (lease := remote.next_run(web_store, actor=ALICE)) is not None:
+        leases.append(lease)
+        if len(leases) == 15:
+            break
+        _play(web_store, lease)
+    last = leases[-1]
+
+    def died(store: Store, batch_id: str) -> bool:
+        raise _Died()
+
+    monkeypatch.setattr(completion, "complete", died)
+    history: list[dict[str, Any]] = []
+    with pytest.raises(_Died):  # the step that records the last run dies before completing
+        _play(web_store, last, each_step=history.append)
+    monkeypatch.undo()
+    # its step is committed: the run is recorded (once), the submission is not complete
+    assert web_store.recorded([last["run_id"]]) == {last["run_id"]}
+    assert not _completed(web_store, submission_id)
+    assert submission_id in web_store.completable()
+    # the agent, told nothing, sends its last step again: answered again, applied and recorded once
+    steps = RemoteRepo(web_store).steps(last["run_id"])
+    final = steps[-1]
+    again = remote.step(web_store, last["run_id"], final["reply"]["message"], actor=ALICE, index=final["step"])
+    assert again["done"] and again["status"] == "completed" and again["step"] == final["step"]
+    assert len(RemoteRepo(web_store).steps(last["run_id"])) == len(steps)
+    # the sweeper completes it, and every run is recorded once
+    assert completion.complete_recorded(web_store) == [submission_id]
+    assert _completed(web_store, submission_id)
+    recorded = _runs_recorded(web_store, submission_id)
+    assert len(recorded) == len(set(recorded)) == 15
+
+
+def test_a_step_that_finds_no_live_run_replays_it_and_plays_the_same_run(web_store: Store) -> None:
+    """Every step goes to a process that has not seen the run (another worker, a restart): each
+    replays the run from its stored steps, and the run is the in-process run all the same."""
+    _submission(web_store)
+    for _ in range(2):
+        lease = remote.next_run(web_store, actor=ALICE)
+        assert lease is not None
+
+        def forget(_answer: dict[str, Any]) -> None:
+            remote._LIVE.clear()
+
+        remote._LIVE.clear()
+        _play(web_store, lease, each_step=forget)
+        same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
