@@ -143,6 +143,9 @@ def test_submitting_two_releases_it_beside_one_and_both_cards_state_their_power(
         return out
 
     assay("account", "create", "ops-team")
+    # before it is released here, the card of 2.0 says how to release it
+    code, _out, err = run_main(["card", "forge", "--version", "2.0"], cwd=REPO, env=env)
+    assert code == 2 and "it is built in: `assay submit forge --version 2.0` releases it" in err, err
     old = json.loads(assay("run", "forge", "--agent", "reference:hasty", "--trials", "1", "--json", "--quiet"))
     assay("submit", "forge", "--version", "2.0", "--agent", "reference:idle", "--account", "ops-team",
           "--label", "idle", "--quiet")

@@ -316,7 +316,10 @@ def find_release(
     """
     public = public or not actor.is_staff
     releases = BoardRepo(store).releases(key)
-    unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else ""),
+    hint = ""
+    if version is not None and version in builtin_versions(key):  # built in, not yet released here
+        hint = f" in this store (it is built in: `assay submit {key} --version {version}` releases it)"
+    unknown = NotFound(f"no released suite '{key}'" + (f" version {version}" if version else "") + hint,
                        "version" if version else "suite")
     if public:
         releases = [r for r in releases if may_see(PUBLIC, r)]
