@@ -43,8 +43,8 @@ def test_the_snapshot_is_at_head_and_is_what_the_migrations_build(tmp_path: Path
         assert migrate(migrated, snapshot=False)
         with migrated.connect() as conn:
             fresh = snapshot.capture(conn)
-        # a migration added without `python -m assay.store.snapshot` fails here
-        assert snapshot.load() == fresh, "the schema snapshot is stale: run python -m assay.store.snapshot"
+        # a migration added without `python -m assay.store.refresh_snapshot` fails here
+        assert snapshot.load() == fresh, "the schema snapshot is stale: run python -m assay.store.refresh_snapshot"
         assert fresh["revision"] == store_db.HEAD_REVISION
         assert migrate(built)  # from the snapshot
         assert _schema(built) == _schema(migrated)

@@ -10,14 +10,12 @@ snapshot, PostgreSQL, whose roles, grants and policies the migrations set) the m
 before. `tests/store/test_snapshot.py` holds the snapshot equal to what the migrations build; after
 a new migration, regenerate it:
 
-    python -m assay.store.snapshot      # rewrites store/schema_sqlite.json from a migrated scratch file
+    python -m assay.store.refresh_snapshot   # rewrites store/schema_sqlite.json from a migrated scratch file
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,24 +52,3 @@ def build(conn: sa.Connection, head: str) -> bool:
         conn.exec_driver_sql(statement)
     conn.execute(sa.text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": head})
     return True
-
-
-def main() -> int:  # pragma: no cover - a maintainer's command, its result held by the tests
-    from assay.store.db import HEAD_REVISION, create_store_engine, migrate
-
-    with tempfile.TemporaryDirectory() as scratch:
-        engine = create_store_engine(f"sqlite:///{Path(scratch) / 'migrated.db'}")
-        migrate(engine, snapshot=False)
-        with engine.connect() as conn:
-            snapshot = capture(conn)
-        engine.dispose()
-    if snapshot["revision"] != HEAD_REVISION:
-        print(f"migrated to {snapshot['revision']}, but HEAD_REVISION is {HEAD_REVISION}", file=sys.stderr)
-        return 1
-    SNAPSHOT_PATH.write_text(json.dumps(snapshot, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {SNAPSHOT_PATH} at revision {snapshot['revision']} ({len(snapshot['statements'])} statements)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
