@@ -31,9 +31,9 @@ from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
 
-def trial_view(row: dict[str, Any]) -> TrialResult:
+def trial_view(row: dict[str, Any], usage: dict[str, Any] | None = None) -> TrialResult:
     """One planned run as the results JSON shows it, its verdict read from its verdict row. A slot
-    with no run has no verdict: a failed `error` trial."""
+    with no run has no verdict: a failed `error` trial. `usage`: the run's, when the view shows it."""
     status = row.get("status") or "error"
     checks = row.get("checks") or []
     v = row.get("verdict") or {"score": 0, "passed": False, "false_success": False}
@@ -48,6 +48,7 @@ def trial_view(row: dict[str, Any]) -> TrialResult:
         final_state_hash=row.get("final_state_hash"),
         turns=row.get("turns") or 0,
         checks=[CheckResult(id=c["check_id"], weight=c["weight"], safety=c["safety"], passed=c["passed"]) for c in checks],
+        usage=usage,
     )
 
 
@@ -70,7 +71,7 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
             heads[row["case_id"]] = {"case_id": row["case_id"], "hash": row["scenario_hash"],
                                      "title": scen.get("title"), "frozen_on": scen.get("frozen_on")}
             trials[row["case_id"]] = []
-        trials[row["case_id"]].append(trial_view(row).model_copy(update={"usage": run_usage.get(row["run_id"])}))
+        trials[row["case_id"]].append(trial_view(row, run_usage.get(row["run_id"])))
     outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
                 for cid, ts in trials.items()}
     cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),

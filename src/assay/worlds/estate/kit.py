@@ -151,8 +151,8 @@ def _recompute_disk(disk: dict[str, Any]) -> None:
     disk["used_pct"] = used * 100 // disk["size_gb"]
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+#: `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, its encoder built once (not per tool call)
+_dump = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class EstateWorld(ToolWorld):
