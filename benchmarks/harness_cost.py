@@ -7,6 +7,8 @@
   fixed cost (interpreter, imports, making the store) cancels out.
 - **new store, 5 runs** and **new store, 500 runs**: the whole `assay run` process, a new SQLite
   store each time (what a first `--db`, or a test's store, costs).
+- **CPU**: the same processes' user+sys CPU seconds (all their threads), and the CPU per run at
+  the margin: on a loaded machine these move far less than wall times do.
 
 Each figure is the median of `--repeat` fresh processes. With `--baseline-src` (another checkout's
 `src`, e.g. a worktree of the commit before), the same figures are taken for it in the same loop,
@@ -38,29 +40,41 @@ def _env(src: Path) -> dict[str, str]:
     return env
 
 
-def _once(src: Path, trials: int, scratch: Path) -> float:
+def _once(src: Path, trials: int, scratch: Path) -> tuple[float, float]:
+    """(wall seconds, user+sys CPU seconds) of one whole `assay run` process."""
     db = scratch / f"{time.monotonic_ns()}.db"
     began = time.perf_counter()
-    subprocess.run([str(ASSAY), "run", "forge", "--agent", "reference:diligent", "--trials", str(trials),
-                    "--db", f"sqlite:///{db}"], env=_env(src), check=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([str(ASSAY), "run", "forge", "--agent", "reference:diligent", "--trials", str(trials),
+                             "--db", f"sqlite:///{db}"], env=_env(src), stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
     for path in scratch.iterdir():
         path.unlink()
-    return took
+    return took, usage.ru_utime + usage.ru_stime
 
 
 def measure(sources: dict[str, Path], repeat: int) -> dict[str, dict[str, float]]:
     times: dict[str, dict[str, list[float]]] = {name: {case: [] for case in CASES} for name in sources}
+    cpu: dict[str, dict[str, list[float]]] = {name: {case: [] for case in CASES} for name in sources}
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for _ in range(repeat):
             for case in CASES:
                 for name, src in sources.items():  # interleaved: both sides see the same machine
-                    times[name][case].append(_once(src, TRIALS[case], scratch))
+                    wall, used = _once(src, TRIALS[case], scratch)
+                    times[name][case].append(wall)
+                    cpu[name][case].append(used)
     out: dict[str, dict[str, float]] = {}
     for name, per_case in times.items():
         median = {case: statistics.median(v) for case, v in per_case.items()}
         median["runs/s at the margin"] = 2000 / max(1e-9, median["margin 2500"] - median["margin 500"])
+        used = {case: statistics.median(v) for case, v in cpu[name].items()}
+        median["CPU, new store, 5 runs"] = used["new store, 5 runs"]
+        median["CPU, new store, 500 runs"] = used["new store, 500 runs"]
+        median["CPU ms per run at the margin"] = 1000 * (used["margin 2500"] - used["margin 500"]) / 2000
         out[name] = median
     return out
 
@@ -76,12 +90,13 @@ def main() -> int:
     for src in sources.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, stdout=subprocess.DEVNULL)
     figures = measure(sources, args.repeat)
-    rows = [*CASES, "runs/s at the margin"]
+    rows = [*CASES, "runs/s at the margin", "CPU, new store, 5 runs", "CPU, new store, 500 runs",
+            "CPU ms per run at the margin"]
     names = list(figures)
     print(f"{'':24}" + "".join(f"{n:>12}" for n in names) + ("       ratio" if len(names) == 2 else ""))
     for row in rows:
         cells = [figures[n][row] for n in names]
-        unit = "" if row.startswith("runs/s") else " s"
+        unit = "" if row.startswith(("runs/s", "CPU ms")) else " s"
         line = f"{row:24}" + "".join(f"{c:>10.2f}{unit:2}" for c in cells)
         if len(names) == 2:
             line += f"{cells[1] / cells[0]:>11.2f}x"

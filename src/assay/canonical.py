@@ -47,11 +47,17 @@ def _plain(value: Any) -> bool:
     return True
 
 
+#: `json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)`, built once
+_encode_plain = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+#: `json.dumps(key, ensure_ascii=False)` for a member's key
+_encode_key = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 canonical JSON encoding of `value`."""
     if _plain(value):
         try:
-            return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            return _encode_plain(value).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate in a string value: let the reference decide
             pass
     return rfc8785.dumps(value)
@@ -96,5 +102,5 @@ class SharedSections:
                     encoded = cache[key] = canonical_bytes(member)
             else:
                 encoded = canonical_bytes(member)
-            parts.append(json.dumps(key, ensure_ascii=False).encode("utf-8") + b":" + encoded)
+            parts.append(_encode_key(key).encode("utf-8") + b":" + encoded)
         return b"{" + b",".join(parts) + b"}"

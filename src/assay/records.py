@@ -252,6 +252,8 @@ def storable(value: Any) -> Any:
     if isinstance(value, str):
         if "\x00" in value:
             value = value.replace("\x00", "\ufffd")
+        if value.isascii():  # no surrogate to look for (and no text copy made to look)
+            return value
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

@@ -131,7 +131,10 @@ def check_output(path: Path | None) -> None:
 
 
 def emit_json(value: Any, *, as_json: bool, output: Path | None) -> None:
-    """Write the document to `output` (when given) and print it on stdout (with --json)."""
+    """Write the document to `output` (when given) and print it on stdout (with --json); encoded
+    only when it goes somewhere (a large batch's document costs as much as storing its runs)."""
+    if output is None and not as_json:
+        return
     text = json_text(value)
     if output is not None:
         output.write_text(text, encoding="utf-8")

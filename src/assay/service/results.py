@@ -32,9 +32,9 @@ from assay.store.db import Store
 from assay.store.rows import Batch, StoredRun
 
 
-def trial_view(row: StoredRun) -> TrialResult:
+def trial_view(row: StoredRun, usage: dict[str, Any] | None = None) -> TrialResult:
     """One planned run as the results JSON shows it, its verdict read from its verdict row. A slot
-    with no run has no verdict: a failed `error` trial."""
+    with no run has no verdict: a failed `error` trial. `usage`: the run's, when the view shows it."""
     v = row.verdict
     return TrialResult(
         run_id=row.run_id, trial=row.trial, seed=row.seed, status=row.status or "error",
@@ -47,6 +47,7 @@ def trial_view(row: StoredRun) -> TrialResult:
         final_state_hash=row.final_state_hash,
         turns=row.turns or 0,
         checks=[CheckResult(id=c.check_id, weight=c.weight, safety=c.safety, passed=c.passed) for c in row.checks],
+        usage=usage,
     )
 
 
@@ -69,7 +70,7 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
             heads[row.case_id] = {"case_id": row.case_id, "hash": row.scenario_hash,
                                   "title": scen.title if scen else None, "frozen_on": scen.frozen_on if scen else None}
             trials[row.case_id] = []
-        trials[row.case_id].append(trial_view(row).model_copy(update={"usage": run_usage.get(row.run_id)}))
+        trials[row.case_id].append(trial_view(row, run_usage.get(row.run_id)))
     outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
                 for cid, ts in trials.items()}
     cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),

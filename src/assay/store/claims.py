@@ -163,7 +163,7 @@ class ClaimRepo:
         """Up to `n` pending slots after `after_slot`, as (run id, the attempt a claim of it takes),
         and the last slot looked at (-1 past the end), claiming none of them."""
         def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], set[str]]:
-            rows = self._candidates(conn, batch_id, after_slot, max(4 * n, 16))
+            rows = self._candidates(conn, batch_id, after_slot, n + max(n // 4, 16))  # a little slack for slots others hold
             return rows, self._gone(conn, {r.holder for r in rows if r.holder is not None})
 
         rows, gone = self.store.transaction(body, write=False)

@@ -110,6 +110,12 @@ def create_store_engine(url: str) -> sa.Engine:
 
 
 def _configure_sqlite(engine: sa.Engine) -> None:
+    # Many rows go in as multi-row INSERT statements rather than one statement per row: the stdlib
+    # driver lets go of the interpreter lock around every statement it steps, and each time it
+    # must wait for it again while the batch's other threads hold it, so a block of runs written
+    # row by row waited on the lock thousands of times (the run writer fell behind the players).
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves, below

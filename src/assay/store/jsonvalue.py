@@ -15,6 +15,10 @@ class Encoded(str):
     after the same refusals, instead of being encoded a second time."""
 
 
+#: `json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))`, built once
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 def dumps(value: Any) -> str:
     """Compact JSON that both backends store alike, or a ValueError before anything is sent.
 
@@ -27,13 +31,14 @@ def dumps(value: Any) -> str:
         if "\\u0000" in text:  # conservative: the text may spell an escaped NUL
             raise ValueError("JSON value contains the NUL character (\\u0000), which cannot be stored")
         return text
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = _encode(value)
     if "\\u0000" in text and _has_nul(value):
         raise ValueError("JSON value contains the NUL character (\\u0000), which cannot be stored")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("JSON value contains a lone surrogate, which is not valid text") from None
+    if not text.isascii():  # ASCII text holds no surrogate
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("JSON value contains a lone surrogate, which is not valid text") from None
     return text
 
 

@@ -101,12 +101,16 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: `json.loads(text, parse_constant=_no_constants)`, its decoder built once (not per tool call)
+_decode = json.JSONDecoder(parse_constant=_no_constants).decode
+
+
 def decode_arguments(text: str) -> Any:
     """Tool-call arguments as JSON values, or the raw text when they are not JSON (NaN included)."""
     if not text:
         return {}
     try:
-        return storable(json.loads(text, parse_constant=_no_constants))
+        return storable(_decode(text))
     except ValueError:  # JSONDecodeError is a ValueError
         return text
 

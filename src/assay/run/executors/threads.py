@@ -3,12 +3,16 @@
 A sync agent cannot be interrupted, so a watchdog in the calling thread ends a run whose agent
 overstays its budget (the episode is failed as a timeout, and whatever the agent answers later is
 ignored by the engine); its thread is replaced so the batch keeps its width, and returns to the
-pool, or ends, once the agent lets go. Records reach the sink in the calling thread. The agent's
+pool, or ends, once the agent lets go. Records reach the sink in the calling thread. A built-in
+scripted agent (`reference:NAME`) is played in the calling thread itself, whatever the width
+asked: it never waits, so threads would only contend for the interpreter lock (unless its world
+waits: a campaign worded by a model facilitator keeps the threads). The agent's
 worker processes, when it has them (a sandboxed `python:` agent), are stopped when the batch ends.
 """
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -34,6 +38,13 @@ class ThreadExecutor:
         self.workers = workers
 
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
+        if scripted(agent_factory):
+            source = iter(tasks)
+            first = next(source, None)
+            tasks = source if first is None else itertools.chain((first,), source)
+            # a world that waits (a campaign worded by a model facilitator) keeps its threads
+            if first is None or not first.loaded.world_options:
+                return self._inline(tasks, agent_factory, limits, sink)
         todo: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         finished: queue.SimpleQueue[tuple[int, Any, int]] = queue.SimpleQueue()
         active: dict[int, tuple[Episode, float]] = {}
@@ -115,3 +126,25 @@ class ThreadExecutor:
             close = getattr(agent_factory, "close", None)  # a sandboxed agent's workers
             if close is not None:
                 close()
+
+    @staticmethod
+    def _inline(tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
+        """Play each run in the calling thread, one after another: a scripted agent answers at once
+        and never waits, so worker threads would only take turns at the interpreter lock (and make
+        the run writer wait for it). Its budget still holds: the driver reports each answer's time.
+        An interrupt is not a run's fault: it stops the batch, and the run it cut is left unrecorded."""
+        for task in tasks:
+            episode: Episode | None = None
+            try:
+                episode = open_episode(task.loaded, task.planned, limits)
+                record = play_sync(episode, agent_factory)
+            except Exception as exc:  # noqa: BLE001 - never lose a planned run
+                record = error_record(task.planned, f"harness fault: {type(exc).__name__}: {exc}", task.loaded)
+            sink(record, episode.steps if episode is not None else 0)
+
+
+def scripted(agent_factory: Any) -> bool:
+    """Whether the agent is a built-in scripted baseline (`reference:NAME`): played in this
+    process, answering at once without waiting on anything."""
+    config = getattr(agent_factory, "config", None)
+    return isinstance(config, dict) and config.get("kind") == "reference" and not getattr(agent_factory, "is_async", False)

@@ -168,8 +168,8 @@ class CampaignKit(KitDefaults):
         return initial_state["script"]["phrases"]["system_prompt"]
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+#: `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, its encoder built once (not per tool call)
+_dump = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _tool(call_id: str, content: str) -> Event:

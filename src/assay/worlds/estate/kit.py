@@ -29,6 +29,24 @@ _SPECS = {**TOOLS, **EXTRA_TOOLS}
 #: State sections the estate's tools only read. Forks share them; a test holds every tool to it.
 READ_ONLY_SECTIONS = frozenset({"logs", "metrics", "runbooks", "customers", "tenants", "teams"})
 _SCHEMAS_BLOB = pickle.dumps([*SCHEMAS, FINISH.schema()], protocol=pickle.HIGHEST_PROTOCOL)
+#: id(initial state) -> (that state, its writable sections pickled): every fork of a case copies the
+#: same sections, so they are pickled once per case and only unpickled per run. The entry keeps its
+#: state alive (ids stay unique); an initial state is never written (forks write their own copies).
+_MUTABLE_BLOBS: dict[int, tuple[dict[str, Any], bytes]] = {}
+_MUTABLE_BLOBS_MAX = 128
+
+
+def _mutable_blob(initial_state: dict[str, Any]) -> bytes:
+    entry = _MUTABLE_BLOBS.get(id(initial_state))
+    if entry is None or entry[0] is not initial_state:
+        # a reacting world writes its logs and metrics too: nothing is shared
+        shared = READ_ONLY_SECTIONS if "rules" not in initial_state else frozenset()
+        mutable = {k: initial_state[k] for k in initial_state if k not in shared}
+        entry = (initial_state, pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL))
+        if len(_MUTABLE_BLOBS) >= _MUTABLE_BLOBS_MAX:
+            _MUTABLE_BLOBS.clear()  # a long-lived process that met many cases: start again
+        _MUTABLE_BLOBS[id(initial_state)] = entry
+    return entry[1]
 
 SYSTEM_PROMPT = (
     "You are operating inside a simulated environment through tools. Investigate with the tools, "
@@ -135,10 +153,7 @@ class EstateKit(KitDefaults):
         """A private world. Sections no tool ever writes (logs, metrics, runbooks, customers,
         tenants, teams) are shared with the initial state; every other section is deep-copied."""
         state = dict(initial_state)
-        # a reacting world writes its logs and metrics too: nothing is shared
-        shared = READ_ONLY_SECTIONS if "rules" not in initial_state else frozenset()
-        mutable = {k: initial_state[k] for k in initial_state if k not in shared}
-        state.update(pickle.loads(pickle.dumps(mutable, protocol=pickle.HIGHEST_PROTOCOL)))
+        state.update(pickle.loads(_mutable_blob(initial_state)))
         return EstateWorld(state, rng, briefing)
 
     def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
@@ -169,8 +184,8 @@ def _recompute_disk(disk: dict[str, Any]) -> None:
     disk["used_pct"] = used * 100 // disk["size_gb"]
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+#: `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, its encoder built once (not per tool call)
+_dump = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class EstateWorld(living.Living, ToolWorld):
