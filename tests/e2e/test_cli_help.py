@@ -39,7 +39,8 @@ def test_help_uses_conventional_placeholders(path: list[str], tmp_path: Path) ->
     shown = _help(path, tmp_path)
     for bad in ("<str>", "<int", "<float", "<path>", "[[", "<=x", "x>="):
         assert bad not in shown, (path, bad, shown)
-    assert not re.search(r"\{[a-z_]+\}", shown), shown
+    # a Typer placeholder ({path}); a family template's documented `${name}` syntax is not one
+    assert not re.search(r"(?<!\$)\{[a-z_]+\}", shown), shown
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=lambda p: " ".join(p) if isinstance(p, list) else "")
