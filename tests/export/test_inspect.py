@@ -222,3 +222,30 @@ def test_model_usage_sums_each_models_calls(calls: list[dict[str, Any]]) -> None
             else None)
         assert fields.get("total_cost") == pytest.approx(sum(c["cost"] for c in mine if "cost" in c)) if any(
             "cost" in c for c in mine) else "total_cost" not in fields
+
+
+def test_each_sample_and_the_log_carry_the_runs_recorded_usage_costed(built: Built, tmp_path: Path) -> None:
+    """A run's `run_usage` rows (the agent's, a judge's, a facilitator's calls) are its sample's
+    model usage, summed per model, costed at the price of their time; the log's stats sum them all.
+    (Written last in this module: it appends usage rows to the shared store.)"""
+    from assay.records import Usage
+    from assay.service import usage
+
+    usage.set_price(built.store, "gpt-x", prompt=2.0, completion=8.0, actor=OPERATOR)
+    run_ids = [t["run_id"] for c in results_json(built.store, built.run, actor=OPERATOR)["cases"]
+               for t in c["trials"]][:2]
+    usage.record_usage(built.store, run_ids[0], "agent", Usage("gpt-x", 1000, 200, 0, 3, 40))
+    usage.record_usage(built.store, run_ids[0], "judge", Usage("judge-y", 50, 5, 0, 1, 10))
+    usage.record_usage(built.store, run_ids[1], "agent", Usage("gpt-x", 10, 2, 0, 1, 5))
+    (path,) = inspect_logs.export(built.store, tmp_path / "usage", batch_ids=[built.run], actor=OPERATOR)
+    log = _read(path)
+    by_run = {s.uuid: s for s in log.samples}
+    first = by_run[run_ids[0]].model_usage
+    assert (first["gpt-x"].input_tokens, first["gpt-x"].output_tokens) == (1000, 200)
+    assert first["gpt-x"].total_cost == pytest.approx((1000 * 2.0 + 200 * 8.0) / 1_000_000)
+    assert first["judge-y"].input_tokens == 50 and first["judge-y"].total_cost is None  # no price: no cost
+    assert by_run[run_ids[1]].model_usage["gpt-x"].input_tokens == 10
+    assert all(not s.model_usage for uuid, s in by_run.items() if uuid not in run_ids)
+    total = log.stats.model_usage
+    assert (total["gpt-x"].input_tokens, total["gpt-x"].output_tokens) == (1010, 202)
+    assert total["gpt-x"].total_cost == pytest.approx((1010 * 2.0 + 202 * 8.0) / 1_000_000)

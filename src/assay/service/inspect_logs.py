@@ -37,12 +37,14 @@ from typing import Any
 from assay import HARNESS_VERSION, __version__
 from assay.errors import BadInput, Invalid, NotFound
 from assay.records import transcript_events
-from assay.service import exports, results
+from assay.service import exports, results, usage
 from assay.service.actors import Actor, require_staff
 from assay.stats.commitment import seed_commitment
+from assay.stats.cost import price_at, row_cost
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.export_repo import ExportRepo
+from assay.store.usage_repo import UsageRepo
 from assay.store.rows import Batch, StoredRun
 
 #: What `assay export --inspect` says where Inspect AI is not installed.
@@ -104,6 +106,17 @@ def model_usage(calls: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
+def usage_calls(store: Store, batch_id: str) -> dict[str, list[dict[str, Any]]]:
+    """{run_id: its `run_usage` rows as `model_usage` reads them, each costed at the price of its
+    time (`cost` None when its model has no price)}: the agent's, judge's and facilitator's calls."""
+    table = usage.prices(store)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in UsageRepo(store).for_batch(batch_id):
+        price = price_at(table, row["model"], row["created_at"])
+        out.setdefault(row["run_id"], []).append({**row, "cost": row_cost(row, price) if price else None})
+    return out
+
+
 def _messages(events: list[dict[str, Any]], model: str, run_id: str,
               when: datetime | None = None) -> tuple[list[Any], list[Any]]:
     """The transcript's chat messages as Inspect messages (ids `RUN-N`, so a log is the same
@@ -161,10 +174,11 @@ def _explanation(view: Any) -> str:
     return words
 
 
-def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[str, str]) -> Any:
+def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[str, str],
+            calls: list[dict[str, Any]]) -> Any:
     """One planned run as an Inspect sample."""
     from inspect_ai.log import EvalError, EvalSample, EvalSampleLimit
-    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
 
     view = results.trial_view(row)
@@ -195,7 +209,8 @@ def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[s
     return EvalSample(
         id=row.case_id, epoch=row.trial, uuid=row.run_id,
         input=messages[:first_reply] or "", target="", messages=messages, output=output,
-        scores={SCORER: score}, events=info, model_usage={},
+        scores={SCORER: score}, events=info,
+        model_usage={m: ModelUsage(**u) for m, u in model_usage(calls).items()},
         metadata={"run_id": row.run_id, "scenario_hash": row.scenario_hash, "status": view.status,
                   "reason": view.reason, "turns": view.turns, "final_state_hash": view.final_state_hash,
                   "seed_commitment": seed_commitment(int(row.seed), salt) if salt is not None else None},
@@ -231,9 +246,10 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     model = (submission or {}).get("play_model") or f"assay/{batch.agent_label}"
     rows = store.runs_for_batch(batch_id)
     salts = exports.seed_salts(store, batch_id)
-    samples = [_sample(r, model, limits, salts) for r in rows]
+    calls = usage_calls(store, batch_id)
+    samples = [_sample(r, model, limits, salts, calls.get(r.run_id, [])) for r in rows]
     recorded = [s for s, r in zip(samples, rows) if r.status]
-    usage: dict[str, Any] = {}  # a stored run carries no usage of its own (`run_usage` rows do)
+    used = model_usage(call for found in calls.values() for call in found)
     summary = view.summary
     scores = [s.scores[SCORER].value for s in samples]
     figures = {
@@ -273,7 +289,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
             scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(samples), unscored_samples=0,
                               metrics={k: EvalMetric(name=k, value=v) for k, v in metrics.items()})]),
         stats=EvalStats(started_at=created, completed_at=(_iso(max(ends)) or "") if complete and ends else "",
-                        model_usage={k: ModelUsage(**v) for k, v in usage.items()}),
+                        model_usage={k: ModelUsage(**v) for k, v in used.items()}),
         samples=samples,
     )
 
