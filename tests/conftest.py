@@ -316,8 +316,12 @@ def _no_process_when_pure(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
         yield
         return
     import _posixsubprocess
+    import platform
     import subprocess as sp
 
+    # the standard library runs `uname -p` once per process (then caches it) for the processor name,
+    # which the openai client's headers read: asked here, it is the library's process, not the test's
+    _ = platform.uname().processor
     started: list[str] = []
 
     def refuse(name: str) -> Any:

@@ -87,6 +87,7 @@ def test_an_unknown_config_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     assert "must be an integer" in err and "Input should" not in err
 
 
+@pytest.mark.heavy  # runs git
 def test_the_secret_beside_a_store_in_the_checkout_is_never_committed(tmp_path: Path) -> None:
     """The service quick-start keeps its store in the checkout (`--db sqlite:///assay.db`), and the
     server secret is written beside it (assay.service.secret): git must ignore both."""

@@ -193,6 +193,7 @@ def test_board_entry_card_and_page_show_tokens_and_cost(tmp_path: Path) -> None:
     assert float(points[0].get("data-cost") or 0) == pytest.approx(entry["cost_per_run_usd"], rel=1e-6)
 
 
+@pytest.mark.heavy  # a python: agent plays in its sandbox (a process)
 def test_an_agent_may_report_its_own_usage_which_is_validated_and_marked_self_reported(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'assay.db'}"
     assay(tmp_path, "config", "price", "own-model", "--prompt", 1, "--completion", 2, "--db", db)
