@@ -26,6 +26,7 @@ from assay.scenario.predicates import holds
 from assay.service import board as boards
 from assay.service import exports, platform_config
 from assay.service.execution import stopped
+from assay.service.judgements import submission_and_release
 from assay.store.board_repo import BoardRepo
 from assay.store.faults import is_fault
 from assay.store.repo import Store
@@ -47,11 +48,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
     automatic publication happen once).
     """
     repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
-    if submission is None:
-        raise NotFound("no such submission", "submission", value=submission_id)
-    release = repo.release_by_id(submission["release_id"])
-    assert release is not None
+    submission, release = submission_and_release(store, submission_id)
     floor = platform_config.get(store, platform_config.PARTICIPATION)
     facilitator = SELF_HOSTED if submission["byok"] else release["facilitator_model"]
     documents: dict[str, Scenario] = {}

@@ -41,14 +41,19 @@ def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
             "passes": config.passes, "temperature": config.temperature}
 
 
-def release_of(store: Store, submission_id: str) -> dict[str, Any]:
+def submission_and_release(store: Store, submission_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A submission and the release it was made against; NotFound when there is no such submission."""
     repo = BoardRepo(store)
     submission = repo.submission(submission_id)
     if submission is None:
         raise NotFound("no such submission", "submission", value=submission_id)
     release = repo.release_by_id(submission["release_id"])
     assert release is not None
-    return release
+    return submission, release
+
+
+def release_of(store: Store, submission_id: str) -> dict[str, Any]:
+    return submission_and_release(store, submission_id)[1]
 
 
 def rubric_of(store: Store, submission_id: str, release: dict[str, Any] | None = None) -> Rubric | None:
