@@ -123,7 +123,7 @@ from assay.store.schema import metadata
 #: The tables one entry's rows live in, parents first; each row is copied with new ids.
 TABLES = ("batches", "planned_runs", "runs", "run_verdicts", "check_outcomes", "submissions", "submission_runs",
           "run_sweeps", "win_condition_outcomes", "submission_finalisations", "publication_events",
-          "digest_stamps", "seed_salts", "entry_figures")
+          "digest_stamps", "seed_salts", "entry_figures", "batch_completions")
 CHUNK = 5000
 
 

@@ -90,6 +90,8 @@ def test_a_new_entry_changes_the_tag_and_the_cached_board(web_store: Any, tmp_pa
     from assay.service.board import board_json
 
     app = make_app(web_store, rate_limit=0)
+    now = [0.0]
+    app.state.edge.clock = lambda: now[0]  # the freshness window's clock, moved by hand
     client = TestClient(app)
     accounts.create(web_store, "carol", "carol-h", actor=OPERATOR)
     releases.release_path(web_store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
@@ -99,6 +101,12 @@ def test_a_new_entry_changes_the_tag_and_the_cached_board(web_store: Any, tmp_pa
 
     sid = submissions.submit(web_store, "mini", factory=load_agent("reference:diligent"), account="carol",
                              label="diligent", publish=True, workers=1, actor=OPERATOR)
+    # within the freshness window the cached answer stands (no query): the board is at most
+    # `fresh` seconds behind the store
+    computed = app.state.edge.computed
+    assert client.get("/api/leaderboard/mini", headers={"If-None-Match": empty.headers["etag"]}).status_code == 304
+    assert client.get("/api/leaderboard/mini").json()["entries"] == [] and app.state.edge.computed == computed
+    now[0] += app.state.edge.fresh  # the window has passed: the store is asked, the new entry is there
     after = client.get("/api/leaderboard/mini", headers={"If-None-Match": empty.headers["etag"]})
     assert after.status_code == 200 and after.headers["etag"] != empty.headers["etag"]
     assert [e["submission_id"] for e in after.json()["entries"]] == [sid]
@@ -113,6 +121,30 @@ def _gone_request(app: FastAPI) -> Request:
     scope = {"type": "http", "method": "GET", "path": "/api/leaderboard/mini", "raw_path": b"/api/leaderboard/mini",
              "query_string": b"", "headers": [], "app": app}
     return Request(scope, receive)
+
+
+def test_fresh_reads_are_answered_before_routing_and_a_zero_window_asks_the_store_each_time(
+        web_store: Any, tmp_path: Path) -> None:
+    from assay.service import releases
+    from assay.service.actors import OPERATOR
+
+    releases.release_path(web_store, str(mini_suite(tmp_path / "mini", reps=1)), actor=OPERATOR)
+    for fresh, expected in ((1.0, True), (0.0, False)):
+        app = make_app(web_store, rate_limit=0, cache_fresh=fresh)
+        app.state.edge.clock = lambda: 5.0  # time stands still: only the window decides
+        client = TestClient(app)
+        first = client.get("/suites/mini")
+        key, _ = edge.scope_key({"path": "/suites/mini", "query_string": b"", "headers": []})
+        hit = app.state.edge.cached(key, None)
+        assert (hit is not None) is expected
+        if hit is not None:
+            assert hit.body == first.content and hit.headers["etag"] == first.headers["etag"]
+        again = client.get("/suites/mini", headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304 and app.state.edge.computed == 1
+        # a cached answer is the computed one: same bytes, same headers (security headers included)
+        third = client.get("/suites/mini")
+        assert third.content == first.content and dict(third.headers) == dict(first.headers)
+        assert third.headers["x-content-type-options"] == "nosniff" and app.state.edge.computed == 1
 
 
 def test_a_request_whose_client_has_gone_is_not_computed(populated_site: Site) -> None:

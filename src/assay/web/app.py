@@ -37,6 +37,7 @@ ENV_RATE = "ASSAY_RATE_LIMIT"
 ENV_BURST = "ASSAY_RATE_BURST"
 ENV_MAX_AGE = "ASSAY_CACHE_MAX_AGE"
 ENV_INFLIGHT = "ASSAY_MAX_INFLIGHT"
+ENV_FRESH = "ASSAY_CACHE_FRESH"
 
 log = logging.getLogger("assay.web")
 
@@ -55,12 +56,14 @@ class Settings:
     rate_burst: int = 120
     cache_max_age: int = 10  # seconds a proxy or browser may reuse a public read (issue 26)
     max_inflight: int = 128  # requests in flight per worker (remote play aside) before a 503; 0: no cap
+    cache_fresh: float = 1.0  # seconds a cached public read is served without asking the store; 0: ask each time
 
     def to_env(self) -> dict[str, str]:
         """The limits as environment variables for `app_from_env` (never the secret: each worker
         reads it from where it lives, `assay.service.secret`)."""
         env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst),
-               ENV_MAX_AGE: str(self.cache_max_age), ENV_INFLIGHT: str(self.max_inflight)}
+               ENV_MAX_AGE: str(self.cache_max_age), ENV_INFLIGHT: str(self.max_inflight),
+               ENV_FRESH: str(self.cache_fresh)}
         if self.db_url is not None:
             env["ASSAY_DB"] = self.db_url
         return env
@@ -76,7 +79,8 @@ class Settings:
                    rate_limit=_env_number(ENV_RATE, float, cls.rate_limit),
                    rate_burst=_env_number(ENV_BURST, int, cls.rate_burst),
                    cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age),
-                   max_inflight=_env_number(ENV_INFLIGHT, int, cls.max_inflight))
+                   max_inflight=_env_number(ENV_INFLIGHT, int, cls.max_inflight),
+                   cache_fresh=_env_number(ENV_FRESH, float, cls.cache_fresh))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
@@ -242,9 +246,10 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                     "not evidence that an agent is safe to run in production.",
     )
     app.state.settings = settings
-    from assay.web.edge import Answered, Arrival, Edge, Lanes  # reads at the edge, and the lanes (issue 26)
+    from assay.web.edge import Answered, Arrival, CachedReads, Edge, Lanes  # reads at the edge, the lanes (issue 26)
 
-    app.state.edge, app.state.lanes, app.state.answered = Edge(settings.cache_max_age), Lanes(), Answered()
+    app.state.edge = Edge(settings.cache_max_age, fresh=settings.cache_fresh)
+    app.state.lanes, app.state.answered = Lanes(), Answered()
     app.state.clock = None  # when a request arrived and was answered (`utcnow`; a test may inject one)
     if store is not None:
         app.state.store = _bounded(store)
@@ -269,7 +274,8 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
 
     mcp_app.mount(app)
     # added innermost first: a request meets Guard, then RateLimit, then BodyLimit, then JsonDepth,
-    # then the routes
+    # then the read cache's fresh answers, then the routes
+    app.add_middleware(CachedReads)
     app.add_middleware(JsonDepth)
     app.add_middleware(BodyLimit, limit=settings.body_limit)
     if settings.rate_limit > 0:

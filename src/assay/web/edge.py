@@ -9,8 +9,13 @@ every caller, and it changes only when the board does. `Edge.read` answers such 
 - It asks the store one cheap question first, what the board was last changed by
   (`BoardRepo.last_change`: a token over the stored figures and the events that list or label an
   entry), and answers from an in-process cache keyed by that token and the request (path and
-  query): a repeated read touches the database with that one query only; a new entry, a
-  publication, a handle or a judgement changes the token and so every cached answer.
+  query): a new entry, a publication, a handle or a judgement changes the token and so every
+  cached answer.
+- For `Edge.fresh` seconds after the token was read (`ASSAY_CACHE_FRESH`, default 1 s; 0: ask the
+  store every time) a read already cached is answered by `CachedReads`, a middleware in front of
+  the routes, on the event loop: no thread, no routing, no query. So the board a reader sees is at
+  most that long behind the store — well inside the `max-age` every answer already grants a proxy
+  or a browser — and a crowd of readers costs the store one query a second, not one a read.
 - Each answer carries `ETag` (a digest of the token and the request), `Last-Modified` (the latest
   time the token holds) and `Cache-Control: public, max-age=N` (`Settings.cache_max_age`), and a
   request whose `If-None-Match` names the current tag is answered 304 with no body, so a reverse
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +56,8 @@ READ_THREADS = 8
 PLAY_THREADS = 16
 #: Answers the read cache keeps (the board's pages, entries and cards under the current token).
 CACHE_SIZE = 512
+#: Seconds a read token stays fresh: cached answers are served without asking the store (issue 26).
+FRESH_SECONDS = 1.0
 
 
 class Lanes:
@@ -65,7 +73,15 @@ class Lanes:
 class _Cached:
     body: bytes
     media_type: str | None
-    headers: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...]  # the route's own, besides length and type
+    validators: dict[str, str]  # ETag, Cache-Control, Last-Modified under the token it was cached with
+
+    def response(self, if_none_match: str | None) -> Response:
+        if matches(if_none_match, self.validators["ETag"]):
+            return Response(status_code=304, headers=self.validators)
+        out = Response(self.body, media_type=self.media_type, headers=dict(self.headers))
+        out.headers.update(self.validators)
+        return out
 
 
 def _etag(token: str, key: str) -> str:
@@ -83,17 +99,21 @@ def matches(if_none_match: str | None, etag: str) -> bool:
 class Edge:
     """The read cache and conditional answers of one app (see the module's docstring)."""
 
-    def __init__(self, max_age: int = 10, size: int = CACHE_SIZE) -> None:
-        self.max_age, self.size = max_age, size
+    def __init__(self, max_age: int = 10, size: int = CACHE_SIZE, fresh: float = FRESH_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_age, self.size, self.fresh, self.clock = max_age, size, fresh, clock
         self._lock = threading.Lock()
         self._token: str | None = None
         self._answers: OrderedDict[str, _Cached] = OrderedDict()
+        #: the token last read from the store, its time, and when (`clock`) it was read
+        self._seen: tuple[str, datetime | None, float] | None = None
         self.computed = 0  # answers computed (not served from the cache): for tests and benchmarks
 
     def clear(self) -> None:
         """Forget every cached answer (the next read of each computes it)."""
         with self._lock:
             self._token = None
+            self._seen = None
             self._answers.clear()
 
     def _get(self, token: str, key: str) -> _Cached | None:
@@ -120,35 +140,85 @@ class Edge:
             headers["Last-Modified"] = format_datetime(modified, usegmt=True)
         return headers
 
+    def _last_change(self, store: Store) -> tuple[str, datetime | None]:
+        token, modified = BoardRepo(store).last_change()
+        with self._lock:
+            self._seen = (token, modified, self.clock())
+        return token, modified
+
     def answer(self, store: Store, key: str, if_none_match: str | None, produce: Callable[[], Response]) -> Response:
         """The answer to a public read `key` (sync: runs in the read lane)."""
         try:
-            token, modified = BoardRepo(store).last_change()
+            token, modified = self._last_change(store)
         except Exception:  # noqa: BLE001 - no cache then: the route answers (and refuses) as it would
             self.computed += 1
             return produce()
-        headers = self._headers(token, key, modified)
-        if matches(if_none_match, headers["ETag"]):
-            return Response(status_code=304, headers=headers)
         cached = self._get(token, key)
         if cached is None:
+            headers = self._headers(token, key, modified)
+            if matches(if_none_match, headers["ETag"]):
+                return Response(status_code=304, headers=headers)
             self.computed += 1
             response = produce()
             if response.status_code != 200:
                 return response
             cached = _Cached(bytes(response.body), response.media_type,
                              tuple((k, v) for k, v in response.headers.items()
-                                   if k.lower() not in ("content-length", "content-type")))
+                                   if k.lower() not in ("content-length", "content-type")), headers)
             self._put(token, key, cached)
-        out = Response(cached.body, media_type=cached.media_type, headers=dict(cached.headers))
-        out.headers.update(headers)
-        return out
+        return cached.response(if_none_match)
+
+    def cached(self, key: str, if_none_match: str | None) -> Response | None:
+        """The answer to `key` without the store, when the token was read within `fresh` seconds and
+        the answer is cached under it (on the event loop: a dictionary lookup); else None."""
+        with self._lock:
+            seen = self._seen
+            if seen is None or seen[0] != self._token or self.clock() - seen[2] >= self.fresh:
+                return None
+            found = self._answers.get(key)
+            if found is None:
+                return None
+            self._answers.move_to_end(key)
+        return found.response(if_none_match)
+
+
+def _key(path: str, query: str, accept: str) -> str:
+    return f"{path}?{query}\n{accept if 'markdown' in accept else ''}"
 
 
 def request_key(request: Request) -> str:
     """What distinguishes one public read from another: its path, query and the kind it accepts."""
-    accept = request.headers.get("accept", "")
-    return f"{request.url.path}?{request.url.query}\n{accept if 'markdown' in accept else ''}"
+    return scope_key(request.scope)[0]
+
+
+def scope_key(scope: Scope) -> tuple[str, str | None]:
+    """`request_key` of a request's ASGI scope, and its `If-None-Match` (None when absent)."""
+    accept, if_none_match = "", None
+    for name, value in scope["headers"]:
+        if name == b"accept":
+            accept = value.decode("latin-1")
+        elif name == b"if-none-match":
+            if_none_match = value.decode("latin-1")
+    return _key(scope["path"], scope["query_string"].decode("latin-1"), accept), if_none_match
+
+
+class CachedReads:
+    """Answers a GET that `Edge.cached` holds fresh straight from the cache, before routing (the
+    innermost middleware: the guard's headers, the rate limit and the cap still apply); every
+    other request goes on to the routes, where `read` computes and caches it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and "app" in scope:
+            edge: Edge = scope["app"].state.edge
+            key, if_none_match = scope_key(scope)
+            found = edge.cached(key, if_none_match)
+            if found is not None:
+                await found(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 async def read(request: Request, produce: Callable[[], Response]) -> Response:
