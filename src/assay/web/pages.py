@@ -80,6 +80,7 @@ def _environment() -> Environment:
     )
     env.filters["rate"] = rate
     env.filters["interval"] = interval
+    env.filters["figure"] = figure
     env.globals.update(NOT_EVIDENCE=NOT_EVIDENCE, CLASS_WORDS=CLASS_WORDS, STABILITY_WORDS=STABILITY_WORDS,
                        PROVENANCE_WORDS=PROVENANCE_WORDS, stylesheet_version=_stylesheet_tag())
     return env
@@ -94,15 +95,21 @@ def rate(value: Any) -> str:
     return "no number" if value is None else f"{float(value):.4f}"
 
 
+def figure(value: Any) -> str:
+    """A panel board figure as shown (2 places); words where there is none."""
+    return "no number" if value is None else f"{float(value):.2f}"
+
+
 def interval(value: Any) -> str:
     return "" if not value else f"[{float(value[0]):.4f}, {float(value[1]):.4f}]"
 
 
-_ENV = _environment()
+#: The one template environment of the web pages, the board's and the panel's (`panel_pages`).
+ENV = _environment()
 
 
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    html = _ENV.get_template(name).render(**context)
+    html = ENV.get_template(name).render(**context)
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 

@@ -16,64 +16,33 @@ specialty is shown literally.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from assay.errors import BadInput
 from assay.service import panel
 from assay.service.actors import Actor
 from assay.store.db import Store
 from assay.web.deps import get_store, public_actor
+from assay.web.pages import ENV, SECURITY_HEADERS
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 
-HERE = Path(__file__).resolve().parent
-STYLESHEET = HERE / "static" / "style.css"
-#: No script, no frames, nothing from elsewhere; forms post only here.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
+#: The pages' security headers (`pages.SECURITY_HEADERS`), and never stored: a panelist's pages
+#: are theirs alone.
+PANEL_HEADERS = {**SECURITY_HEADERS, "Cache-Control": "no-store"}
 #: A form body larger than this is not a form of ours (the app's body limit still applies first).
 MAX_FORM = 64 * 1024
 
 
-def _environment() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(str(HERE / "templates")),
-        autoescape=select_autoescape(enabled_extensions=("html",), default=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    tag = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12] if STYLESHEET.is_file() else "0"
-    env.globals.update(stylesheet_version=tag)
-    env.filters["figure"] = figure
-    return env
-
-
-def figure(value: Any) -> str:
-    """A board figure as shown (2 places); words where there is none."""
-    return "no number" if value is None else f"{float(value):.2f}"
-
-
-_ENV = _environment()
-
-
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    html = _ENV.get_template(name).render(**context)
-    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+    """A panel page from the one template environment (`pages.ENV`), with `PANEL_HEADERS`."""
+    return HTMLResponse(ENV.get_template(name).render(**context), status_code=status, headers=PANEL_HEADERS)
 
 
 async def form_fields(request: Request) -> dict[str, str]:
