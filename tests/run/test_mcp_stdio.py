@@ -16,6 +16,7 @@ from assay.errors import Conflict
 from assay.service.execution import pending, stored_agent
 from assay.service.results import replay, results_json
 from assay.store.db import open_store
+from assay.store.runs_repo import RunsRepo
 from tests.support.mcp_client import play
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -49,7 +50,7 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
 
     store = open_store(db_url)
     try:
-        (batch,) = store.batch_listing("run")
+        (batch,) = RunsRepo(store).batch_listing("run")
         assert batch["agent_spec"] == "mcp" and batch["n_recorded"] == 1
         assert pending(store, batch["id"]) == batch["n_planned"] - 1  # the left run is pending again
         doc = results_json(store, batch["id"], actor=OPERATOR)
@@ -65,7 +66,7 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
     assert again["over"]
     store = open_store(db_url)
     try:
-        (batch,) = store.batch_listing("run")
+        (batch,) = RunsRepo(store).batch_listing("run")
         assert batch["n_recorded"] == 2
         doc = results_json(store, batch["id"], actor=OPERATOR)
         statuses = {t["run_id"]: t["status"] for c in doc["cases"] for t in c["trials"]}

@@ -19,6 +19,7 @@ from assay.cli.errors import StoreRetryOpt
 from assay.ui import (
     DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WideFlag, WorkersOpt, open_store_at, out, print_json,
 )
+from assay.store.runs_repo import RunsRepo
 
 
 def _when(value: Any) -> str:
@@ -80,7 +81,7 @@ def resume(
         summary = judge_submission(store, batch.id, None, None, quiet=quiet)  # the runs it just recorded
     else:
         summary = None
-    listing = next(b for b in store.batch_listing() if b["id"] == batch.id)
+    listing = next(b for b in RunsRepo(store).batch_listing() if b["id"] == batch.id)
     if as_json:
         print_json({"id": batch.id, "kind": batch.kind, "n_recorded": listing["n_recorded"],
                     "n_planned": listing["n_planned"], "complete": bool(finished)})

@@ -14,6 +14,7 @@ from assay.service.board import submission_facts
 from assay.store.repo import Store
 from assay.store.rows import Batch
 from assay.store.board_repo import BoardRepo
+from assay.store.runs_repo import RunsRepo
 
 
 def find(store: Store, ident: str, *, actor: Actor) -> Batch:
@@ -21,13 +22,13 @@ def find(store: Store, ident: str, *, actor: Actor) -> Batch:
     told what it is if `ident` names a run instead. A run batch is the operator's; a submission
     is also its account's."""
     owner = prefix_owner(actor)
-    batch_id = store.resolve_batch_id(ident, owner)
+    batch_id = RunsRepo(store).resolve_batch_id(ident, owner)
     if batch_id is None:
-        if store.resolve_run_id(ident, owner) is not None:
+        if RunsRepo(store).resolve_run_id(ident, owner) is not None:
             raise NotFound("this is a run id, not a batch or submission; `assay debrief` shows a run", "batch",
                            value=ident)
         raise NotFound("no such batch or submission", "batch", value=ident)
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     assert batch is not None
     if not actor.is_staff:
         require_owner(actor, owner_of(store, batch), "batch or submission", ident, "batch")
@@ -46,7 +47,7 @@ def owner_of(store: Store, batch: Batch) -> str | None:
 def list_batches(store: Store, kind: str | None = None, *, actor: Actor) -> list[dict[str, Any]]:
     require_staff(actor, "list every batch", "batch")
     """Every stored batch, newest first: id, kind, suite, agent, when, status and counts."""
-    return store.batch_listing(kind)
+    return RunsRepo(store).batch_listing(kind)
 
 
 def list_submissions(store: Store, account: str | None = None, suite: str | None = None, *,

@@ -49,6 +49,7 @@ from assay.store.board_schema import unlisted_submissions
 from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
+from assay.store.runs_repo import RunsRepo
 
 SEED_BOUND = 2**62
 MAX_LABEL = 120
@@ -386,10 +387,10 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)
     judged = judgements.judgements(store, submission_id) if figures else {}
-    batch = store.batch(submission_id)
+    batch = RunsRepo(store).batch(submission_id)
     listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
-    reasons = {r.run_id: r.reason for r in store.runs_for_batch(submission_id, bodies=False)
+    reasons = {r.run_id: r.reason for r in RunsRepo(store).runs_for_batch(submission_id, bodies=False)
                if r.status not in (None, "completed")}  # why a run did not complete
     return {
         "id": submission_id,

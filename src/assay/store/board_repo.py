@@ -46,6 +46,7 @@ from assay.store.digest_schema import digest_stamps
 from assay.stats.board import from_row
 from assay.store.repo import Repository, owned_by, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
+from assay.store.runs_repo import RunsRepo
 
 
 def _bool(value: Any) -> bool | None:
@@ -220,7 +221,7 @@ class BoardRepo(Repository):
         with self.write() as conn:
             self.lock(conn, "submit", f"{submission['account']}\x00{submission['release_id']}")
             capped(conn)
-            self.store.insert_plan(conn, batch, planned, agent, now)
+            RunsRepo(self.store).insert_plan(conn, batch, planned, agent, now)
             conn.execute(sa.insert(submissions).values(**submission, created_at=now))
             conn.execute(
                 sa.insert(submission_runs),

@@ -1,5 +1,5 @@
-"""Typed read models of the core repository: what `Store.batch`, `Store.planned_runs`,
-`Store.runs_for_batch` and `Store.run` hand back.
+"""Typed read models of the core repository: what `RunsRepo.batch`, `RunsRepo.planned_runs`,
+`RunsRepo.runs_for_batch` and `RunsRepo.run` hand back.
 
 Frozen dataclasses, one per read, with the column names as field names, so a caller reads
 `batch.suite_key` (checked by the type checker) where it read `batch["suite_key"]`, and the
@@ -96,7 +96,7 @@ class StoredRun(PlannedSlot):
     """A planned slot with its run, if one was recorded (`status` None: never recorded, every run
     field None, no checks, no verdict). `final_state`, `transcript` and `actions` are None when
     the read left the bodies out (`runs_for_batch(bodies=False)`). `scenario` is the scenario
-    version's row where the read joined it (`Store.run`)."""
+    version's row where the read joined it (`RunsRepo.run`)."""
 
     status: str | None = None
     reason: str | None = None
