@@ -51,9 +51,9 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
     store = open_store(db_url)
     try:
         (batch,) = RunsRepo(store).batch_listing("run")
-        assert batch["agent_spec"] == "mcp" and batch["n_recorded"] == 1
-        assert pending(store, batch["id"]) == batch["n_planned"] - 1  # the left run is pending again
-        doc = results_json(store, batch["id"], actor=OPERATOR)
+        assert batch.agent_spec == "mcp" and batch.n_recorded == 1
+        assert pending(store, batch.id) == batch.n_planned - 1  # the left run is pending again
+        doc = results_json(store, batch.id, actor=OPERATOR)
         played = [t for c in doc["cases"] for t in c["trials"] if t["status"] == "completed"]
         assert len(played) == 1 and played[0]["passed"] and played[0]["score"] == 100
         assert doc["trials_per_case"] == 1 and doc["seed"] == 5
@@ -67,11 +67,11 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
     store = open_store(db_url)
     try:
         (batch,) = RunsRepo(store).batch_listing("run")
-        assert batch["n_recorded"] == 2
-        doc = results_json(store, batch["id"], actor=OPERATOR)
+        assert batch.n_recorded == 2
+        doc = results_json(store, batch.id, actor=OPERATOR)
         statuses = {t["run_id"]: t["status"] for c in doc["cases"] for t in c["trials"]}
         assert statuses[first_case["run_id"]] == "completed" and list(statuses.values()).count("completed") == 2
         with pytest.raises(Conflict, match="assay mcp"):  # `assay resume` cannot play it: it says who does
-            stored_agent(store, batch["id"])
+            stored_agent(store, batch.id)
     finally:
         store.close()

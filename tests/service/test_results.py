@@ -24,6 +24,7 @@ from assay.service.runs import plan_batch
 from assay.service.suites import record_scenarios, resolve_suite
 from assay.store.repo import Store
 from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 
 def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: Store) -> None:
@@ -33,9 +34,9 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
     planned = plan_batch(bundle, trials=2, seed=0)
     batch_id = uuid.uuid4().hex
     RunsRepo(store).add_batch(
-        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
-         "agent_spec": factory.spec, "agent_label": "diligent", "config_signature": factory.config_signature,
-         "harness_version": HARNESS_VERSION, "trials": 2, "base_seed": 0},
+        NewBatch(id=batch_id, kind="run", suite_key=bundle.key, suite_version=bundle.version,
+                 agent_spec=factory.spec, agent_label="diligent", config_signature=factory.config_signature,
+                 harness_version=HARNESS_VERSION, trials=2, base_seed=0),
         planned,
     )
     arrived = [p for p in planned if p.trial == 1]  # every trial 2 is lost

@@ -10,6 +10,7 @@ from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.score.oracle import run_verdict
 from assay.store import Store
 from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 
 def sha(text: str) -> str:
@@ -113,5 +114,5 @@ def seeded_batch(store: Store, n: int = 3) -> tuple[dict[str, Any], list[Planned
     RunsRepo(store).add_scenario_version(**kwargs)
     batch = batch_row()
     planned = plan(kwargs["content_hash"], n=n)
-    RunsRepo(store).add_batch(batch, planned)
+    RunsRepo(store).add_batch(NewBatch(**batch), planned)
     return batch, planned

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from assay.errors import BadInput
 from assay.store import Store
 from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 from ._factories import CHECKS, scored, batch_row, plan, record, scenario
 
@@ -55,7 +56,7 @@ def _store_one(store: Store, final_state: dict[str, Any], transcript: list[Any],
     kwargs = scenario(body=repr(document)[:200] + str(id(document)), document=document)
     RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    RunsRepo(store).add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot, final_state=final_state, transcript=transcript, actions=actions)
     RunsRepo(store).add_runs([scored(rec, CHECKS)])
     return slot.run_id, kwargs["content_hash"]
@@ -119,7 +120,7 @@ def test_values_no_backend_can_store_exactly_are_refused_on_both(
     kwargs = scenario()
     RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    RunsRepo(store).add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     with pytest.raises(BadInput, match=f"run {slot.run_id}: final_state is not storable JSON"):
         RunsRepo(store).add_runs([scored(record(slot, final_state=bad), CHECKS)])
     assert RunsRepo(store).run(slot.run_id).status is None  # type: ignore[union-attr]
@@ -132,7 +133,7 @@ def test_record_dataclass_round_trip(store: Store) -> None:
     kwargs = scenario()
     RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    RunsRepo(store).add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot)
     RunsRepo(store).add_runs([scored(rec, CHECKS)])
     got = RunsRepo(store).run(slot.run_id)
@@ -149,7 +150,7 @@ def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
     kwargs = scenario()
     RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    RunsRepo(store).add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot, final_state={"ignored": True}).with_final_state_text(
         json.dumps({"b": 1, "a": ["é"]}, separators=(",", ":"), ensure_ascii=False))
     RunsRepo(store).add_runs([scored(rec, CHECKS)])

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from assay.errors import BadInput
 from assay.store import Store
 from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewScenario
 
 from ._factories import scenario
 
@@ -150,6 +151,7 @@ def test_several_versions_are_recorded_all_or_none(store: Store) -> None:
     fresh = scenario("estate-002", body="v1", checks="a")
     refused = scenario("estate-001", body="v2", checks="b", frozen_on="2026-01-15")
     with pytest.raises(BadInput, match="is frozen"):
-        RunsRepo(store).add_scenario_versions([fresh, refused])
+        RunsRepo(store).add_scenario_versions([NewScenario(**fresh), NewScenario(**refused)])
     assert _count(store) == before  # the acceptable one was not stored either
-    assert RunsRepo(store).add_scenario_versions([fresh, scenario("estate-001", body="v2", checks="a", frozen_on="2026-01-15")]) == [1, 2]
+    assert RunsRepo(store).add_scenario_versions(
+        [NewScenario(**fresh), NewScenario(**scenario("estate-001", body="v2", checks="a", frozen_on="2026-01-15"))]) == [1, 2]

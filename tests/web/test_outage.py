@@ -180,8 +180,8 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
     signal.signal(signal.SIGTERM, before)
 
 
-def _status(store: Store, submission_id: str) -> dict[str, Any]:
-    return next(r for r in batches.list_submissions(store, actor=OPERATOR) if r["id"] == submission_id)
+def _status(store: Store, submission_id: str) -> batches.SubmissionSummary:
+    return next(r for r in batches.list_submissions(store, actor=OPERATOR) if r.id == submission_id)
 
 
 @pytest.mark.parametrize(("db_url", "finisher"), [("postgresql", "sweeper"), ("sqlite", "resume"),
@@ -205,7 +205,7 @@ def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_scor
     agent = RemoteAgent(client, keys.alice_agent, lambda _lease: load_agent(IDLE))
     assert agent.play_all() == 15  # the last step is answered though its finalisation failed
     before = _status(web_store, submission_id)
-    assert before["status"] == "pending" and before["n_recorded"] == 15
+    assert before.status == "pending" and before.n_recorded == 15
     assert RunsRepo(web_store).completable() == [submission_id]
     monkeypatch.setattr(exports, "stamp", real_stamp)
     if finisher == "sweeper":
@@ -217,7 +217,7 @@ def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_scor
         code, out, err = cli("score", submission_id, "--db", db_url)
         assert code == 0 and "complete" in out and "nothing to judge" in out, err
     after = _status(web_store, submission_id)
-    assert after["status"] == "complete" and after["n_recorded"] == 15
+    assert after.status == "complete" and after.n_recorded == 15
     assert RunsRepo(web_store).completable() == []
     Workers(web_store, threads=0, sweep_seconds=None).sweep()  # idempotent: nothing more to do, nothing added
     assert _status(web_store, submission_id) == after

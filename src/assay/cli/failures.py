@@ -14,7 +14,6 @@ from typing import Any
 
 from assay.agents.protocol import unreachable_reason
 from assay.ui import err
-from assay.store.runs_repo import RunsRepo
 
 #: The exit code of a batch that reached no agent, and of a scoring that could not finish.
 FAILED = 1
@@ -22,6 +21,8 @@ FAILED = 1
 
 def no_agent_reached(store: Any, batch_id: str) -> str | None:
     """One line when no recorded run of the batch could reach its agent, else None."""
+    from assay.store.runs_repo import RunsRepo
+
     rows = [r for r in RunsRepo(store).runs_for_batch(batch_id, bodies=False) if r.status is not None]
     if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
         return None

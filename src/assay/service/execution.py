@@ -42,6 +42,7 @@ from assay.store.faults import StoreUnavailable, describe, is_fault
 from assay.store.judge_repo import JudgeRepo
 from assay.store.repo import Store
 from assay.worlds.kits import get_kit
+from assay.store.rows import AgentRow
 from assay.store.runs_repo import RunsRepo
 
 #: A batch of finished runs goes to the store when it holds this many, or is this old. Each write
@@ -219,10 +220,10 @@ CLAIM_CHUNK = 256
 REMOTE_AGENT = "remote"
 
 
-def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
+def agent_row(factory: AgentFactory, limits: Limits) -> AgentRow:
     """The `batch_agents` row of a batch played by `factory` under `limits` (never a secret)."""
-    return {"load_spec": factory.portable_spec or factory.spec, "options": dict(factory.options),
-            "turn_limit": limits.turn_limit, "time_limit": limits.time_limit}
+    return AgentRow(load_spec=factory.portable_spec or factory.spec, options=dict(factory.options),
+                    turn_limit=limits.turn_limit, time_limit=limits.time_limit)
 
 
 def stored_agent(store: Store, batch_id: str, spec: str | None = None,

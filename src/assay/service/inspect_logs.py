@@ -313,7 +313,8 @@ def _selected(store: Store, suite: str | None, batch_ids: list[str] | None, publ
                 raise NotFound("no such batch or submission", "batch", value=ident)
             chosen.append(batch)
     else:
-        chosen = [b for b in (RunsRepo(store).batch(r["id"]) for r in reversed(RunsRepo(store).batch_listing())) if b is not None]
+        runs = RunsRepo(store)
+        chosen = [b for b in (runs.batch(r.id) for r in reversed(runs.batch_listing())) if b is not None]
     if suite is not None:
         chosen = [b for b in chosen if b.suite_key == suite]
     if public:  # the entries of the public boards only (published, listed, complete), as a public export

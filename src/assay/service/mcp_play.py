@@ -305,17 +305,18 @@ def batch_for(store: Store, bundle: Any, *, trials: int, seed: int, limits: Limi
     from assay.service.runs import create_run_batch
 
     if not new:
-        for row in RunsRepo(store).batch_listing("run"):
-            if (row["agent_spec"] != MCP_SPEC or row["suite_key"] != bundle.key
-                    or row["suite_version"] != bundle.version or row["trials"] != trials
-                    or row["n_recorded"] >= row["n_planned"]):
+        runs = RunsRepo(store)
+        for row in runs.batch_listing("run"):
+            if (row.agent_spec != MCP_SPEC or row.suite_key != bundle.key
+                    or row.suite_version != bundle.version or row.trials != trials
+                    or row.n_recorded >= row.n_planned):
                 continue
-            batch = RunsRepo(store).batch(row["id"])
-            agent = RunsRepo(store).batch_agent(row["id"])
+            batch = runs.batch(row.id)
+            agent = runs.batch_agent(row.id)
             if (batch is not None and batch.base_seed == seed and agent is not None
                     and agent.turn_limit == limits.turn_limit and agent.time_limit == limits.time_limit
-                    and (label is None or row["agent_label"] == label)):
-                return row["id"], False
+                    and (label is None or row.agent_label == label)):
+                return row.id, False
     batch_id, _planned = create_run_batch(store, bundle, mcp_factory(), trials=trials, seed=seed, label=label,
                                           limits=limits)
     return batch_id, True

@@ -87,7 +87,7 @@ def _json_fault(exc: BaseException) -> bool:
     return isinstance(exc, ValueError | TypeError)
 
 
-def _first_unstorable(values: dict[str, Any]) -> str | None:
+def _first_unstorable(values: dict[str, object]) -> str | None:
     """`"field: reason"` for the first value `dumps` refuses; only run after a refusal."""
     for name, value in values.items():
         try:

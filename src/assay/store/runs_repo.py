@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
+from datetime import datetime
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid
+from assay.jsontypes import JsonObject
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.stats.commitment import new_salt
 from assay.store.board_schema import release_scenarios
@@ -27,8 +29,9 @@ from assay.store.digest_schema import seed_salts
 from assay.store.handle import Store
 from assay.store.jsonvalue import Encoded
 from assay.store.repo import Repository, _chunks, _first_unstorable, _json_fault, _refused, owned_by, resolve_prefix
-from assay.store.rows import (Batch, BatchAgent, PlannedSlot, ScenarioVersion, StoredRun, agent_of, batch_of, check_of,
-                              run_of, scenario_of, slot_of, verdict_of)
+from assay.store.rows import (AgentRow, Batch, BatchAgent, BatchSummary, NewBatch, NewScenario, PlannedSlot,
+                              ScenarioVersion, StoredRun, agent_of, batch_of, check_of, run_of, scenario_of, slot_of,
+                              verdict_of)
 from assay.store.usage_schema import run_usage
 from assay.store.schema import (
     batch_agents,
@@ -42,7 +45,9 @@ from assay.store.schema import (
     utcnow,
 )
 
-_BATCH_FIELDS = frozenset(c.name for c in batches.c if c.name != "created_at")
+#: One row's bound parameters for an INSERT (column name: value), as SQLAlchemy takes them.
+_Params = dict[str, Any]
+
 _RUN_FIELDS = tuple(c.name for c in runs.c if c.name != "created_at")
 _PLAN_FIELDS = ("case_id", "scenario_hash", "trial", "seed")
 #: The heavy JSON columns, left out by `runs_for_batch(..., bodies=False)`.
@@ -65,7 +70,7 @@ class RunsRepo(Repository):
         kit: str,
         title: str,
         language: str,
-        document: dict[str, Any],
+        document: JsonObject,
         world_fingerprint: str,
     ) -> int:
         """Record a scenario document; return its version number within `case_id`.
@@ -76,43 +81,30 @@ class RunsRepo(Repository):
         because its numbers would silently join a trend line they do not belong to. Versions
         only ever run ad hoc (drafts) bind nothing.
         """
-        return self.add_scenario_versions([{
-            "case_id": case_id, "content_hash": content_hash, "checks_hash": checks_hash,
-            "frozen_on": frozen_on, "kit": kit, "title": title, "language": language,
-            "document": document, "world_fingerprint": world_fingerprint,
-        }])[0]
+        return self.add_scenario_versions([NewScenario(
+            case_id=case_id, content_hash=content_hash, checks_hash=checks_hash, frozen_on=frozen_on, kit=kit,
+            title=title, language=language, document=document, world_fingerprint=world_fingerprint,
+        )])[0]
 
-    def add_scenario_versions(self, items: list[dict[str, Any]]) -> list[int]:
+    def add_scenario_versions(self, items: list[NewScenario]) -> list[int]:
         """Record several scenario documents in ONE transaction (each as `add_scenario_version`
         would): a refusal of any of them stores none, so a suite is recorded whole or not at all."""
         for item in items:
-            frozen_on = item["frozen_on"]
+            frozen_on = item.frozen_on
             if frozen_on is not None and not _DATE.match(frozen_on):
-                raise Invalid(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", "frozen_on", value=item["case_id"])
+                raise Invalid(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", "frozen_on", value=item.case_id)
         try:
-            return self.store.transaction(lambda conn: [self._add_scenario_version(conn, **item) for item in items])
+            return self.store.transaction(lambda conn: [self._add_scenario_version(conn, item) for item in items])
         except (ValueError, TypeError, sa.exc.StatementError) as exc:
             if _json_fault(exc):
                 for item in items:
-                    fault = _first_unstorable({"document": item["document"]})
+                    fault = _first_unstorable({"document": item.document})
                     if fault:
-                        raise Invalid(fault, "document", value=item["case_id"]) from None
+                        raise Invalid(fault, "document", value=item.case_id) from None
             raise
 
-    def _add_scenario_version(
-        self,
-        conn: sa.Connection,
-        *,
-        case_id: str,
-        content_hash: str,
-        checks_hash: str,
-        frozen_on: str | None,
-        kit: str,
-        title: str,
-        language: str,
-        document: dict[str, Any],
-        world_fingerprint: str,
-    ) -> int:
+    def _add_scenario_version(self, conn: sa.Connection, item: NewScenario) -> int:
+        case_id, content_hash, checks_hash = item.case_id, item.content_hash, item.checks_hash
         Store.lock(conn, "case", case_id)
         sv = scenario_versions
         existing = conn.execute(
@@ -151,12 +143,12 @@ class RunsRepo(Repository):
                 version=version,
                 content_hash=content_hash,
                 checks_hash=checks_hash,
-                frozen_on=frozen_on,
-                kit=kit,
-                title=title,
-                language=language,
-                document=document,
-                world_fingerprint=world_fingerprint,
+                frozen_on=item.frozen_on,
+                kit=item.kit,
+                title=item.title,
+                language=item.language,
+                document=item.document,
+                world_fingerprint=item.world_fingerprint,
                 created_at=utcnow(),
             )
         )
@@ -189,34 +181,27 @@ class RunsRepo(Repository):
 
     # -- batches and the plan -----------------------------------------------------------------
 
-    def add_batch(self, batch: dict[str, Any], planned: list[PlannedRun],
-                  agent: dict[str, Any] | None = None) -> None:
+    def add_batch(self, batch: NewBatch, planned: list[PlannedRun], agent: AgentRow | None = None) -> None:
         """Record a batch and its whole plan at once: the plan is the denominator.
 
-        `batch` holds every `batches` column except `created_at`; `agent`, when given, the
-        `batch_agents` columns but `batch_id` and `created_at` (how to load the agent again, so
-        the batch can be resumed). Each planned slot must point at a stored scenario version of
-        the same case id.
+        `agent`, when given, is how to load the agent again, so the batch can be resumed. Each
+        planned slot must point at a stored scenario version of the same case id.
         """
         try:
             self.store.transaction(lambda conn: self.insert_plan(conn, batch, planned, agent))
         except sa.exc.IntegrityError as exc:
-            raise _refused(exc, f"batch {batch['id']}") from None
+            raise _refused(exc, f"batch {batch.id}") from None
 
-    def insert_plan(self, conn: sa.Connection, batch: dict[str, Any], planned: list[PlannedRun],
-                    agent: dict[str, Any] | None, now: Any = None) -> None:
+    def insert_plan(self, conn: sa.Connection, batch: NewBatch, planned: list[PlannedRun],
+                    agent: AgentRow | None, now: datetime | None = None) -> None:
         """The one plan insert (a run batch's and a submission's): batch, agent, planned slots."""
-        keys = set(batch)
-        if keys != _BATCH_FIELDS:
-            missing, extra = sorted(_BATCH_FIELDS - keys), sorted(keys - _BATCH_FIELDS)
-            raise ValueError(f"batch fields: missing {missing}, unexpected {extra}")
         now = now or utcnow()
         self._check_plan(conn, planned)
-        conn.execute(sa.insert(batches), [{**batch, "created_at": now}])
+        conn.execute(sa.insert(batches), [{**asdict(batch), "created_at": now}])
         if agent is not None:
-            conn.execute(sa.insert(batch_agents), [{**agent, "batch_id": batch["id"], "created_at": now}])
+            conn.execute(sa.insert(batch_agents), [{**asdict(agent), "batch_id": batch.id, "created_at": now}])
         if planned:
-            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+            conn.execute(sa.insert(planned_runs), [{"batch_id": batch.id, **asdict(p)} for p in planned])
             # each run's salt, drawn now, so its seed commitment exists with the plan (issue 23)
             conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
                                                  for p in planned])
@@ -315,7 +300,7 @@ class RunsRepo(Repository):
         row = self._first(query.limit(1))
         return None if row is None else str(row[0])
 
-    def batch_listing(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def batch_listing(self, kind: str | None = None) -> list[BatchSummary]:
         """Every batch, newest first, with `n_planned`, `n_recorded` and `status` (`complete` once
         every slot is recorded and the batch was completed, else `pending`)."""
         pr, b = planned_runs, batches
@@ -330,11 +315,9 @@ class RunsRepo(Repository):
                  .order_by(b.c.created_at.desc(), b.c.id.desc()))
         if kind is not None:
             query = query.where(b.c.kind == kind)
-        rows = [dict(r._mapping) for r in self._all(query)]
-        for r in rows:
-            r["n_planned"], r["n_recorded"] = int(r["n_planned"]), int(r["n_recorded"])
-            r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
-        return rows
+        return [BatchSummary(r.id, r.kind, r.suite_key, r.suite_version, r.agent_spec, r.agent_label, r.trials,
+                             r.created_at, int(r.n_planned), int(r.n_recorded),
+                             "complete" if r.completed_at is not None else "pending") for r in self._all(query)]
 
     def planned_runs(self, batch_id: str) -> list[PlannedSlot]:
         rows = self._all(sa.select(planned_runs).where(planned_runs.c.batch_id == batch_id).order_by(planned_runs.c.slot))
@@ -362,10 +345,10 @@ class RunsRepo(Repository):
         caller wrapped this in a savepoint."""
         if not items:
             return
-        run_rows: list[dict[str, Any]] = []
-        check_rows: list[dict[str, Any]] = []
-        verdict_rows: list[dict[str, Any]] = []
-        usage_rows: list[dict[str, Any]] = []
+        run_rows: list[_Params] = []
+        check_rows: list[_Params] = []
+        verdict_rows: list[_Params] = []
+        usage_rows: list[_Params] = []
         now = utcnow()
         for record, checks, verdict in items:
             usage_rows.extend({**u, "run_id": record.run_id, "created_at": now} for u in record.usage)
