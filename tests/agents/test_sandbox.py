@@ -34,6 +34,7 @@ from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store import Store
 from assay.ui import agent_traceback
+from assay.store.runs_repo import RunsRepo
 from tests.board.test_cli_board import ASSAY, Cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
@@ -167,8 +168,8 @@ def test_an_honest_agent_scores_as_it_does_in_process(sqlite_store: Store) -> No
     assert _by_slot(figures[0]) == _by_slot(figures[1])
     assert {s for _, _, s in _by_slot(figures[0]).values()} == {"completed"}
     assert figures[0]["summary"] == figures[1]["summary"]
-    assert sqlite_store.batch_agent(figures[1]["batch_id"]).options == {"in_process": True}  # type: ignore[union-attr]
-    assert sqlite_store.batch_agent(figures[0]["batch_id"]).options == {}  # type: ignore[union-attr]
+    assert RunsRepo(sqlite_store).batch_agent(figures[1]["batch_id"]).options == {"in_process": True}  # type: ignore[union-attr]
+    assert RunsRepo(sqlite_store).batch_agent(figures[0]["batch_id"]).options == {}  # type: ignore[union-attr]
     # 15 runs, 3 at a time: the workers are pooled (the first is the loader's probe)
     assert sandboxed.pool.started <= 4
 
@@ -179,7 +180,7 @@ def _trials(store: Store, spec: str, *, trials: int = 2, workers: int = 2, limit
     batch = run_suite("forge", factory=factory, trials=trials, workers=workers, store=store, executor=executor,
                       limits=limits or Limits(turn_limit=6, time_limit=10.0))
     results = results_json(store, batch.batch_id, actor=OPERATOR)
-    return [{**t, **dataclasses.asdict(store.run(t["run_id"]))} for c in results["cases"] for t in c["trials"]]  # type: ignore[arg-type]
+    return [{**t, **dataclasses.asdict(RunsRepo(store).run(t["run_id"]))} for c in results["cases"] for t in c["trials"]]  # type: ignore[arg-type]
 
 
 def spec(name: str) -> str:
@@ -305,7 +306,7 @@ def test_the_service_refuses_an_unsandboxed_python_agent(monkeypatch: pytest.Mon
         with pytest.raises(Invalid) as refused:
             submissions.compose(store, "forge", factory=factory, account="alice", label="x", actor=OPERATOR)
         assert "bubblewrap" in str(refused.value) or "--in-process" in str(refused.value)
-    assert store.batch_listing() == []
+    assert RunsRepo(store).batch_listing() == []
 
 
 @pytest.mark.heavy  # starts a process

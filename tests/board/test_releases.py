@@ -13,6 +13,7 @@ from assay.service import releases
 from assay.service.board import board
 from assay.service.cards import card
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 
 from ._support import account, edit_scenario, mini_suite, row_counts, set_version, submit
 
@@ -98,7 +99,7 @@ def test_an_old_release_stays_submittable(store: Store, tmp_path: Path) -> None:
     releases.release_path(store, str(root), actor=OPERATOR)
     account(store, "alice")
     sid = submit(store, "mini", version="1.0")
-    planned = store.planned_runs(sid)
+    planned = RunsRepo(store).planned_runs(sid)
     assert {p.scenario_hash for p in planned} == {p["hash"] for p in releases.scenario_pins(store, old)}
 
 
@@ -153,7 +154,7 @@ def test_built_in_suites_are_released_on_first_use(store: Store) -> None:
     sid = submit(store, "forge")
     release = releases.find_release(store, "forge", None, actor=OPERATOR)
     assert release["builtin"] and release["owner"] == releases.BUILTIN_OWNER
-    assert len(store.planned_runs(sid)) == 5 * 3
+    assert len(RunsRepo(store).planned_runs(sid)) == 5 * 3
     listed = releases.list_releases(store, actor=OPERATOR)
     assert [(r["key"], r["version"]) for r in listed] == [("forge", "1.0")]
 

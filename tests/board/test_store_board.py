@@ -23,6 +23,7 @@ from assay.store import Store, open_store
 from assay.store import db as store_db
 from assay.store.board_schema import BOARD_TABLES, BOARD_VIEWS
 from assay.store.schema import metadata
+from assay.store.runs_repo import RunsRepo
 
 from ._support import account, copy_rows, flaky, mini_suite, recounted_ranks, submit
 
@@ -121,7 +122,7 @@ def test_run_facts_agree_with_the_oracle(mini: Store) -> None:
     sids = [submit(mini, agent=a) for a in ("reference:diligent", "reference:hasty", "reference:overclaimer")]
     sids.append(submit(mini, agent=flaky("CrashOnce")))
     for sid in sids:
-        stored = {r.run_id: r for r in mini.runs_for_batch(sid, bodies=False)}
+        stored = {r.run_id: r for r in RunsRepo(mini).runs_for_batch(sid, bodies=False)}
         for run in submissions.results(mini, sid, actor=OPERATOR)["runs"]:
             row = stored[run["run_id"]]
             v = verdict(row.checks, row.status or "error")

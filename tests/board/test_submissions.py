@@ -15,6 +15,7 @@ from assay.service import accounts, completion, platform_config, releases, submi
 from assay.service.board import board, board_text
 from assay.service.cards import card
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 
 from ._support import account, flaky, mini_suite, recounted_ranks, row_counts, submit
 
@@ -37,13 +38,13 @@ def entries(store: Store, key: str = "mini") -> dict[str, dict]:
 
 def test_the_server_plans_every_scenario_times_reps_with_its_own_seed(mini: Store) -> None:
     sid = submit(mini)
-    planned = mini.planned_runs(sid)
+    planned = RunsRepo(mini).planned_runs(sid)
     assert [(p.case_id, p.trial) for p in planned] == [
         ("forge-all-quiet", 1), ("forge-all-quiet", 2), ("forge-wrong-fix", 1), ("forge-wrong-fix", 2)]
     seeds = [p.seed for p in planned]
     assert len(set(seeds)) == len(seeds) and all(0 <= s < 2**62 for s in seeds)
     assert len({p.run_id for p in planned}) == 4
-    batch = mini.batch(sid)
+    batch = RunsRepo(mini).batch(sid)
     assert batch is not None and batch.kind == "submission" and batch.suite_version == "1.0"
     view = submissions.results(mini, sid, actor=OPERATOR)
     assert [r["seed"] for r in view["runs"]] == seeds  # the owner sees every run's seed

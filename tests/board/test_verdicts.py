@@ -20,6 +20,7 @@ from assay.store import Store
 from assay.store import db as store_db
 from assay.store.rows import StoredVerdict
 from assay.store.views import board_0002, board_0011, board_0013
+from assay.store.runs_repo import RunsRepo
 
 from ._support import flaky, submit
 
@@ -70,7 +71,7 @@ def test_generation_0013_reads_the_verdicts_and_decides_nothing() -> None:
 def test_every_recorded_run_is_stored_with_the_oracles_verdict(mini: Store) -> None:
     sid = submit(mini, agent=WAVERING)
     verdicts = _verdicts(mini)
-    stored = mini.runs_for_batch(sid)
+    stored = RunsRepo(mini).runs_for_batch(sid)
     assert len(stored) == 4 and {r.run_id for r in stored} <= set(verdicts)
     for run in stored:
         assert run.status is not None

@@ -29,6 +29,7 @@ from assay.service.results import results_json
 from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store import Store, open_store
+from assay.store.runs_repo import RunsRepo
 
 from tests.export._support import submit
 from tests.support.cli import run_main
@@ -133,7 +134,7 @@ def test_the_figures_tell_the_agents_apart(built: Built) -> None:
 
 def test_the_transcript_is_the_conversation_with_its_tool_calls(built: Built) -> None:
     log = _log_of(built, built.run)
-    rows = {r.run_id: r for r in built.store.runs_for_batch(built.run)}
+    rows = {r.run_id: r for r in RunsRepo(built.store).runs_for_batch(built.run)}
     for sample in log.samples:
         chat = [e for e in rows[sample.uuid].transcript or [] if e.get("role")]
         assert [m.role for m in sample.messages] == [e["role"] for e in chat]
@@ -156,8 +157,8 @@ def test_no_seed_salt_hidden_truth_or_account_name_in_any_byte(built: Built) -> 
     secrets = [ACCOUNT, str(RUN_SEED)]
     for batch_id in (built.run, built.submission, built.unplayed):
         secrets += list(seed_salts(built.store, batch_id).values())
-        secrets += [str(r.seed) for r in built.store.runs_for_batch(batch_id, bodies=False) if r.seed > 999]
-        secrets.append(built.store.batch(batch_id).agent_spec)  # type: ignore[union-attr]
+        secrets += [str(r.seed) for r in RunsRepo(built.store).runs_for_batch(batch_id, bodies=False) if r.seed > 999]
+        secrets.append(RunsRepo(built.store).batch(batch_id).agent_spec)  # type: ignore[union-attr]
     for loaded in resolve_suite("forge").scenarios:
         truth = loaded.scenario.hidden_truth
         secrets += [ln.strip() for ln in truth.splitlines() if len(ln.strip()) >= 24]
@@ -190,7 +191,7 @@ def test_the_cli_writes_the_logs_and_says_in_one_line_when_inspect_is_missing(
                                "--db", built.url], cwd=tmp_path)
     assert code == 0, err
     files = json.loads(out)["files"]
-    planned = built.store.runs_for_batch(built.submission, bodies=False)
+    planned = RunsRepo(built.store).runs_for_batch(built.submission, bodies=False)
     assert len(files) == 1 and len(_read(tmp_path / "cli" / files[0]).samples) == len(planned) == 15
     monkeypatch.setitem(sys.modules, "inspect_ai", None)  # as where the extra is not installed
     code, out, err = run_main(["export", "--inspect", str(tmp_path / "none"), "--db", built.url], cwd=tmp_path)

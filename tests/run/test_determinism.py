@@ -31,6 +31,7 @@ from assay.service.suites import SuiteBundle, resolve_suite
 from assay.canonical import canonical_hash
 from assay.store.db import open_store
 from assay.store.repo import Store
+from assay.store.runs_repo import RunsRepo
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "misbehaving.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -103,8 +104,8 @@ def test_another_seed_only_jitters_the_virtual_clock(sqlite_store: Store, forge:
     assert {k: v[1:] for k, v in oa.items()} == {k: v[1:] for k, v in ob.items()}
     assert all(oa[k][0] != ob[k][0] for k in oa), "an acting agent's clock should move differently under another seed"
 
-    states_a = {(r.case_id, r.trial): r.final_state for r in sqlite_store.runs_for_batch(a["batch_id"])}
-    states_b = {(r.case_id, r.trial): r.final_state for r in sqlite_store.runs_for_batch(b["batch_id"])}
+    states_a = {(r.case_id, r.trial): r.final_state for r in RunsRepo(sqlite_store).runs_for_batch(a["batch_id"])}
+    states_b = {(r.case_id, r.trial): r.final_state for r in RunsRepo(sqlite_store).runs_for_batch(b["batch_id"])}
     for key, state in states_a.items():
         assert state["clock"]["start"] == states_b[key]["clock"]["start"], key  # the scenario's own clock
         assert without_time(state) == without_time(states_b[key]), key
@@ -204,7 +205,7 @@ def second_host_run(sqlite_store: Store, forge: SuiteBundle) -> dict[str, Any]:
     """Diligent's stored run of forge-second-host: it isolates web-02 and web-03, notifies security, finishes."""
     results = batch(sqlite_store, forge, "reference:diligent", seed=5, trials=1)
     t = next(c for c in results["cases"] if c["case_id"] == "forge-second-host")["trials"][0]
-    stored = sqlite_store.run(t["run_id"])
+    stored = RunsRepo(sqlite_store).run(t["run_id"])
     assert stored is not None and stored.actions is not None
     assert tool_names(stored.actions)[-4:] == ["isolate_host", "isolate_host", "notify", "finish"]
     return dataclasses.asdict(stored)

@@ -22,6 +22,7 @@ from assay.service.results import debrief, results_json
 from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle
 from assay.store.repo import Store
+from assay.store.runs_repo import RunsRepo
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
@@ -180,7 +181,7 @@ def test_the_stored_transcript_holds_nothing_hidden_either(sqlite_store: Store, 
     """The transcript is what the agent saw and said; a debrief adds the truth beside it, not in it."""
     result = run_suite(forge, agent_spec="reference:diligent", trials=1, store=sqlite_store)
     seen = Seen()
-    for row in sqlite_store.runs_for_batch(result.batch_id):
+    for row in RunsRepo(sqlite_store).runs_for_batch(result.batch_id):
         seen.add(row.transcript)
     assert seen.leaks(secrets_of(forge)) == []
 

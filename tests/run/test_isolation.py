@@ -22,6 +22,7 @@ from assay.store.repo import Store
 from assay.worlds.estate.kit import SYSTEM_PROMPT
 from assay.worlds.estate.tools import TOOLS
 from assay.worlds.tooling import FINISH
+from assay.store.runs_repo import RunsRepo
 
 AGENT = f"python:{Path(__file__).resolve().parents[1] / 'fixtures' / 'agents' / 'misbehaving.py'}:mutates_inputs"
 
@@ -44,7 +45,7 @@ def restore_shared_schemas() -> Iterator[None]:
 
 def test_an_agent_editing_its_tools_does_not_reach_later_runs(sqlite_store: Store, forge: SuiteBundle) -> None:
     result = run_suite(forge, agent_spec=AGENT, trials=2, workers=1, store=sqlite_store)
-    summaries = [row.claim_summary for row in sqlite_store.runs_for_batch(result.batch_id)]
+    summaries = [row.claim_summary for row in RunsRepo(sqlite_store).runs_for_batch(result.batch_id)]
     assert summaries == ["pristine"] * 10, "a run was handed tools an earlier run's agent had edited"
 
 
@@ -52,7 +53,7 @@ def test_the_transcript_records_what_the_harness_sent_not_what_the_agent_made_of
     sqlite_store: Store, forge: SuiteBundle
 ) -> None:
     result = run_suite(forge, agent_spec=AGENT, trials=1, workers=1, store=sqlite_store)
-    for row, case in zip(sqlite_store.runs_for_batch(result.batch_id), forge.scenarios):
+    for row, case in zip(RunsRepo(sqlite_store).runs_for_batch(result.batch_id), forge.scenarios):
         assert row.transcript is not None
         assert row.transcript[0] == {"source": "harness", "role": "system", "content": SYSTEM_PROMPT}
         assert row.transcript[1] == {"source": "harness", "role": "user", "content": case.scenario.briefing}

@@ -16,6 +16,7 @@ from assay.errors import Conflict
 from assay.service.execution import pending, stored_agent
 from assay.service.results import replay, results_json
 from assay.store.db import open_store
+from assay.store.runs_repo import RunsRepo
 from tests.support.mcp_client import play
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -49,10 +50,10 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
 
     store = open_store(db_url)
     try:
-        (batch,) = store.batch_listing("run")
-        assert batch["agent_spec"] == "mcp" and batch["n_recorded"] == 1
-        assert pending(store, batch["id"]) == batch["n_planned"] - 1  # the left run is pending again
-        doc = results_json(store, batch["id"], actor=OPERATOR)
+        (batch,) = RunsRepo(store).batch_listing("run")
+        assert batch.agent_spec == "mcp" and batch.n_recorded == 1
+        assert pending(store, batch.id) == batch.n_planned - 1  # the left run is pending again
+        doc = results_json(store, batch.id, actor=OPERATOR)
         played = [t for c in doc["cases"] for t in c["trials"] if t["status"] == "completed"]
         assert len(played) == 1 and played[0]["passed"] and played[0]["score"] == 100
         assert doc["trials_per_case"] == 1 and doc["seed"] == 5
@@ -65,12 +66,12 @@ def test_sessions_play_the_runs_of_one_batch_recorded_and_scored(tmp_path: Path)
     assert again["over"]
     store = open_store(db_url)
     try:
-        (batch,) = store.batch_listing("run")
-        assert batch["n_recorded"] == 2
-        doc = results_json(store, batch["id"], actor=OPERATOR)
+        (batch,) = RunsRepo(store).batch_listing("run")
+        assert batch.n_recorded == 2
+        doc = results_json(store, batch.id, actor=OPERATOR)
         statuses = {t["run_id"]: t["status"] for c in doc["cases"] for t in c["trials"]}
         assert statuses[first_case["run_id"]] == "completed" and list(statuses.values()).count("completed") == 2
         with pytest.raises(Conflict, match="assay mcp"):  # `assay resume` cannot play it: it says who does
-            stored_agent(store, batch["id"])
+            stored_agent(store, batch.id)
     finally:
         store.close()

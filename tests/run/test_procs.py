@@ -21,6 +21,7 @@ from assay.service.results import results_json
 from assay.service.runs import plan_batch, run_suite
 from assay.service.suites import SuiteBundle
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
@@ -62,7 +63,7 @@ def test_runs_are_played_in_the_children_not_here(forge: SuiteBundle, sqlite_sto
     # in process: the agent reports the pid of the process that plays it (a sandboxed one is pid 1)
     batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:async_agent", trials=2, store=sqlite_store,
                       executor=ProcessAsyncExecutor(4, 2), agent_options={"in_process": True})
-    rows = sqlite_store.runs_for_batch(batch.batch_id)
+    rows = RunsRepo(sqlite_store).runs_for_batch(batch.batch_id)
     pids = {(r.claim_summary or "").split(" ", 1)[0] for r in rows}
     assert [r.status for r in rows] == ["completed"] * len(rows)
     assert len(pids) == 2 and str(os.getpid()) not in pids

@@ -29,6 +29,7 @@ from assay.service.results import results_json
 from assay.service.runs import plan_batch, run_suite
 from assay.service.suites import SuiteBundle
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 
 #: under pytest-xdist, every Ray test runs on one worker: one local Ray for them all
 pytestmark = pytest.mark.xdist_group("ray")
@@ -62,7 +63,7 @@ def test_sync_and_async_agents_play_in_ray_worker_processes(
         assert load_agent(f"python:{PID_AGENT}:{name}", in_process=True).is_async is is_async
         batch = run_suite(forge, agent_spec=f"python:{PID_AGENT}:{name}", trials=2, store=sqlite_store,
                           executor=RayExecutor(4, address=ray_address), agent_options={"in_process": True})
-        rows = sqlite_store.runs_for_batch(batch.batch_id)
+        rows = RunsRepo(sqlite_store).runs_for_batch(batch.batch_id)
         assert [r.status for r in rows] == ["completed"] * 2 * len(forge.scenarios)
         where = [(r.claim_summary or "").split(" ", 1) for r in rows]
         pids = {pid for pid, _ in where}

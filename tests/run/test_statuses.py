@@ -33,6 +33,7 @@ from assay.service.runs import run_suite
 from assay.service.suites import SuiteBundle
 from assay.store.db import open_store
 from assay.store.repo import Store
+from assay.store.runs_repo import RunsRepo
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "misbehaving.py"
 
@@ -87,7 +88,7 @@ def all_trials(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 def assert_plan_accounted(store: Store, results: dict[str, Any], bundle: SuiteBundle, trials: int) -> None:
     """Exactly one trial per planned run — no more, no fewer — and the plan is the denominator."""
-    planned = store.planned_runs(results["batch_id"])
+    planned = RunsRepo(store).planned_runs(results["batch_id"])
     assert len(planned) == len(bundle.scenarios) * trials
     assert [c["case_id"] for c in results["cases"]] == [s.id for s in bundle.scenarios]
     for case in results["cases"]:
@@ -148,7 +149,7 @@ def test_a_misbehaving_agent_fails_every_planned_run_with_its_status(
 
 def test_a_crash_is_recorded_with_the_exception_type_and_message(sqlite_store: Store, forge: SuiteBundle) -> None:
     results = run_batch(sqlite_store, forge, agent=spec("raises"), trials=1)
-    run = sqlite_store.run(all_trials(results)[0]["run_id"])
+    run = RunsRepo(sqlite_store).run(all_trials(results)[0]["run_id"])
     assert run.status == "crashed"
     assert run.reason == "agent raised RuntimeError: agent exploded on purpose"
     assert run.turns == 0
@@ -179,7 +180,7 @@ def test_a_turn_limited_run_took_exactly_the_allowed_turns_and_was_nudged(sqlite
     results = run_batch(sqlite_store, forge, agent=spec("chatty"), trials=1)
     for t in all_trials(results):
         assert t["turns"] == FAST.turn_limit
-        run = sqlite_store.run(t["run_id"])
+        run = RunsRepo(sqlite_store).run(t["run_id"])
         said = [m for m in run.transcript if m["role"] == "assistant"]
         assert len(said) == FAST.turn_limit
         assert all(m["content"].startswith("Let me think") for m in said)
@@ -192,7 +193,7 @@ def test_an_unknown_tool_is_answered_with_a_tool_error_and_the_run_completes(sql
     for t in all_trials(results):
         assert t["status"] == "completed", t
         assert t["claimed_success"] is False
-        run = sqlite_store.run(t["run_id"])
+        run = RunsRepo(sqlite_store).run(t["run_id"])
         reply = tool_replies(run.transcript)["call_format"]
         assert "error" in reply
         assert "format_disk" in json.loads(reply)["error"]
@@ -209,7 +210,7 @@ def test_bad_arguments_are_answered_with_tool_errors_and_the_run_completes(sqlit
     for t in all_trials(results):
         assert t["status"] == "completed", t
         assert t["turns"] == 3
-        run = sqlite_store.run(t["run_id"])
+        run = RunsRepo(sqlite_store).run(t["run_id"])
         replies = tool_replies(run.transcript)
         for call_id in ("call_badjson", "call_badtype"):
             assert "error" in replies[call_id], replies
@@ -241,7 +242,7 @@ def test_a_class_agent_is_instantiated_once_per_run(sqlite_store: Store, forge: 
     instances = set()
     for t in all_trials(results):
         assert t["status"] == "completed"
-        summary = sqlite_store.run(t["run_id"]).claim_summary  # type: ignore[union-attr]
+        summary = RunsRepo(sqlite_store).run(t["run_id"]).claim_summary  # type: ignore[union-attr]
         assert summary.startswith("calls=3 "), summary  # not "leak: ..."
         assert t["claimed_success"] is True
         instances.add(summary.split("instance=")[1])
@@ -327,7 +328,7 @@ def test_a_nul_character_in_agent_text_is_stored_as_a_replacement(sqlite_store: 
     assert_plan_accounted(sqlite_store, results, forge, 1)
     for t in all_trials(results):
         assert t["status"] == "completed"
-        said = sqlite_store.run(t["run_id"]).transcript[2]  # type: ignore[union-attr,index]
+        said = RunsRepo(sqlite_store).run(t["run_id"]).transcript[2]  # type: ignore[union-attr,index]
         assert said["role"] == "assistant" and "\x00" not in said["content"] and said["content"].startswith("looking")
 
 
@@ -336,7 +337,7 @@ def test_nan_in_tool_arguments_ends_one_run_not_the_batch(sqlite_store: Store, f
     assert_plan_accounted(sqlite_store, results, forge, 1)
     for t in all_trials(results):
         assert t["status"] == "completed"
-        reply = tool_replies(sqlite_store.run(t["run_id"]).transcript)["call_nan"]  # type: ignore[union-attr,arg-type]
+        reply = tool_replies(RunsRepo(sqlite_store).run(t["run_id"]).transcript)["call_nan"]  # type: ignore[union-attr,arg-type]
         assert "error" in reply
 
 

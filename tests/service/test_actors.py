@@ -101,11 +101,11 @@ def test_the_owner_unpublishes_and_staff_administer(world: tuple[Store, str]) ->
 
 def test_listings_show_each_actor_what_is_theirs_or_public(world: tuple[Store, str]) -> None:
     store, sid = world
-    assert [s["id"] for s in batches.list_submissions(store, actor=ALICE)] == [sid]
+    assert [s.id for s in batches.list_submissions(store, actor=ALICE)] == [sid]
     assert batches.list_submissions(store, actor=BOB) == []
     assert batches.list_submissions(store, account="alice", actor=BOB) == []
     assert batches.list_submissions(store, actor=agent_of("alice")) == []
-    assert [s["id"] for s in batches.list_submissions(store, actor=OPERATOR)] == [sid]
+    assert [s.id for s in batches.list_submissions(store, actor=OPERATOR)] == [sid]
     with pytest.raises(Forbidden):
         batches.list_batches(store, actor=ALICE)
     staff_keys = {r["key"] for r in releases.list_releases(store, actor=OPERATOR)}

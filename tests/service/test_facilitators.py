@@ -15,6 +15,7 @@ from assay.scenario.rubric import parse_rubric
 from assay.service import accounts, board, results, scoring, submissions
 from assay.service.actors import OPERATOR, PUBLIC
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 from tests.support.fake_judge_server import FakeJudgeServer, JudgeCall, content
 
 
@@ -85,7 +86,7 @@ def test_a_remote_agent_plays_against_a_model_facilitator_asked_once_per_line(sq
     assert view["status"] == "complete" and view["facilitator_models"] == ["openai:gm-1"]
     spoken: dict[str, list[str]] = {}
     for run in view["runs"]:
-        record = store.run(run["run_id"])
+        record = RunsRepo(store).run(run["run_id"])
         assert record is not None and record.status == "completed" and record.transcript is not None
         spoken[run["run_id"]] = [e["content"] for e in record.transcript
                                  if e.get("source") == "facilitator" and e.get("role") == "user"]

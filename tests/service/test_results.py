@@ -23,6 +23,8 @@ from assay.service.execution import execute_tasks
 from assay.service.runs import plan_batch
 from assay.service.suites import record_scenarios, resolve_suite
 from assay.store.repo import Store
+from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 
 def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: Store) -> None:
@@ -31,10 +33,10 @@ def test_a_planned_run_that_never_arrived_counts_as_a_failed_error_trial(store: 
     record_scenarios(store, bundle.scenarios)
     planned = plan_batch(bundle, trials=2, seed=0)
     batch_id = uuid.uuid4().hex
-    store.add_batch(
-        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
-         "agent_spec": factory.spec, "agent_label": "diligent", "config_signature": factory.config_signature,
-         "harness_version": HARNESS_VERSION, "trials": 2, "base_seed": 0},
+    RunsRepo(store).add_batch(
+        NewBatch(id=batch_id, kind="run", suite_key=bundle.key, suite_version=bundle.version,
+                 agent_spec=factory.spec, agent_label="diligent", config_signature=factory.config_signature,
+                 harness_version=HARNESS_VERSION, trials=2, base_seed=0),
         planned,
     )
     arrived = [p for p in planned if p.trial == 1]  # every trial 2 is lost
@@ -114,7 +116,7 @@ def test_a_debrief_names_the_paths_a_check_found_nothing_at(store: Store) -> Non
     run_id = results_json(store, result.batch_id, actor=OPERATOR)["cases"][0]["trials"][0]["run_id"]
     view = debrief(store, run_id, actor=OPERATOR)
     assert all(c["not_found"] == [] for c in view["checks"])
-    run = store.run(run_id)
+    run = RunsRepo(store).run(run_id)
     assert run is not None and run.scenario is not None
     check = next(c for c in run.scenario.document["checks"] if "path" in c["expect"])
     keys = split_path(check["expect"]["path"])

@@ -9,6 +9,8 @@ from typing import Any
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.score.oracle import run_verdict
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 
 def sha(text: str) -> str:
@@ -109,8 +111,8 @@ def scored(rec: RunRecord, checks: list[CheckOutcome]) -> tuple[RunRecord, list[
 def seeded_batch(store: Store, n: int = 3) -> tuple[dict[str, Any], list[PlannedRun]]:
     """A stored scenario plus a stored batch of `n` planned slots (no runs yet)."""
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     batch = batch_row()
     planned = plan(kwargs["content_hash"], n=n)
-    store.add_batch(batch, planned)
+    RunsRepo(store).add_batch(NewBatch(**batch), planned)
     return batch, planned

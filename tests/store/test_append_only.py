@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
 
 from ._factories import CHECKS, scored, record, seeded_batch
 
@@ -29,7 +30,7 @@ def filled(store: Store) -> Store:
     _, planned = seeded_batch(store, n=1)
     usage = [{"role": "agent", "model": "m", "prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 20,
               "calls": 2, "latency_ms": 900, "self_reported": False}]
-    store.add_runs([scored(record(planned[0], status="timeout", reason="took too long", usage=usage), CHECKS)])
+    RunsRepo(store).add_runs([scored(record(planned[0], status="timeout", reason="took too long", usage=usage), CHECKS)])
     return store
 
 
@@ -78,6 +79,6 @@ def test_failed_run_cannot_be_rewritten_as_completed(filled: Store) -> None:
                 sa.text("UPDATE runs SET status = 'completed', reason = NULL WHERE run_id = :r"),
                 {"r": run_id},
             )
-    stored = filled.run(run_id)
+    stored = RunsRepo(filled).run(run_id)
     assert stored is not None
     assert (stored.status, stored.reason) == ("timeout", "took too long")

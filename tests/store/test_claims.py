@@ -16,6 +16,7 @@ from assay.store import claims as claims_module
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.schema import DURABLE_APPEND_ONLY_TABLES, claim_holders, run_claims, utcnow
 from assay.service.execution import _append
+from assay.store.runs_repo import RunsRepo
 
 from ._factories import CHECKS, scored, record, seeded_batch
 
@@ -49,7 +50,7 @@ def test_two_holders_split_a_batch_and_never_share_a_slot(store: Store) -> None:
 
 def test_recorded_slots_are_never_claimed(store: Store) -> None:
     batch, planned = seeded_batch(store, n=4)
-    store.add_runs([scored(record(p), CHECKS) for p in planned[:3]])
+    RunsRepo(store).add_runs([scored(record(p), CHECKS) for p in planned[:3]])
     with Holder(store) as h:
         won, cursor = ClaimRepo(store).claim(batch["id"], h.id, 10)
     assert won == [planned[3].run_id] and cursor == -1
@@ -80,16 +81,16 @@ def test_a_run_recorded_twice_is_kept_once(store: Store) -> None:
     """A process that played a slot it had lost finds it recorded: its record is dropped, the
     others in the same flush are stored."""
     batch, planned = seeded_batch(store, n=3)
-    store.add_runs([scored(record(planned[0]), CHECKS)])
+    RunsRepo(store).add_runs([scored(record(planned[0]), CHECKS)])
     _append(store, [scored(record(planned[0], status="timeout"), CHECKS), scored(record(planned[1]), CHECKS)])
-    rows = {r.run_id: r.status for r in store.runs_for_batch(batch["id"], bodies=False)}
+    rows = {r.run_id: r.status for r in RunsRepo(store).runs_for_batch(batch["id"], bodies=False)}
     assert rows == {planned[0].run_id: "completed", planned[1].run_id: "completed", planned[2].run_id: None}
 
 
 def test_claims_and_completions_are_append_only_and_a_heartbeat_is_an_update(store: Store) -> None:
     batch, planned = seeded_batch(store, n=1)
-    store.add_runs([scored(record(planned[0]), CHECKS)])
-    assert store.add_completion(batch["id"])
+    RunsRepo(store).add_runs([scored(record(planned[0]), CHECKS)])
+    assert RunsRepo(store).add_completion(batch["id"])
     with Holder(store) as h:
         writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
         with writer.begin() as conn:

@@ -8,16 +8,18 @@ import sys
 import textwrap
 
 from assay.store import open_store
+from assay.store.runs_repo import RunsRepo
 
 WRITER = textwrap.dedent(
     """
     import hashlib, sys
     from assay.store import open_store
+    from assay.store.runs_repo import RunsRepo
     url, who = sys.argv[1], sys.argv[2]
     store = open_store(url)
     for i in range(10):
         body = f"{who}-{i}"
-        store.add_scenario_version(
+        RunsRepo(store).add_scenario_version(
             case_id="race", content_hash=hashlib.sha256(body.encode()).hexdigest(),
             checks_hash="c" * 64, frozen_on=None, kit="estate", title="t", language="en",
             document={"body": body}, world_fingerprint="w" * 64,
@@ -38,6 +40,6 @@ def test_concurrent_first_open_and_writes(db_url: str) -> None:
         assert code == 0, err
     store = open_store(db_url)
     try:
-        assert [r.version for r in store.scenario_versions("race")] == list(range(1, 31))
+        assert [r.version for r in RunsRepo(store).scenario_versions("race")] == list(range(1, 31))
     finally:
         store.close()

@@ -34,6 +34,7 @@ from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store import open_store
 from assay.store.faults import Retry, StoreUnavailable, is_fault, is_transient
+from assay.store.runs_repo import RunsRepo
 from tests.e2e.test_cli import assay
 
 FORGE = resolve_suite("forge")
@@ -168,12 +169,12 @@ def test_a_batch_survives_transient_faults_on_every_kind_of_statement(store: Any
                              "FROM planned_runs")]
     result = run_suite(FORGE, agent_spec="reference:diligent", trials=4, store=store)
     assert [len(f) for f in failed] == [2, 2, 2, 2] and len(clock.slept) == 8  # every fault met, waited out
-    rows = store.runs_for_batch(result.batch_id, bodies=False)
+    rows = RunsRepo(store).runs_for_batch(result.batch_id, bodies=False)
     assert len(rows) == 20 and all(r.status == "completed" for r in rows)
     with store.engine.connect() as conn:
         per_run = conn.execute(sa.text("SELECT run_id, COUNT(*) FROM run_verdicts GROUP BY run_id")).all()
     assert all(n == 1 for _, n in per_run)
-    assert store.add_completion(result.batch_id)
+    assert RunsRepo(store).add_completion(result.batch_id)
 
 
 def test_a_store_down_past_the_bound_stops_the_batch_naming_it_and_resume_finishes_it(store: Any) -> None:
@@ -188,9 +189,9 @@ def test_a_store_down_past_the_bound_stops_the_batch_naming_it_and_resume_finish
     assert caught.value.batch_id == created[0] and caught.value.waited >= 1
     assert f"`assay resume {created[0]}`" in caught.value.line()
     injected.stop()
-    assert store.unrecorded(created[0]) == 10
+    assert RunsRepo(store).unrecorded(created[0]) == 10
     _resume(store, created[0])
-    assert store.unrecorded(created[0]) == 0 and store.add_completion(created[0])
+    assert RunsRepo(store).unrecorded(created[0]) == 0 and RunsRepo(store).add_completion(created[0])
 
 
 def test_an_exclusive_lock_held_on_a_sqlite_store_mid_batch_is_waited_out(
@@ -248,17 +249,18 @@ class _Failing:
     """A store whose run writes fail for good (a full disk, say) after `ok` writes."""
 
     url = "sqlite:///failing"
+    engine = writer = None  # what `RunsRepo(store)` reads; nothing here connects
 
     def __init__(self, ok: int = 0) -> None:
         self.ok, self.writes = ok, 0
 
-    def add_runs(self, items: list[Any]) -> None:
-        self.writes += 1
+    def transaction(self, _body: Any, *, write: bool = True) -> Any:
+        if not write:
+            return set()  # `RunsRepo.recorded`: nothing is recorded
+        self.writes += 1  # `RunsRepo.add_runs`: one write transaction per call
         if self.writes > self.ok:
             raise FULL
-
-    def recorded(self, _ids: Any) -> set[str]:
-        return set()
+        return None
 
 
 def _records(n: int) -> list[RunRecord]:

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from assay.store import Store, open_store
-from assay.store import repo as store_repo
+from assay.store import handle as store_repo
 
 
 @pytest.fixture()

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from assay.errors import BadInput
 from assay.store import Store
+from assay.store.runs_repo import RunsRepo
+from assay.store.rows import NewBatch
 
 from ._factories import CHECKS, scored, batch_row, plan, record, scenario
 
@@ -52,11 +54,11 @@ def json_values(postgres: bool) -> st.SearchStrategy[Any]:
 def _store_one(store: Store, final_state: dict[str, Any], transcript: list[Any],
                actions: list[Any], document: dict[str, Any]) -> tuple[str, str]:
     kwargs = scenario(body=repr(document)[:200] + str(id(document)), document=document)
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    store.add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot, final_state=final_state, transcript=transcript, actions=actions)
-    store.add_runs([scored(rec, CHECKS)])
+    RunsRepo(store).add_runs([scored(rec, CHECKS)])
     return slot.run_id, kwargs["content_hash"]
 
 
@@ -75,13 +77,13 @@ def test_json_round_trip_is_exact(store: Store) -> None:
     def check(final_state: dict[str, Any], transcript: list[Any], document: dict[str, Any]) -> None:
         actions = [{"tool": "write", "arguments": final_state}]
         run_id, content_hash = _store_one(store, final_state, transcript, actions, document)
-        got = store.run(run_id)
+        got = RunsRepo(store).run(run_id)
         assert got is not None
         assert same(got.final_state, final_state)
         assert same(got.transcript, transcript)
         assert same(got.actions, actions)
         assert got.scenario is not None and same(got.scenario.document, document)
-        assert same(store.scenario_by_hash(content_hash).document, document)  # type: ignore[union-attr]
+        assert same(RunsRepo(store).scenario_by_hash(content_hash).document, document)  # type: ignore[union-attr]
 
     check()
 
@@ -101,7 +103,7 @@ def test_awkward_but_storable_values_round_trip(store: Store) -> None:
     }
     transcript: list[Any] = [{"role": "assistant", "content": None, "tool_calls": []}]
     run_id, _ = _store_one(store, state, transcript, [], {"nested": [[[{}]]]})
-    got = store.run(run_id)
+    got = RunsRepo(store).run(run_id)
     assert got is not None
     assert same(got.final_state, state) and same(got.transcript, transcript)
 
@@ -116,25 +118,25 @@ def test_values_no_backend_can_store_exactly_are_refused_on_both(
     store: Store, bad: dict[str, Any]
 ) -> None:
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    store.add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     with pytest.raises(BadInput, match=f"run {slot.run_id}: final_state is not storable JSON"):
-        store.add_runs([scored(record(slot, final_state=bad), CHECKS)])
-    assert store.run(slot.run_id).status is None  # type: ignore[union-attr]
+        RunsRepo(store).add_runs([scored(record(slot, final_state=bad), CHECKS)])
+    assert RunsRepo(store).run(slot.run_id).status is None  # type: ignore[union-attr]
     with pytest.raises(BadInput, match="document is not storable JSON"):
-        store.add_scenario_version(**scenario(body="bad", document=bad))
-    assert store.latest_scenarios()[0].content_hash == kwargs["content_hash"]
+        RunsRepo(store).add_scenario_version(**scenario(body="bad", document=bad))
+    assert RunsRepo(store).latest_scenarios()[0].content_hash == kwargs["content_hash"]
 
 
 def test_record_dataclass_round_trip(store: Store) -> None:
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    store.add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot)
-    store.add_runs([scored(rec, CHECKS)])
-    got = store.run(slot.run_id)
+    RunsRepo(store).add_runs([scored(rec, CHECKS)])
+    got = RunsRepo(store).run(slot.run_id)
     assert got is not None
     for name in type(rec).model_fields:
         if name == "usage":  # kept in run_usage, a row per (role, model): tests/usage
@@ -146,11 +148,11 @@ def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
     import json
 
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    store.add_batch(batch_row(), [slot])
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [slot])
     rec = record(slot, final_state={"ignored": True}).with_final_state_text(
         json.dumps({"b": 1, "a": ["é"]}, separators=(",", ":"), ensure_ascii=False))
-    store.add_runs([scored(rec, CHECKS)])
-    got = store.run(slot.run_id)
+    RunsRepo(store).add_runs([scored(rec, CHECKS)])
+    got = RunsRepo(store).run(slot.run_id)
     assert got is not None and got.final_state == {"b": 1, "a": ["é"]}

@@ -17,6 +17,7 @@ from assay.store import db as store_db
 from assay.store.board_schema import BOARD_TABLES
 from assay.store.schema import APPEND_ONLY_TABLES, DURABLE_APPEND_ONLY_TABLES, metadata
 from assay.store.triggers import append_only
+from assay.store.runs_repo import RunsRepo
 
 from ._factories import scenario
 
@@ -86,7 +87,7 @@ def test_reopen_is_idempotent_and_skips_the_upgrade(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = open_store(db_url)
-    version = first.add_scenario_version(**scenario())
+    version = RunsRepo(first).add_scenario_version(**scenario())
     first.close()
 
     def no_upgrade(*args: object, **kwargs: object) -> None:
@@ -95,7 +96,7 @@ def test_reopen_is_idempotent_and_skips_the_upgrade(
     monkeypatch.setattr(command, "upgrade", no_upgrade)
     again = open_store(db_url)
     try:
-        assert again.scenario_versions("estate-001")[0].version == version == 1
+        assert RunsRepo(again).scenario_versions("estate-001")[0].version == version == 1
         assert store_db.migrate(again.engine) is False
     finally:
         again.close()

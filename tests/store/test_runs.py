@@ -11,7 +11,9 @@ import sqlalchemy as sa
 from assay.errors import BadInput
 from assay.records import CheckOutcome
 from assay.store import Store
-from assay.store.rows import PlannedSlot
+from assay.store.rows import Batch, NewBatch, PlannedSlot
+from assay.store.schema import batches
+from assay.store.runs_repo import RunsRepo
 
 from ._factories import CHECKS, scored, batch_row, new_id, plan, record, scenario, seeded_batch
 
@@ -23,14 +25,14 @@ def _count(store: Store, table: str) -> int:
 
 def test_batch_and_plan_round_trip(store: Store) -> None:
     batch, planned = seeded_batch(store, n=3)
-    stored = store.batch(batch["id"])
+    stored = RunsRepo(store).batch(batch["id"])
     assert stored is not None
     assert {k: getattr(stored, k) for k in batch} == batch
     assert stored.created_at.tzinfo is not None
     assert stored.created_at.utcoffset() == timezone.utc.utcoffset(None)
-    assert store.planned_runs(batch["id"]) == [PlannedSlot(batch_id=batch["id"], **dataclasses.asdict(p)) for p in planned]
-    assert store.batch("missing") is None
-    assert store.planned_runs("missing") == []
+    assert RunsRepo(store).planned_runs(batch["id"]) == [PlannedSlot(batch_id=batch["id"], **dataclasses.asdict(p)) for p in planned]
+    assert RunsRepo(store).batch("missing") is None
+    assert RunsRepo(store).planned_runs("missing") == []
 
 
 def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store) -> None:
@@ -38,9 +40,9 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
     first = record(planned[0], status="completed")
     third = record(planned[2], status="crashed", reason="agent raised KeyError",
                    claimed_success=None, claim_summary=None)
-    store.add_runs([scored(third, CHECKS[:1]), scored(first, CHECKS)])
+    RunsRepo(store).add_runs([scored(third, CHECKS[:1]), scored(first, CHECKS)])
 
-    slots = store.runs_for_batch(batch["id"])
+    slots = RunsRepo(store).runs_for_batch(batch["id"])
     assert [s.slot for s in slots] == [0, 1, 2]
     assert [s.status for s in slots] == ["completed", None, "crashed"]
 
@@ -65,8 +67,8 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
 
 def test_runs_for_batch_without_bodies(store: Store) -> None:
     batch, planned = seeded_batch(store, n=1)
-    store.add_runs([scored(record(planned[0]), CHECKS)])
-    [slot] = store.runs_for_batch(batch["id"], bodies=False)
+    RunsRepo(store).add_runs([scored(record(planned[0]), CHECKS)])
+    [slot] = RunsRepo(store).runs_for_batch(batch["id"], bodies=False)
     assert slot.status == "completed" and len(slot.checks) == 3
     assert slot.final_state is None and slot.transcript is None and slot.actions is None
 
@@ -75,70 +77,70 @@ def test_runs_of_other_batches_do_not_leak_in(store: Store) -> None:
     batch, planned = seeded_batch(store, n=2)
     other = batch_row()
     other_plan = plan(planned[0].scenario_hash, n=2)
-    store.add_batch(other, other_plan)
-    store.add_runs([scored(record(p), CHECKS) for p in other_plan])
-    assert [s.status for s in store.runs_for_batch(batch["id"])] == [None, None]
+    RunsRepo(store).add_batch(NewBatch(**other), other_plan)
+    RunsRepo(store).add_runs([scored(record(p), CHECKS) for p in other_plan])
+    assert [s.status for s in RunsRepo(store).runs_for_batch(batch["id"])] == [None, None]
 
 
 def test_latest_batch_id_is_the_latest_completed_batch(store: Store) -> None:
-    assert store.latest_batch_id() is None
+    assert RunsRepo(store).latest_batch_id() is None
     first, planned = seeded_batch(store, n=1)
-    assert store.add_completion(first["id"]) is False  # its one slot has no run yet
-    assert store.latest_batch_id() is None
-    store.add_runs([scored(record(planned[0]), CHECKS)])
-    assert store.add_completion(first["id"]) is True
+    assert RunsRepo(store).add_completion(first["id"]) is False  # its one slot has no run yet
+    assert RunsRepo(store).latest_batch_id() is None
+    RunsRepo(store).add_runs([scored(record(planned[0]), CHECKS)])
+    assert RunsRepo(store).add_completion(first["id"]) is True
     second = batch_row(kind="submission")
     second_plan = plan(planned[0].scenario_hash, n=1)
-    store.add_batch(second, second_plan)
-    assert store.latest_batch_id() == first["id"]  # the second has not finished
-    store.add_runs([scored(record(second_plan[0]), CHECKS)])
-    assert store.add_completion(second["id"]) is True
-    assert store.add_completion(second["id"]) is True  # once is enough; again changes nothing
-    assert store.latest_batch_id() == second["id"]
-    assert store.latest_batch_id(kind="run") == first["id"]
+    RunsRepo(store).add_batch(NewBatch(**second), second_plan)
+    assert RunsRepo(store).latest_batch_id() == first["id"]  # the second has not finished
+    RunsRepo(store).add_runs([scored(record(second_plan[0]), CHECKS)])
+    assert RunsRepo(store).add_completion(second["id"]) is True
+    assert RunsRepo(store).add_completion(second["id"]) is True  # once is enough; again changes nothing
+    assert RunsRepo(store).latest_batch_id() == second["id"]
+    assert RunsRepo(store).latest_batch_id(kind="run") == first["id"]
 
 
 def test_run_lookup_by_full_id_and_by_prefix(store: Store) -> None:
     _, planned = seeded_batch(store, n=2)
     rec = record(planned[0])
-    store.add_runs([scored(rec, CHECKS)])
-    full = store.run(rec.run_id)
+    RunsRepo(store).add_runs([scored(rec, CHECKS)])
+    full = RunsRepo(store).run(rec.run_id)
     assert full is not None
     assert full.status == "completed" and full.final_state == rec.final_state
     assert full.checks == tuple(CHECKS)
     assert full.scenario is not None and full.scenario.content_hash == rec.scenario_hash
     assert full.scenario.case_id == "estate-001"
-    assert store.run(rec.run_id[:6]) == full
+    assert RunsRepo(store).run(rec.run_id[:6]) == full
     # a planned run that never produced a record is still found, with no status
-    pending = store.run(planned[1].run_id)
+    pending = RunsRepo(store).run(planned[1].run_id)
     assert pending is not None and pending.status is None and pending.checks == ()
-    assert store.run("f" * 32 if not rec.run_id.startswith("f") else "0" * 32) is None
+    assert RunsRepo(store).run("f" * 32 if not rec.run_id.startswith("f") else "0" * 32) is None
 
 
 def test_ambiguous_or_short_prefix_is_bad_input(store: Store) -> None:
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     planned = plan(kwargs["content_hash"], n=2)
     planned = [dataclasses.replace(p, run_id=f"abcdef{i}" + "0" * 25) for i, p in enumerate(planned)]
-    store.add_batch(batch_row(), planned)
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), planned)
     with pytest.raises(BadInput, match="ambiguous"):
-        store.run("abcdef")
-    assert store.run("abcdef1").run_id == planned[1].run_id  # type: ignore[union-attr]
+        RunsRepo(store).run("abcdef")
+    assert RunsRepo(store).run("abcdef1").run_id == planned[1].run_id  # type: ignore[union-attr]
     with pytest.raises(BadInput, match="at least 6"):
-        store.run("abcde")
+        RunsRepo(store).run("abcde")
     # LIKE wildcards in a prefix are literal characters, not patterns
-    assert store.run("abc%ef") is None
-    assert store.run("abcde_") is None
+    assert RunsRepo(store).run("abc%ef") is None
+    assert RunsRepo(store).run("abcde_") is None
 
 
 def test_prefix_lookup_is_case_sensitive_on_both_backends(store: Store) -> None:
     """SQLite's LIKE ignores case; the lookup must not, or the backends would disagree."""
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     [slot] = plan(kwargs["content_hash"], n=1)
-    store.add_batch(batch_row(), [dataclasses.replace(slot, run_id="abcdef" + "0" * 26)])
-    assert store.run("ABCDEF") is None
-    assert store.run("abcdef") is not None
+    RunsRepo(store).add_batch(NewBatch(**batch_row()), [dataclasses.replace(slot, run_id="abcdef" + "0" * 26)])
+    assert RunsRepo(store).run("ABCDEF") is None
+    assert RunsRepo(store).run("abcdef") is not None
 
 
 def test_a_batch_of_runs_is_one_transaction(store: Store) -> None:
@@ -147,7 +149,7 @@ def test_a_batch_of_runs_is_one_transaction(store: Store) -> None:
     good = record(planned[0])
     bad = record(planned[1], seed=planned[1].seed + 1)
     with pytest.raises(BadInput, match="seed"):
-        store.add_runs([scored(good, CHECKS), scored(bad, CHECKS)])
+        RunsRepo(store).add_runs([scored(good, CHECKS), scored(bad, CHECKS)])
     assert _count(store, "runs") == 0 and _count(store, "check_outcomes") == 0
 
 
@@ -155,22 +157,22 @@ def test_a_run_that_was_never_planned_is_refused(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     stray = record(dataclasses.replace(planned[0], run_id=new_id()))
     with pytest.raises(BadInput, match="not in any plan"):
-        store.add_runs([scored(stray, [])])
+        RunsRepo(store).add_runs([scored(stray, [])])
     assert _count(store, "runs") == 0
 
 
 def test_a_run_is_stored_once(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
-    store.add_runs([scored(record(planned[0]), CHECKS)])
+    RunsRepo(store).add_runs([scored(record(planned[0]), CHECKS)])
     with pytest.raises(BadInput, match="refused by the database"):
-        store.add_runs([scored(record(planned[0], status="completed"), [])])
+        RunsRepo(store).add_runs([scored(record(planned[0], status="completed"), [])])
     assert _count(store, "runs") == 1
 
 
 def test_an_unknown_status_is_refused_by_the_database(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     with pytest.raises(BadInput, match="refused by the database"):
-        store.add_runs([scored(record(planned[0], status="passed"), [])])  # type: ignore[arg-type]
+        RunsRepo(store).add_runs([scored(record(planned[0], status="passed"), [])])  # type: ignore[arg-type]
     assert _count(store, "runs") == 0
 
 
@@ -178,39 +180,40 @@ def test_duplicate_check_ids_in_one_run_are_refused(store: Store) -> None:
     _, planned = seeded_batch(store, n=1)
     twice = [CHECKS[0], CheckOutcome("web_up", 1, False, False)]
     with pytest.raises(BadInput):
-        store.add_runs([scored(record(planned[0]), twice)])
+        RunsRepo(store).add_runs([scored(record(planned[0]), twice)])
     assert _count(store, "runs") == 0
 
 
 def test_plan_must_point_at_stored_scenarios_of_its_case(store: Store) -> None:
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     with pytest.raises(BadInput, match="is not stored"):
-        store.add_batch(batch_row(), plan("9" * 64, n=1))
+        RunsRepo(store).add_batch(NewBatch(**batch_row()), plan("9" * 64, n=1))
     with pytest.raises(BadInput, match="which is case 'estate-001'"):
-        store.add_batch(batch_row(), plan(kwargs["content_hash"], case_id="other", n=1))
+        RunsRepo(store).add_batch(NewBatch(**batch_row()), plan(kwargs["content_hash"], case_id="other", n=1))
     assert _count(store, "batches") == 0 and _count(store, "planned_runs") == 0
 
 
-def test_batch_fields_are_checked(store: Store) -> None:
-    with pytest.raises(ValueError, match="missing \\['trials'\\]"):
-        store.add_batch({k: v for k, v in batch_row().items() if k != "trials"}, [])
+def test_a_new_batch_has_every_batches_column_but_its_time() -> None:
+    columns = [c.name for c in batches.c]
+    assert [f.name for f in dataclasses.fields(NewBatch)] == [c for c in columns if c != "created_at"]
+    assert [f.name for f in dataclasses.fields(Batch)] == columns
 
 
 def test_duplicate_slot_is_refused_whole(store: Store) -> None:
     kwargs = scenario()
-    store.add_scenario_version(**kwargs)
+    RunsRepo(store).add_scenario_version(**kwargs)
     planned = plan(kwargs["content_hash"], n=2)
     planned[1] = dataclasses.replace(planned[1], slot=0)
     with pytest.raises(BadInput, match="refused by the database"):
-        store.add_batch(batch_row(), planned)
+        RunsRepo(store).add_batch(NewBatch(**batch_row()), planned)
     assert _count(store, "batches") == 0
 
 
 def test_many_runs_in_one_call(store: Store) -> None:
     """More runs than one IN (...) chunk, in a single transaction."""
     batch, planned = seeded_batch(store, n=1200)
-    store.add_runs([scored(record(p), CHECKS) for p in planned])
-    slots = store.runs_for_batch(batch["id"], bodies=False)
+    RunsRepo(store).add_runs([scored(record(p), CHECKS) for p in planned])
+    slots = RunsRepo(store).runs_for_batch(batch["id"], bodies=False)
     assert len(slots) == 1200 and all(s.status == "completed" for s in slots)
     assert _count(store, "check_outcomes") == 3600

@@ -18,6 +18,7 @@ from assay.service import accounts, execution
 from assay.service.actors import OPERATOR
 from assay.store import Store
 from assay.store.rows import StoredRun
+from assay.store.runs_repo import RunsRepo
 
 from .conftest import bearer, issue_key
 
@@ -96,7 +97,7 @@ class RemoteAgent:
 
 
 def planned_of(store: Store, run_id: str) -> PlannedRun:
-    row = store.run(run_id)
+    row = RunsRepo(store).run(run_id)
     assert row is not None
     return PlannedRun(row.run_id, row.slot, row.case_id, row.scenario_hash, row.trial, row.seed)
 
@@ -126,7 +127,7 @@ def _batch_of(store: Store, run_id: str) -> str:
 
 def same_as_stored(store: Store, run_id: str, expected: RunRecord) -> StoredRun:
     """Assert the stored run is the in-process one, field by field; returns the stored row."""
-    row = store.run(run_id)
+    row = RunsRepo(store).run(run_id)
     assert row is not None and row.status is not None, f"run {run_id} is not recorded"
     for name in ("status", "reason", "turns", "claimed_success", "claim_summary", "final_state_hash",
                  "transcript", "actions"):

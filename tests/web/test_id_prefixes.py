@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from assay.errors import BadInput, NotFound
 from assay.service import batches, compare, remote, results, submissions
 from assay.service.actors import account_actor
+from assay.store.runs_repo import RunsRepo
 
 from ._remote import accounts_and_keys
 from .conftest import bearer, make_app
@@ -71,7 +72,7 @@ def test_over_the_api_a_prefix_expands_only_to_the_callers_own_submissions(web_s
 
 def test_every_service_resolver_keeps_an_accounts_prefixes_to_its_own_ids(web_store: Any, shared_prefix: Any) -> None:
     alice = account_actor("alice")
-    run_of_bob = web_store.planned_runs(BOB[0])[0].run_id
+    run_of_bob = RunsRepo(web_store).planned_runs(BOB[0])[0].run_id
     for call in (lambda: batches.find(web_store, "abcdef", actor=alice),
                  lambda: results.batch_results(web_store, "abcdef", actor=alice),
                  lambda: compare.compare(web_store, "abcdef", ALICE[0], actor=alice)):

@@ -29,6 +29,7 @@ from assay.service import submissions
 from assay.service.actors import OPERATOR
 from assay.store.claims import ClaimRepo
 from assay.store.remote_repo import RemoteRepo
+from assay.store.runs_repo import RunsRepo
 from tests.support.mcp_client import play
 
 from ._remote import accounts_and_keys, submit_remote
@@ -159,7 +160,7 @@ def test_a_killed_client_leaves_its_run_pending_again_after_its_lease(web_store:
         clock.now += sessions.lease_seconds
         assert sessions.reap() == [lease["run_id"]]
         assert ClaimRepo(web_store).n_pending(submission_id) == n_planned  # pending again, nothing recorded
-        assert not web_store.recorded([lease["run_id"]])
+        assert not RunsRepo(web_store).recorded([lease["run_id"]])
 
         async def resume() -> tuple[str, str]:  # the next session takes it up where it was
             async with _client(url, keys.alice_agent) as client:

@@ -29,6 +29,7 @@ from assay.store import Store
 from assay.store.db import create_store_engine
 from assay.store.faults import Retry
 from assay.web.workers import Workers
+from assay.store.runs_repo import RunsRepo
 from tests.conftest import _free_port
 
 from ._remote import RemoteAgent, accounts_and_keys, submit_remote
@@ -139,7 +140,7 @@ def test_a_fault_after_the_claim_leaves_the_run_claimable_not_a_ghost_lease(web_
     assert len(injected) >= 2  # tried again, from the start, until the bound
     injected.stop()
     lease = client.post("/api/agent/runs/next", headers=bearer(keys.alice_agent)).json()
-    first = web_store.planned_runs(submission_id)[0].run_id
+    first = RunsRepo(web_store).planned_runs(submission_id)[0].run_id
     assert lease["run_id"] == first and lease["pending"] == 14  # the same run, at its first attempt
     assert _claims(web_store, submission_id) == [(first, 1, None)]
 
@@ -179,8 +180,8 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
     signal.signal(signal.SIGTERM, before)
 
 
-def _status(store: Store, submission_id: str) -> dict[str, Any]:
-    return next(r for r in batches.list_submissions(store, actor=OPERATOR) if r["id"] == submission_id)
+def _status(store: Store, submission_id: str) -> batches.SubmissionSummary:
+    return next(r for r in batches.list_submissions(store, actor=OPERATOR) if r.id == submission_id)
 
 
 @pytest.mark.parametrize(("db_url", "finisher"), [("postgresql", "sweeper"), ("sqlite", "resume"),
@@ -204,8 +205,8 @@ def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_scor
     agent = RemoteAgent(client, keys.alice_agent, lambda _lease: load_agent(IDLE))
     assert agent.play_all() == 15  # the last step is answered though its finalisation failed
     before = _status(web_store, submission_id)
-    assert before["status"] == "pending" and before["n_recorded"] == 15
-    assert web_store.completable() == [submission_id]
+    assert before.status == "pending" and before.n_recorded == 15
+    assert RunsRepo(web_store).completable() == [submission_id]
     monkeypatch.setattr(exports, "stamp", real_stamp)
     if finisher == "sweeper":
         Workers(web_store, threads=0, sweep_seconds=None).sweep()
@@ -216,8 +217,8 @@ def test_a_finalisation_killed_midway_is_completed_by_the_sweeper_resume_or_scor
         code, out, err = cli("score", submission_id, "--db", db_url)
         assert code == 0 and "complete" in out and "nothing to judge" in out, err
     after = _status(web_store, submission_id)
-    assert after["status"] == "complete" and after["n_recorded"] == 15
-    assert web_store.completable() == []
+    assert after.status == "complete" and after.n_recorded == 15
+    assert RunsRepo(web_store).completable() == []
     Workers(web_store, threads=0, sweep_seconds=None).sweep()  # idempotent: nothing more to do, nothing added
     assert _status(web_store, submission_id) == after
 

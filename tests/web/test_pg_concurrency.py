@@ -25,6 +25,7 @@ from assay.store import Store, open_store
 from assay.store.board_schema import submissions as submissions_table
 from assay.store.remote_schema import remote_steps
 from assay.store.schema import runs
+from assay.store.runs_repo import RunsRepo
 
 from ._remote import accounts_and_keys, in_process, same_as_stored
 from .conftest import bearer, make_app
@@ -98,7 +99,7 @@ def test_concurrent_leases_never_lease_a_run_twice(web_store: Store, apps: list[
 
     leased = [run_id for batch in at_once(THREADS, lease_all) for run_id in batch]
     assert len(leased) == len(set(leased)) == 30
-    assert set(leased) == {r.run_id for s in ids for r in web_store.planned_runs(s)}
+    assert set(leased) == {r.run_id for s in ids for r in RunsRepo(web_store).planned_runs(s)}
     assert all(execution.pending(web_store, s) == 0 for s in ids)
 
 
@@ -171,7 +172,7 @@ def test_agents_playing_at_once_record_every_run_once_as_in_process(web_store: S
     assert _count(web_store, sa.select(sa.func.count()).select_from(runs)) == 30
     for submission_id in ids:
         assert submissions.results(web_store, submission_id, actor=OPERATOR)["status"] == "complete"
-        for slot in web_store.planned_runs(submission_id):
+        for slot in RunsRepo(web_store).planned_runs(submission_id):
             row = same_as_stored(web_store, slot.run_id, in_process(web_store, slot.run_id, "reference:diligent"))
             with web_store.engine.connect() as conn:
                 steps = list(conn.execute(sa.select(remote_steps.c.step).where(remote_steps.c.run_id == slot.run_id)

@@ -32,6 +32,7 @@ from assay.service.actors import OPERATOR, account_actor
 from assay.service.suites import resolve_suite
 from assay.store import Store, open_store
 from assay.store.remote_schema import remote_steps
+from assay.store.runs_repo import RunsRepo
 from tests.support.clock import ManualClock, set_store_clock
 from tests.run.test_hidden import Seen, secrets_of
 
@@ -144,7 +145,7 @@ def test_another_accounts_run_does_not_exist_for_an_agent(web_store: Store) -> N
     # a run of a submission the server plays itself is not a remote run either
     model_run = submissions.compose(web_store, "forge", factory=load_agent("reference:idle"), account="alice",
                                     label="idle", actor=OPERATOR)
-    slot = web_store.planned_runs(model_run)[0].run_id
+    slot = RunsRepo(web_store).planned_runs(model_run)[0].run_id
     assert client.post(f"/api/agent/runs/{slot}/step", json={"step": 1, "message": LIST_ALERTS},
                        headers=bearer(keys.alice_agent)).status_code == 404
 
@@ -267,7 +268,7 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store, monke
     statuses = {r["run_id"]: r["status"] for r in submissions.results(web_store, submission_id, actor=OPERATOR)["runs"]}
     assert statuses[late["run_id"]] == statuses[gone["run_id"]] == "timeout"
     assert statuses[following["run_id"]] == "pending"
-    stored = web_store.run(gone["run_id"])
+    stored = RunsRepo(web_store).run(gone["run_id"])
     assert stored is not None and stored.turns == 1 and "time limit" in (stored.reason or "")
     # the agent's late answer is told the run is over; nothing is applied
     late_answer = client.post(f"/api/agent/runs/{gone['run_id']}/step", json={"step": 2, "message": LIST_ALERTS},
@@ -275,7 +276,7 @@ def test_a_run_left_idle_past_its_time_ends_as_a_timeout(web_store: Store, monke
     assert (late_answer["done"], late_answer["status"]) == (True, "timeout")
     assert remote.expire_idle(web_store) == 0  # the run just leased is not late yet: nothing to end
     clock.advance(0.7)  # once it is past its time limit, it alone is late
-    assert remote.expire_idle(web_store) == 1 and web_store.run(following["run_id"]).status == "timeout"  # type: ignore[union-attr]
+    assert remote.expire_idle(web_store) == 1 and RunsRepo(web_store).run(following["run_id"]).status == "timeout"  # type: ignore[union-attr]
 
 
 def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: Store) -> None:
@@ -294,7 +295,7 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
     run_id = client.post("/api/agent/runs/next", headers=auth).json()["run_id"]
     refused = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": abyss}, headers=auth)
     assert refused.status_code == 422 and refused.json()["field"] == "body"
-    assert web_store.run(run_id).status is None  # type: ignore[union-attr]
+    assert RunsRepo(web_store).run(run_id).status is None  # type: ignore[union-attr]
     answer = client.post(f"/api/agent/runs/{run_id}/step", json={"step": 1, "message": "hello"}, headers=auth)
     assert (answer.json()["done"], answer.json()["status"]) == (True, "empty")
     same_as_stored(web_store, run_id, in_process(web_store, run_id, answering("hello")))
@@ -320,7 +321,7 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
                           headers=auth).json()
     assert (crashed["done"], crashed["status"]) == (True, "crashed")
     assert "ValueError: oops" in crashed["reason"]  # the player is told why, as the owner is
-    stored = web_store.run(run_id)
+    stored = RunsRepo(web_store).run(run_id)
     assert stored is not None and "ValueError: oops" in (stored.reason or "")
     view = submissions.results(web_store, stored.batch_id, actor=OPERATOR)
     assert next(r for r in view["runs"] if r["run_id"] == run_id)["reason"] == stored.reason
@@ -416,7 +417,7 @@ def test_a_release_worded_by_a_model_is_played_remotely_with_each_line_asked_onc
     assert owner["status"] == "complete" and owner["facilitator_models"] == ["openai:gm-1"]
     lines = []
     for run in owner["runs"]:
-        record = web_store.run(run["run_id"])
+        record = RunsRepo(web_store).run(run["run_id"])
         assert record is not None and record.status == "completed" and record.transcript is not None
         lines += [e["content"] for e in record.transcript if e.get("source") == "facilitator" and e.get("role") == "user"]
     assert lines and all(line.startswith("(the model)") for line in lines) and asked == len(lines)

@@ -28,6 +28,7 @@ from assay.store import Store
 from assay.store.remote_repo import RemoteRepo
 from assay.store.repo import Store as StoreClass
 from assay.store.schema import batch_completions, planned_runs, runs
+from assay.store.runs_repo import RunsRepo
 
 from ._remote import accounts_and_keys, in_process, same_as_stored
 
@@ -101,7 +102,7 @@ def test_each_step_is_one_write_transaction_and_the_step_that_ends_a_run_records
     assert len(writes_per_step) >= 3 and writes_per_step == [1] * len(writes_per_step)
     # that one transaction recorded the run and ended its lease; nothing completed (14 runs to go)
     assert last["done"] and last["status"] == "completed"
-    assert web_store.recorded([lease["run_id"]]) == {lease["run_id"]}
+    assert RunsRepo(web_store).recorded([lease["run_id"]]) == {lease["run_id"]}
     assert RemoteRepo(web_store).lease(lease["run_id"]) is None
     assert completions == [] and not _completed(web_store, submission_id)
     same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
@@ -154,9 +155,9 @@ def test_a_crash_between_the_last_steps_commit_and_completion_is_completed_by_th
         _play(web_store, last, each_step=history.append)
     monkeypatch.undo()
     # its step is committed: the run is recorded (once), the submission is not complete
-    assert web_store.recorded([last["run_id"]]) == {last["run_id"]}
+    assert RunsRepo(web_store).recorded([last["run_id"]]) == {last["run_id"]}
     assert not _completed(web_store, submission_id)
-    assert submission_id in web_store.completable()
+    assert submission_id in RunsRepo(web_store).completable()
     # the agent, told nothing, sends its last step again: answered again, applied and recorded once
     steps = RemoteRepo(web_store).steps(last["run_id"])
     final = steps[-1]

@@ -20,6 +20,7 @@ from assay.service import accounts, releases, remote, submissions
 from assay.service.actors import OPERATOR, account_actor
 from assay.store import Store
 from assay.web import workers
+from assay.store.runs_repo import RunsRepo
 from tests.board._support import mini_suite, row_counts
 
 from ._remote import accounts_and_keys, submit_remote
@@ -53,8 +54,8 @@ def test_a_remote_submission_is_composed_not_played(web_store: Store) -> None:
                              "config_signature": remote.remote_factory().config_signature}
     assert body["remote"] is True and body["n_planned"] == 15
     submission_id = body["id"]
-    assert web_store.batch_agent(submission_id).load_spec == "remote"  # type: ignore[union-attr]
-    assert web_store.recorded([r.run_id for r in web_store.planned_runs(submission_id)]) == set()
+    assert RunsRepo(web_store).batch_agent(submission_id).load_spec == "remote"  # type: ignore[union-attr]
+    assert RunsRepo(web_store).recorded([r.run_id for r in RunsRepo(web_store).planned_runs(submission_id)]) == set()
 
     owner = client.get(f"/api/submissions/{submission_id}", headers=bearer(keys.alice_api)).json()
     assert owner["account"] == "alice" and owner["play_model"] == "some-model-7b"

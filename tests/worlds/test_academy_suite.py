@@ -28,6 +28,7 @@ from assay.service.suites import SuiteBundle, builtin_suite_names, resolve_suite
 from assay.store import Store
 from assay.worlds.campaign.phrases import PHRASEBOOKS, primary
 from assay.worlds.kits import get_kit
+from assay.store.runs_repo import RunsRepo
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.run.test_hidden import Secret, Seen, _fragments, recording, secrets_of
@@ -176,7 +177,7 @@ def test_a_player_never_receives_the_hidden_truth_the_checks_or_the_agendas(sqli
     assert {t["status"] for t in trials} == {"completed"} and len(seen.raw) >= 2 * len(trials)
     assert seen.leaks(secrets) == []
     stored = Seen()  # the transcript: what the player saw and said, and the world's notes beside it
-    for row in sqlite_store.runs_for_batch(result.batch_id):
+    for row in RunsRepo(sqlite_store).runs_for_batch(result.batch_id):
         stored.add(row.transcript)
     assert stored.leaks(secrets) == []
 

@@ -31,6 +31,7 @@ from assay.worlds.campaign.facilitator import Cue, ReplayFacilitator, ScriptedFa
 from assay.worlds.campaign.kit import READ_ONLY_SECTIONS, CampaignKit
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng
+from assay.store.runs_repo import RunsRepo
 
 ACADEMY = Path(assay.__file__).resolve().parent / "suites" / "academy"
 KIT = get_kit("campaign")
@@ -409,7 +410,7 @@ def test_a_replay_that_runs_out_of_recorded_lines_is_a_harness_fault_not_a_crash
 def test_campaign_runs_through_the_service_replay_identically(sqlite_store: Store) -> None:
     bundle = resolve_suite("academy")
     result = run_suite(bundle, agent_spec="reference:pushover", trials=2, seed=5, workers=2, store=sqlite_store)
-    rows = sqlite_store.runs_for_batch(result.batch_id)
+    rows = RunsRepo(sqlite_store).runs_for_batch(result.batch_id)
     assert len(rows) == 2 * len(bundle.scenarios) and {r.status for r in rows} == {"completed"}
     for row in rows:
         report = service_replay(sqlite_store, row.run_id, actor=OPERATOR)

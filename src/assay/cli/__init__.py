@@ -285,16 +285,18 @@ def results(
     """A stored batch's results (the results JSON with --json), or a submission's owner view (runs and seeds)."""
     from assay.cli.board import print_submission, submission_results
     from assay.service.results import results_json
+    from assay.store.runs_repo import RunsRepo
     from assay.ui import print_cases, print_summary
 
     if as_json and output is None and ident is not None and ident.endswith(".json"):
         raise BadInput(_JSON_TAKES_NO_FILE, ident)
     check_output(output)
     store = open_store_at(db)
-    ident = ident or store.latest_batch_id()
+    runs = RunsRepo(store)
+    ident = ident or runs.latest_batch_id()
     if ident is None:
         raise BadInput("the store holds no finished batches yet; run `assay run` first")
-    if store.resolve_batch_id(ident) is None and store.resolve_run_id(ident) is not None:
+    if runs.resolve_batch_id(ident) is None and runs.resolve_run_id(ident) is not None:
         raise BadInput("this is a run id, not a batch or submission; `assay debrief` shows a run", ident)
     view = submission_results(store, ident)
     document = view if view is not None else results_json(store, ident, actor=OPERATOR)

@@ -94,10 +94,11 @@ MaxCostOpt: Any = typer.Option(
 
 def say_cost_cap(budget: Any, store: Any, batch_id: str) -> None:
     """One stderr line: the batch stopped at its cost cap, what it spent, and how to go on."""
+    from assay.store.runs_repo import RunsRepo
     from assay.ui import err
 
-    left = store.batch_listing()
-    listing = next((b for b in left if b["id"] == batch_id), None)
-    pending = "" if listing is None else f"; {listing['n_planned'] - listing['n_recorded']} runs left pending"
+    left = RunsRepo(store).batch_listing()
+    listing = next((b for b in left if b.id == batch_id), None)
+    pending = "" if listing is None else f"; {listing.n_planned - listing.n_recorded} runs left pending"
     err.print(f"assay: stopped starting runs at --max-cost: {budget.stopped}{pending} "
               f"(`assay resume {batch_id}` plays them)", markup=False, highlight=False, soft_wrap=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
+import dataclasses
 from typing import Any, Optional
 
 import typer
@@ -46,6 +47,7 @@ def resume(
     Plays every slot that never ran or was held by a process that is gone; runs already recorded are never played or recorded again. Several resumes of one batch at once split the work.
 
     A python: agent is played as the batch was (sandboxed, or in process if it was run with --in-process), with the --agent-env and --agent-memory it was stored with unless given again."""
+    from assay.store.runs_repo import RunsRepo
     from assay.run.executors import make_executor
     from assay.service import batches, completion, execution
     from assay.ui import BatchProgress
@@ -80,13 +82,13 @@ def resume(
         summary = judge_submission(store, batch.id, None, None, quiet=quiet)  # the runs it just recorded
     else:
         summary = None
-    listing = next(b for b in store.batch_listing() if b["id"] == batch.id)
+    listing = next(b for b in RunsRepo(store).batch_listing() if b.id == batch.id)
     if as_json:
-        print_json({"id": batch.id, "kind": batch.kind, "n_recorded": listing["n_recorded"],
-                    "n_planned": listing["n_planned"], "complete": bool(finished)})
+        print_json({"id": batch.id, "kind": batch.kind, "n_recorded": listing.n_recorded,
+                    "n_planned": listing.n_planned, "complete": bool(finished)})
     else:
         word = "complete" if finished else "not complete yet (another process still holds some of its slots)"
-        out.print(f"{noun} {batch.id}: {listing['n_recorded']}/{listing['n_planned']} runs recorded, {word}",
+        out.print(f"{noun} {batch.id}: {listing.n_recorded}/{listing.n_planned} runs recorded, {word}",
                   markup=False, highlight=False)
     from assay.cli.failures import FAILED, judging_lines, say_all
 
@@ -110,7 +112,7 @@ def batches_cmd(
         raise BadInput("is run or submission", "--kind")
     rows = batches.list_batches(open_store_at(db), kind, actor=OPERATOR)
     if as_json:
-        print_json([{**r, "created_at": _when(r["created_at"])} for r in rows])
+        print_json([{**dataclasses.asdict(r), "created_at": _when(r.created_at)} for r in rows])
         return
     if not rows:
         out.print("no batches yet — play one with: assay run forge --agent reference:diligent", markup=False,
@@ -120,8 +122,8 @@ def batches_cmd(
     for col in ("id", "kind", "suite", "agent", "created", "status", "recorded"):
         table.add_column(col, no_wrap=col in ("id", "created"))
     for r in rows:
-        table.add_row(r["id"], r["kind"], f"{r['suite_key']} {r['suite_version'] or ''}".strip(), r["agent_label"],
-                      _when(r["created_at"])[:19], r["status"], f"{r['n_recorded']}/{r['n_planned']}")
+        table.add_row(r.id, r.kind, f"{r.suite_key} {r.suite_version or ''}".strip(), r.agent_label,
+                      _when(r.created_at)[:19], r.status, f"{r.n_recorded}/{r.n_planned}")
     out.print(table)
 
 
@@ -138,7 +140,7 @@ def submissions_cmd(
 
     rows = batches.list_submissions(open_store_at(db), account, suite, actor=OPERATOR)
     if as_json:
-        print_json(rows)
+        print_json([dataclasses.asdict(r) for r in rows])
         return
     if not rows:
         out.print("no submissions yet — make one with: assay submit forge --agent reference:diligent "
@@ -147,9 +149,9 @@ def submissions_cmd(
     cols = [Col("id"), Col("account", 40, wraps=True), Col("suite", 80, wraps=True), Col("label", 60, wraps=True),
             Col("status", 90), Col("planned", 55, "right"), Col("recorded", 75, "right"),
             Col("scored", 65, "right"), Col("created", 30)]
-    fit_table(out, cols, [[r["id"] if wide else r["id"][:12], Text(r["account"]), Text(f"{r['suite']} {r['version']}"),
-                           Text(r["label"]), r["status"], str(r["n_planned"]), str(r["n_recorded"]),
-                           str(r["n_scored"]), r["created_at"][:16].replace("T", " ")] for r in rows],
+    fit_table(out, cols, [[r.id if wide else r.id[:12], Text(r.account), Text(f"{r.suite} {r.version}"),
+                           Text(r.label), r.status, str(r.n_planned), str(r.n_recorded),
+                           str(r.n_scored), r.created_at[:16].replace("T", " ")] for r in rows],
               wide=wide, title="submissions (an id prefix is enough for every command)")
 
 

@@ -21,7 +21,9 @@ FAILED = 1
 
 def no_agent_reached(store: Any, batch_id: str) -> str | None:
     """One line when no recorded run of the batch could reach its agent, else None."""
-    rows = [r for r in store.runs_for_batch(batch_id, bodies=False) if r.status is not None]
+    from assay.store.runs_repo import RunsRepo
+
+    rows = [r for r in RunsRepo(store).runs_for_batch(batch_id, bodies=False) if r.status is not None]
     if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
         return None
     reasons = sorted({str(r.reason) for r in rows})

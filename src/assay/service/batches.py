@@ -6,14 +6,15 @@ its plan and agent rows and its execution in `service/execution.py`, its complet
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from assay.errors import NotFound
 from assay.service.actors import Actor, prefix_owner, require_owner, require_staff
 from assay.service.board import submission_facts
 from assay.store.repo import Store
-from assay.store.rows import Batch
+from assay.store.rows import Batch, BatchSummary
 from assay.store.board_repo import BoardRepo
+from assay.store.runs_repo import RunsRepo
 
 
 def find(store: Store, ident: str, *, actor: Actor) -> Batch:
@@ -21,13 +22,13 @@ def find(store: Store, ident: str, *, actor: Actor) -> Batch:
     told what it is if `ident` names a run instead. A run batch is the operator's; a submission
     is also its account's."""
     owner = prefix_owner(actor)
-    batch_id = store.resolve_batch_id(ident, owner)
+    batch_id = RunsRepo(store).resolve_batch_id(ident, owner)
     if batch_id is None:
-        if store.resolve_run_id(ident, owner) is not None:
+        if RunsRepo(store).resolve_run_id(ident, owner) is not None:
             raise NotFound("this is a run id, not a batch or submission; `assay debrief` shows a run", "batch",
                            value=ident)
         raise NotFound("no such batch or submission", "batch", value=ident)
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     assert batch is not None
     if not actor.is_staff:
         require_owner(actor, owner_of(store, batch), "batch or submission", ident, "batch")
@@ -43,14 +44,31 @@ def owner_of(store: Store, batch: Batch) -> str | None:
     return submission["account"] if submission is not None else None
 
 
-def list_batches(store: Store, kind: str | None = None, *, actor: Actor) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class SubmissionSummary:
+    """A submission as `list_submissions` lists it (the fields, in order, of the API's
+    `SubmissionListed` and of `assay submissions --json`)."""
+
+    id: str
+    account: str
+    suite: str
+    version: str
+    label: str
+    status: str  # the board's `complete`/`incomplete` once finalised, else `pending`
+    n_planned: int
+    n_recorded: int
+    n_scored: int
+    created_at: str  # ISO 8601
+
+
+def list_batches(store: Store, kind: str | None = None, *, actor: Actor) -> list[BatchSummary]:
     require_staff(actor, "list every batch", "batch")
     """Every stored batch, newest first: id, kind, suite, agent, when, status and counts."""
-    return store.batch_listing(kind)
+    return RunsRepo(store).batch_listing(kind)
 
 
 def list_submissions(store: Store, account: str | None = None, suite: str | None = None, *,
-                     actor: Actor) -> list[dict[str, Any]]:
+                     actor: Actor) -> list[SubmissionSummary]:
     """Submissions, newest first: `status` is the board's (`complete`/`incomplete`) once the
     submission is finalised, `pending` before (runs still to play or sweep: `assay resume`)."""
 
@@ -60,9 +78,9 @@ def list_submissions(store: Store, account: str | None = None, suite: str | None
         account = actor.account
     rows = [{**r, **(submission_facts(store, r["submission_id"]) or {})}
             for r in BoardRepo(store).submission_listing(account, suite)]
-    return [{
-        "id": r["submission_id"], "account": r["account"], "suite": r["suite_key"], "version": r["version"],
-        "label": r["label"], "status": r["status"] if r["finalised"] else "pending",
-        "n_planned": r["n_planned"], "n_recorded": r["n_recorded"], "n_scored": r["n_scored"],
-        "created_at": r["created_at"].isoformat(),
-    } for r in rows]
+    return [SubmissionSummary(
+        id=r["submission_id"], account=r["account"], suite=r["suite_key"], version=r["version"],
+        label=r["label"], status=r["status"] if r["finalised"] else "pending",
+        n_planned=r["n_planned"], n_recorded=r["n_recorded"], n_scored=r["n_scored"],
+        created_at=r["created_at"].isoformat(),
+    ) for r in rows]

@@ -39,6 +39,7 @@ from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.usage_repo import UsageRepo
+from assay.store.runs_repo import RunsRepo
 
 RATE_PLACES = figures_of.RATE_PLACES
 RATES = figures_of.RATES
@@ -477,7 +478,7 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
     submission = repo.submission(submission_id)
     if submission is None:  # a unique prefix finds a listed entry (what the board shows), never an unlisted one
         try:
-            full = store.resolve_batch_id(submission_id)
+            full = RunsRepo(store).resolve_batch_id(submission_id)
         except BadInput:  # ambiguous or short: said as not found, naming no other id
             full = None
         if full is not None and repo.entry(full, digest_version=DIGEST_VERSION) is not None:

@@ -31,6 +31,7 @@ from assay.store.board_repo import BoardRepo
 from assay.store.faults import is_fault
 from assay.store.repo import Store
 from assay.worlds.kits import get_kit
+from assay.store.runs_repo import RunsRepo
 
 #: The facilitator recorded for runs of a BYOK submission: the submitter's own, unverified.
 SELF_HOSTED = "self_hosted"
@@ -57,7 +58,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
     for run in repo.unswept_runs(submission_id):
         scenario = documents.get(run["scenario_hash"])
         if scenario is None:
-            stored = store.scenario_by_hash(run["scenario_hash"])
+            stored = RunsRepo(store).scenario_by_hash(run["scenario_hash"])
             assert stored is not None
             scenario = documents[run["scenario_hash"]] = Scenario.model_validate(stored.document)
         messages, n_actions = participation(scenario.kit, run["transcript"], run["actions"])
@@ -103,7 +104,7 @@ def complete(store: Store, batch_id: str) -> bool:
     Idempotent, and retried as a whole on a transient store fault (each step only adds what is
     missing), so a finalisation cut short is finished by the next call: the sweeper's
     (`complete_recorded`), `assay resume`'s or `assay score`'s."""
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     if batch is None:
         raise NotFound("no such batch or submission", "batch", value=batch_id)
     noun = "submission" if batch.kind == "submission" else "batch"
@@ -111,7 +112,7 @@ def complete(store: Store, batch_id: str) -> bool:
     def finish() -> bool:
         if batch.kind == "submission":
             complete_submission(store, batch_id)
-        return store.add_completion(batch_id)
+        return RunsRepo(store).add_completion(batch_id)
 
     try:
         return store.retry.call(finish)
@@ -127,7 +128,7 @@ def complete_recorded(store: Store, on_error: Callable[[str, Exception], None] |
     submission whose runs are all recorded always completes. Returns the ids completed now; one
     that fails is told to `on_error` and left for the next call."""
     done = []
-    for batch_id in store.completable():
+    for batch_id in RunsRepo(store).completable():
         try:
             if complete(store, batch_id):
                 done.append(batch_id)

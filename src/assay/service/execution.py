@@ -42,6 +42,8 @@ from assay.store.faults import StoreUnavailable, describe, is_fault
 from assay.store.judge_repo import JudgeRepo
 from assay.store.repo import Store
 from assay.worlds.kits import get_kit
+from assay.store.rows import AgentRow
+from assay.store.runs_repo import RunsRepo
 
 #: A batch of finished runs goes to the store when it holds this many, or is this old. Each write
 #: is a transaction (and, on SQLite, waits for the write lock among threads that hold the GIL), so
@@ -69,26 +71,27 @@ def _append(store: Store, items: list[Scored]) -> None:
 
     A run already recorded (another process played the slot after taking this one for dead) is
     left as it was stored: a slot is recorded once, by whoever recorded it first."""
+    runs = RunsRepo(store)
     try:
-        store.add_runs(items)
+        runs.add_runs(items)
         return
     except BadInput:
         pass
-    taken = store.recorded([item[0].run_id for item in items])
+    taken = runs.recorded([item[0].run_id for item in items])
     items = [item for item in items if item[0].run_id not in taken]
     try:
-        store.add_runs(items)
+        runs.add_runs(items)
         return
     except BadInput:
         pass
     for record, outcomes, verdict in items:
         try:
-            store.add_runs([(record, outcomes, verdict)])
+            runs.add_runs([(record, outcomes, verdict)])
         except BadInput as exc:
             kept = record.model_copy(update={
                 "status": "error", "reason": f"run could not be stored: {exc.message}"[:500],
                 "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
-            store.add_runs([scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
+            runs.add_runs([scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
 
 
 def record_in(store: Store, conn: Any, item: Scored) -> bool:
@@ -99,17 +102,17 @@ def record_in(store: Store, conn: Any, item: Scored) -> bool:
     record, outcomes, _ = item
     try:
         with conn.begin_nested():
-            store.insert_runs(conn, [item])
+            RunsRepo(store).insert_runs(conn, [item])
         return True
     except BadInput as exc:
         refusal = exc.message
-    if store.recorded_in(conn, [record.run_id]):
+    if RunsRepo.recorded_in(conn, [record.run_id]):
         return False
     kept = record.model_copy(update={
         "status": "error", "reason": f"run could not be stored: {refusal}"[:500],
         "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
     with conn.begin_nested():
-        store.insert_runs(conn, [scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
+        RunsRepo(store).insert_runs(conn, [scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
     return True
 
 
@@ -217,10 +220,10 @@ CLAIM_CHUNK = 256
 REMOTE_AGENT = "remote"
 
 
-def agent_row(factory: AgentFactory, limits: Limits) -> dict[str, Any]:
+def agent_row(factory: AgentFactory, limits: Limits) -> AgentRow:
     """The `batch_agents` row of a batch played by `factory` under `limits` (never a secret)."""
-    return {"load_spec": factory.portable_spec or factory.spec, "options": dict(factory.options),
-            "turn_limit": limits.turn_limit, "time_limit": limits.time_limit}
+    return AgentRow(load_spec=factory.portable_spec or factory.spec, options=dict(factory.options),
+                    turn_limit=limits.turn_limit, time_limit=limits.time_limit)
 
 
 def stored_agent(store: Store, batch_id: str, spec: str | None = None,
@@ -230,10 +233,10 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None,
 
     A submission's `python:` agent is played only in its sandbox: refused where bwrap is missing,
     and refused outright if it was stored as played in process (`--in-process`, never submitted)."""
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     if batch is None:
         raise NotFound("no such batch or submission", "batch", value=batch_id)
-    row = store.batch_agent(batch_id)
+    row = RunsRepo(store).batch_agent(batch_id)
     if row is None:
         raise Conflict("this batch was stored before batches kept their agent and limits; it cannot be resumed",
                        "batch", value=batch_id)
@@ -274,11 +277,11 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
     """The batch's scenarios rebuilt from their stored documents, by content hash; refused if this
     code no longer builds the same world from one of them (its hash would differ)."""
     loaded: dict[str, LoadedScenario] = {}
-    for slot in store.planned_runs(batch_id):
+    for slot in RunsRepo(store).planned_runs(batch_id):
         key = slot.scenario_hash
         if key in loaded:
             continue
-        stored = store.scenario_by_hash(key)
+        stored = RunsRepo(store).scenario_by_hash(key)
         if stored is None:  # pragma: no cover - the plan's foreign key forbids it
             raise Conflict(f"scenario {key[:12]} of the plan is not stored", "batch", value=batch_id)
         rebuilt = parse_scenario(stored.document, f"stored scenario {slot.case_id}", get_kit)
@@ -302,7 +305,7 @@ def facilitator_of(store: Store, batch_id: str) -> dict[str, Any] | None:
     own = JudgeRepo(store).batch_facilitator(batch_id)
     if own is not None:
         return own
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     release = (BoardRepo(store).release(batch.suite_key, batch.suite_version)
                if batch is not None and batch.suite_version is not None else None)
     pinned = (release or {}).get("facilitator_model") or ""
@@ -347,7 +350,7 @@ def execute_pending(
 
 
 def _noun(store: Store, batch_id: str) -> str:
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     return "submission" if batch is not None and batch.kind == "submission" else "batch"
 
 
@@ -366,7 +369,7 @@ def _execute_pending(
 
     sandbox.protect_store(store.url)  # a sandboxed agent never sees the store it is recorded in
     plan = {row.run_id: PlannedRun(row.run_id, row.slot, row.case_id, row.scenario_hash, row.trial, row.seed)
-            for row in store.planned_runs(batch_id)}
+            for row in RunsRepo(store).planned_runs(batch_id)}
     chunk = max(CLAIM_CHUNK, 2 * getattr(executor, "workers", 1))
     claims = ClaimRepo(store)
     with Holder(store) as holder:
@@ -387,4 +390,4 @@ def _execute_pending(
 
 def all_recorded(store: Store, batch_id: str) -> bool:
     """Whether every planned slot of the batch has its run recorded (nothing left to play)."""
-    return store.unrecorded(batch_id) == 0
+    return RunsRepo(store).unrecorded(batch_id) == 0

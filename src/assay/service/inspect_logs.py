@@ -46,6 +46,7 @@ from assay.store.db import Store
 from assay.store.export_repo import ExportRepo
 from assay.store.usage_repo import UsageRepo
 from assay.store.rows import Batch, StoredRun
+from assay.store.runs_repo import RunsRepo
 
 #: What `assay export --inspect` says where Inspect AI is not installed.
 INSPECT_MISSING = "Inspect AI is not installed here; install it with: pip install 'assay[inspect]'"
@@ -233,9 +234,9 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     require_staff(actor, "export batches as Inspect logs", "inspect")
     view = results.batch_results(store, batch_id, actor=actor)  # resolves a prefix; NotFound when unknown
     batch_id = view.batch_id
-    batch = store.batch(batch_id)
+    batch = RunsRepo(store).batch(batch_id)
     assert batch is not None  # `batch_results` found it
-    agent = store.batch_agent(batch_id)
+    agent = RunsRepo(store).batch_agent(batch_id)
     limits: dict[str, Any] = {"turn_limit": agent.turn_limit if agent else None,
                               "time_limit": agent.time_limit if agent else None}
     submission = BoardRepo(store).submission(batch_id) if batch.kind == "submission" else None
@@ -244,7 +245,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
         with ExportRepo(store).snapshot() as conn:
             handle = ExportRepo.public_handles(conn, [batch_id]).get(batch_id)
     model = (submission or {}).get("play_model") or f"assay/{batch.agent_label}"
-    rows = store.runs_for_batch(batch_id)
+    rows = RunsRepo(store).runs_for_batch(batch_id)
     salts = exports.seed_salts(store, batch_id)
     calls = usage_calls(store, batch_id)
     samples = [_sample(r, model, limits, salts, calls.get(r.run_id, [])) for r in rows]
@@ -261,7 +262,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     metrics = {k: float(v) for k, v in figures.items() if v is not None}
     digest = exports.digests(store, [batch_id]).get(batch_id)
     created = _iso(batch.created_at) or datetime.now(timezone.utc).isoformat()
-    complete = store.unrecorded(batch_id) == 0
+    complete = RunsRepo(store).unrecorded(batch_id) == 0
     ends = [r.created_at for r in rows if r.created_at is not None]
     spec = EvalSpec(
         eval_id=batch_id, run_id=batch_id, created=created, task=batch.suite_key,
@@ -306,13 +307,14 @@ def _selected(store: Store, suite: str | None, batch_ids: list[str] | None, publ
     if batch_ids:
         chosen = []
         for ident in batch_ids:
-            full = store.resolve_batch_id(ident)
-            batch = store.batch(full) if full is not None else None
+            full = RunsRepo(store).resolve_batch_id(ident)
+            batch = RunsRepo(store).batch(full) if full is not None else None
             if batch is None:
                 raise NotFound("no such batch or submission", "batch", value=ident)
             chosen.append(batch)
     else:
-        chosen = [b for b in (store.batch(r["id"]) for r in reversed(store.batch_listing())) if b is not None]
+        runs = RunsRepo(store)
+        chosen = [b for b in (runs.batch(r.id) for r in reversed(runs.batch_listing())) if b is not None]
     if suite is not None:
         chosen = [b for b in chosen if b.suite_key == suite]
     if public:  # the entries of the public boards only (published, listed, complete), as a public export

@@ -36,6 +36,7 @@ from assay.run.drivers import Stepper
 from assay.run.engine import Limits, open_episode
 from assay.service.actors import Actor
 from assay.store.repo import Store
+from assay.store.runs_repo import RunsRepo
 
 #: The agent spec of a batch played over MCP (`assay mcp`); loaded by nobody here.
 MCP_SPEC = "mcp"
@@ -120,13 +121,13 @@ class LocalPlay(Play):
         from assay.service import execution
         from assay.store.claims import ClaimRepo, Holder
 
-        row = store.batch_agent(batch_id)
+        row = RunsRepo(store).batch_agent(batch_id)
         if row is None or row.load_spec != MCP_SPEC:
             raise Conflict("this batch is not played over MCP", "batch", value=batch_id)
         limits = Limits(turn_limit=row.turn_limit, time_limit=row.time_limit)
         scenarios = execution.stored_scenarios(store, batch_id)
         plan = {slot.run_id: PlannedRun(slot.run_id, slot.slot, slot.case_id, slot.scenario_hash, slot.trial,
-                                        slot.seed) for slot in store.planned_runs(batch_id)}
+                                        slot.seed) for slot in RunsRepo(store).planned_runs(batch_id)}
         holder = Holder(store)
         try:
             won, _cursor = ClaimRepo(store).claim(batch_id, holder.id, 1)
@@ -304,17 +305,18 @@ def batch_for(store: Store, bundle: Any, *, trials: int, seed: int, limits: Limi
     from assay.service.runs import create_run_batch
 
     if not new:
-        for row in store.batch_listing("run"):
-            if (row["agent_spec"] != MCP_SPEC or row["suite_key"] != bundle.key
-                    or row["suite_version"] != bundle.version or row["trials"] != trials
-                    or row["n_recorded"] >= row["n_planned"]):
+        runs = RunsRepo(store)
+        for row in runs.batch_listing("run"):
+            if (row.agent_spec != MCP_SPEC or row.suite_key != bundle.key
+                    or row.suite_version != bundle.version or row.trials != trials
+                    or row.n_recorded >= row.n_planned):
                 continue
-            batch = store.batch(row["id"])
-            agent = store.batch_agent(row["id"])
+            batch = runs.batch(row.id)
+            agent = runs.batch_agent(row.id)
             if (batch is not None and batch.base_seed == seed and agent is not None
                     and agent.turn_limit == limits.turn_limit and agent.time_limit == limits.time_limit
-                    and (label is None or row["agent_label"] == label)):
-                return row["id"], False
+                    and (label is None or row.agent_label == label)):
+                return row.id, False
     batch_id, _planned = create_run_batch(store, bundle, mcp_factory(), trials=trials, seed=seed, label=label,
                                           limits=limits)
     return batch_id, True

@@ -70,6 +70,7 @@ from assay.store.jsonvalue import dumps
 from assay.store.remote_repo import REMOTE_SPEC, Moved, RemoteRepo, lock_batch
 from assay.store.repo import Store
 from assay.store.schema import utcnow
+from assay.store.runs_repo import RunsRepo
 
 REMOTE = execution.REMOTE_AGENT
 log = logging.getLogger("assay.service")
@@ -242,7 +243,7 @@ def _recorder(store: Store, run: dict[str, Any], stepper: Stepper, holder: str |
         if holder is not None:
             RemoteRepo.end_holder_in(conn, holder)
         lock_batch(conn, run["batch_id"])
-        return store.unrecorded_in(conn, run["batch_id"])
+        return RunsRepo.unrecorded_in(conn, run["batch_id"])
 
     return then
 
@@ -522,7 +523,7 @@ def release(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     not leased (already released, or over) is answered `released: false`."""
     _run(store, run_id, actor)
     repo = RemoteRepo(store)
-    lease = repo.lease(run_id) if not store.recorded([run_id]) else None
+    lease = repo.lease(run_id) if not RunsRepo(store).recorded([run_id]) else None
     if lease is not None:
         repo.end_holder(lease["holder"])
     return {"run_id": run_id, "released": lease is not None, "step": len(repo.steps(run_id)) + 1}

@@ -30,6 +30,7 @@ from assay.stats.trials import TrialOutcome, consistent, pass_rate, summary
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.rows import Batch, StoredRun
+from assay.store.runs_repo import RunsRepo
 
 
 def trial_view(row: StoredRun, usage: dict[str, Any] | None = None) -> TrialResult:
@@ -54,19 +55,19 @@ def trial_view(row: StoredRun, usage: dict[str, Any] | None = None) -> TrialResu
 def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
     """A batch and every planned run of it, from what is stored (the results JSON contract).
     `batch_id` may be a unique prefix, as everywhere an id is typed."""
-    batch_id = store.resolve_batch_id(batch_id, prefix_owner(actor)) or batch_id
-    batch = store.batch(batch_id)
+    batch_id = RunsRepo(store).resolve_batch_id(batch_id, prefix_owner(actor)) or batch_id
+    batch = RunsRepo(store).batch(batch_id)
     if batch is None:
         raise NotFound("no such batch", "batch", value=batch_id)
     _require_owner(store, actor, batch, batch_id, "batch")
-    rows = store.runs_for_batch(batch_id, bodies=False)
+    rows = RunsRepo(store).runs_for_batch(batch_id, bodies=False)
     gated = _gated(store, batch_id) if batch.kind == "submission" else set()
     heads: dict[str, dict[str, Any]] = {}
     trials: dict[str, list[TrialResult]] = {}
     batch_usage, run_usage = usage.batch_usage(store, batch_id, [row.run_id for row in rows])
     for row in rows:
         if row.case_id not in heads:
-            scen = store.scenario_by_hash(row.scenario_hash)
+            scen = RunsRepo(store).scenario_by_hash(row.scenario_hash)
             heads[row.case_id] = {"case_id": row.case_id, "hash": row.scenario_hash,
                                   "title": scen.title if scen else None, "frozen_on": scen.frozen_on if scen else None}
             trials[row.case_id] = []
@@ -109,10 +110,10 @@ def _iso(value: Any) -> str | None:
 
 
 def _stored_run(store: Store, run_id: str, actor: Actor) -> StoredRun:
-    run = store.run(run_id, prefix_owner(actor))
+    run = RunsRepo(store).run(run_id, prefix_owner(actor))
     if run is None:
         raise NotFound("no such run", "run", value=run_id)
-    _require_owner(store, actor, store.batch(run.batch_id), run_id, "run")
+    _require_owner(store, actor, RunsRepo(store).batch(run.batch_id), run_id, "run")
     if not run.status:
         raise NotFound("this planned run never produced a record", "run", value=run_id)
     return run
@@ -130,7 +131,7 @@ def _not_found(expect: dict[str, Any], final_state: dict[str, Any] | None) -> li
 
 def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
-    assert run.scenario is not None  # `Store.run` joins it
+    assert run.scenario is not None  # `RunsRepo.run` joins it
     doc = run.scenario.document
     outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
@@ -156,7 +157,7 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
 def _judged(store: Store, run: StoredRun) -> dict[str, Any]:
     """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
     score when it has none (`unjudged`); nothing for any other run."""
-    batch = store.batch(run.batch_id)
+    batch = RunsRepo(store).batch(run.batch_id)
     if batch is None or batch.kind != "submission" or not needs_judging(store, run.batch_id):
         return {}
     judged = judgements(store, run.batch_id).get(run.run_id)
@@ -192,7 +193,7 @@ def replay(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
 def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     run = _stored_run(store, run_id, actor)
     scen = run.scenario
-    assert scen is not None and run.final_state_hash is not None  # `Store.run` joins it; the run is recorded
+    assert scen is not None and run.final_state_hash is not None  # `RunsRepo.run` joins it; the run is recorded
     loaded = parse_scenario(scen.document, f"stored scenario {run.case_id} v{scen.version}", get_kit)
     replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run.transcript or []))
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew

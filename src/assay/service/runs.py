@@ -19,6 +19,8 @@ from assay.service.completion import complete
 from assay.service.execution import agent_row, execute_pending
 from assay.service.suites import SuiteBundle, record_scenarios, resolve_suite
 from assay.store.db import Store, open_store
+from assay.store.rows import NewBatch
+from assay.store.runs_repo import RunsRepo
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,11 @@ def create_run_batch(store: Store, bundle: SuiteBundle, factory: AgentFactory, *
     record_scenarios(store, bundle.scenarios)
     planned = plan_batch(bundle, trials, seed)
     batch_id = uuid.uuid4().hex
-    store.add_batch(
-        {"id": batch_id, "kind": "run", "suite_key": bundle.key, "suite_version": bundle.version,
-         "agent_spec": factory.spec, "agent_label": label or factory.default_label,
-         "config_signature": factory.config_signature, "harness_version": HARNESS_VERSION,
-         "trials": trials, "base_seed": seed},
+    RunsRepo(store).add_batch(
+        NewBatch(id=batch_id, kind="run", suite_key=bundle.key, suite_version=bundle.version,
+                 agent_spec=factory.spec, agent_label=label or factory.default_label,
+                 config_signature=factory.config_signature, harness_version=HARNESS_VERSION,
+                 trials=trials, base_seed=seed),
         planned, agent_row(factory, limits),
     )
     return batch_id, planned

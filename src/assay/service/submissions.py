@@ -49,6 +49,8 @@ from assay.store.board_schema import unlisted_submissions
 from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
+from assay.store.rows import NewBatch
+from assay.store.runs_repo import RunsRepo
 
 SEED_BOUND = 2**62
 MAX_LABEL = 120
@@ -255,13 +257,13 @@ def _compose(
 
     planned = plan_submission(bundle, reps)
     submission_id = uuid.uuid4().hex
-    batch = {
-        "id": submission_id, "kind": "submission", "suite_key": release["suite_key"],
-        "suite_version": release["version"], "agent_spec": factory.spec, "agent_label": label,
-        "config_signature": factory.config_signature, "harness_version": HARNESS_VERSION,
+    batch = NewBatch(
+        id=submission_id, kind="submission", suite_key=release["suite_key"],
+        suite_version=release["version"], agent_spec=factory.spec, agent_label=label,
+        config_signature=factory.config_signature, harness_version=HARNESS_VERSION,
         # every run has its own seed (planned_runs.seed); there is no batch-wide seed
-        "trials": reps, "base_seed": 0,
-    }
+        trials=reps, base_seed=0,
+    )
     row = {
         "id": submission_id, "account": account, "release_id": release["id"], "label": label,
         "play_model": play_model, "byok": byok, "baseline": baseline, "publish_requested": publish,
@@ -386,10 +388,10 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)
     judged = judgements.judgements(store, submission_id) if figures else {}
-    batch = store.batch(submission_id)
+    batch = RunsRepo(store).batch(submission_id)
     listed = boards.listed_entry(store, submission_id)
     salts = exports.seed_salts(store, submission_id)  # with the seeds: the owner may open each commitment
-    reasons = {r.run_id: r.reason for r in store.runs_for_batch(submission_id, bodies=False)
+    reasons = {r.run_id: r.reason for r in RunsRepo(store).runs_for_batch(submission_id, bodies=False)
                if r.status not in (None, "completed")}  # why a run did not complete
     return {
         "id": submission_id,

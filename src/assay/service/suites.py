@@ -25,6 +25,8 @@ from assay.scenario.suite import (
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.score.oracle import evaluate_checks, verdict
 from assay.worlds.kits import get_kit
+from assay.store.rows import NewScenario
+from assay.store.runs_repo import RunsRepo
 
 
 @dataclass(frozen=True)
@@ -269,10 +271,10 @@ def _flat(problems: list[BadInput]) -> tuple[BadInput, ...]:
 def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:
     """Append each scenario version, all or none (the store refuses a frozen case whose checks
     changed). Returns case id -> version."""
-    versions = store.add_scenario_versions([
-        {"case_id": s.id, "content_hash": s.content_hash, "checks_hash": s.checks_hash,
-         "frozen_on": s.scenario.frozen_on, "kit": s.scenario.kit, "title": s.scenario.title,
-         "language": s.scenario.language, "document": s.document, "world_fingerprint": s.world_fingerprint}
+    versions = RunsRepo(store).add_scenario_versions([
+        NewScenario(case_id=s.id, content_hash=s.content_hash, checks_hash=s.checks_hash,
+                    frozen_on=s.scenario.frozen_on, kit=s.scenario.kit, title=s.scenario.title,
+                    language=s.scenario.language, document=s.document, world_fingerprint=s.world_fingerprint)
         for s in scenarios
     ])
     return {s.id: v for s, v in zip(scenarios, versions)}

@@ -1,8 +1,8 @@
 """Storage: SQLAlchemy Core schema, Alembic migrations, append-only triggers; SQLite and PostgreSQL.
 
 `open_store()` is the way in: it finds the database (`--db`, `ASSAY_DB`, or the user data dir),
-migrates it to head when needed, and returns a `Store` whose methods are the only reads and
-appends the rest of Assay makes.
+migrates it to head when needed, and returns a `Store`, the handle (`store/handle.py`); the reads
+and appends the rest of Assay makes are its repositories' (`RunsRepo(store)`, `BoardRepo(store)`…).
 """
 
 from __future__ import annotations
@@ -15,6 +15,6 @@ from assay.store import panel_schema  # noqa: F401 - and the human panel's and t
 from assay.store import digest_schema  # noqa: F401 - and the submissions' digests
 from assay.store import usage_schema  # noqa: F401 - and the runs' model usage
 from assay.store.db import default_url, mask_url, open_store
-from assay.store.repo import Store
+from assay.store.handle import Store
 
 __all__ = ["Store", "default_url", "mask_url", "open_store"]

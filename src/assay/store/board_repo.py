@@ -46,6 +46,8 @@ from assay.store.digest_schema import digest_stamps
 from assay.stats.board import from_row
 from assay.store.repo import Repository, owned_by, resolve_prefix
 from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
+from assay.store.rows import AgentRow, NewBatch
+from assay.store.runs_repo import RunsRepo
 
 
 def _bool(value: Any) -> bool | None:
@@ -202,12 +204,12 @@ class BoardRepo(Repository):
 
     def create_submission(
         self,
-        batch: dict[str, Any],
+        batch: NewBatch,
         planned: list[PlannedRun],
         submission: dict[str, Any],
         ranked_eligible: bool | None,
         capped: Callable[[sa.Connection], None],
-        agent: dict[str, Any] | None = None,
+        agent: AgentRow | None = None,
         extras: Sequence[tuple[sa.Table, dict[str, Any]]] = (),
     ) -> None:
         """Store a submission's batch, its whole plan and its submission row in one transaction,
@@ -220,7 +222,7 @@ class BoardRepo(Repository):
         with self.write() as conn:
             self.lock(conn, "submit", f"{submission['account']}\x00{submission['release_id']}")
             capped(conn)
-            self.store.insert_plan(conn, batch, planned, agent, now)
+            RunsRepo(self.store).insert_plan(conn, batch, planned, agent, now)
             conn.execute(sa.insert(submissions).values(**submission, created_at=now))
             conn.execute(
                 sa.insert(submission_runs),

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from assay.errors import BadInput, Invalid
 from assay.store.faults import Retry, seconds_from_env
 from assay.store.jsonvalue import dumps
-from assay.store.repo import Store
+from assay.store.handle import Store
 
 MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
 

@@ -1,127 +1,39 @@
-"""The Store: every read and append the rest of Assay makes, as parameterised Core SQL.
+"""Repositories: one concern's reads and appends over a `Store` handle, as parameterised Core SQL.
 
 Writes only ever INSERT: the database refuses UPDATE and DELETE (see `triggers.py`), so a
 correction is a new row, never an edit. Each write method is one transaction, so a refused
 operation (a frozen case whose checks changed, a run that was never planned) stores nothing.
-Reads hand back typed read models (`store.rows`: `Batch`, `PlannedSlot`, `StoredRun`), plain
-dicts, lists and values, the same on SQLite and PostgreSQL, so the pure scoring and statistics
-code never sees a database type.
+Reads hand back typed read models (`store.rows` and each repository's own), the same on SQLite
+and PostgreSQL, so the pure scoring and statistics code never sees a database type.
+
+`Repository` is the base every repository shares (the core one, `runs_repo.RunsRepo`, the
+board's, the panel's, keys, admins…): its `write`, `read` and `lock` are the handle's own
+(`store/handle.py`), so the plumbing exists once. Also here: the one id-prefix rule
+(`resolve_prefix`) and the helpers that tell a refused write in one line.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict
-from types import TracebackType
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.store.faults import Retry, is_fault, seconds_from_env
-from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
-from assay.stats.commitment import new_salt
-from assay.store.board_schema import release_scenarios, submissions
-from assay.store.digest_schema import seed_salts
-from assay.store.jsonvalue import Encoded
+from assay.store.board_schema import submissions
+from assay.store.handle import Store
 from assay.store.jsonvalue import dumps
-from assay.store.rows import (Batch, BatchAgent, PlannedSlot, ScenarioVersion, StoredRun, agent_of, batch_of, check_of,
-                              run_of, scenario_of, slot_of, verdict_of)
-from assay.store.usage_schema import run_usage
-from assay.store.schema import (
-    batch_agents,
-    batch_completions,
-    batches,
-    check_outcomes,
-    planned_runs,
-    run_verdicts,
-    runs,
-    scenario_versions,
-    utcnow,
-)
+
+__all__ = ["MIN_PREFIX", "Repository", "Store", "owned_by", "resolve_prefix"]
 
 T = TypeVar("T")
 
-#: Shortest run-id prefix `Store.run` accepts: long enough to be unambiguous in practice.
+#: Shortest id prefix `resolve_prefix` accepts: long enough to be unambiguous in practice.
 MIN_PREFIX = 6
 
-_BATCH_FIELDS = frozenset(c.name for c in batches.c if c.name != "created_at")
-_RUN_FIELDS = tuple(c.name for c in runs.c if c.name != "created_at")
-_PLAN_FIELDS = ("case_id", "scenario_hash", "trial", "seed")
-#: The heavy JSON columns, left out by `runs_for_batch(..., bodies=False)`.
-BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 #: Keep IN (...) lists well under SQLite's bound-parameter limit.
 _CHUNK = 500
-
-_WRITERS: weakref.WeakKeyDictionary[sa.Engine, threading.RLock] = weakref.WeakKeyDictionary()
-_WRITERS_GUARD = threading.Lock()
-
-
-#: Write transactions `Store.batched` commits together at most (SQLite).
-GROUP_MAX = 64
-#: `ASSAY_SQLITE_GROUP_COMMIT=0` turns group commit off (each batched write commits alone).
-GROUP_COMMIT_ENV = "ASSAY_SQLITE_GROUP_COMMIT"
-
-
-class _Job:
-    """One batched write transaction's body, and what became of it."""
-
-    __slots__ = ("body", "state", "value")
-
-    def __init__(self, body: Callable[[sa.Connection], Any]) -> None:
-        self.body = body
-        self.state = "queued"  # then "done" (value is its result), "failed" (value is raised), "alone"
-        self.value: Any = None
-
-
-class _Group:
-    """The batched writes of one SQLite engine waiting for a commit, and whether one of their
-    threads is committing a group now (the leader)."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.queue: list[_Job] = []
-        self.leading = False
-
-
-_GROUPS: weakref.WeakKeyDictionary[sa.Engine, _Group] = weakref.WeakKeyDictionary()
-
-
-def _group(engine: sa.Engine) -> _Group | None:
-    if engine.dialect.name != "sqlite" or os.environ.get(GROUP_COMMIT_ENV, "1") == "0":
-        return None
-    with _WRITERS_GUARD:
-        group = _GROUPS.get(engine)
-        if group is None:
-            group = _GROUPS[engine] = _Group()
-        return group
-
-
-def _writer_lock(engine: sa.Engine) -> threading.RLock | None:
-    """The one lock every write transaction of this process on a SQLite `engine` holds (None on
-    PostgreSQL). SQLite lets one writer in at a time and makes the others poll for the lock,
-    sleeping up to 100 ms between tries: threads of one process queue here instead and go in the
-    moment it is free, in turn. Re-entrant, so a nested write behaves as it would without it."""
-    if engine.dialect.name != "sqlite":
-        return None
-    with _WRITERS_GUARD:
-        lock = _WRITERS.get(engine)
-        if lock is None:
-            lock = _WRITERS[engine] = threading.RLock()
-        return lock
-
-
-def _lock_key(namespace: str, name: str) -> int:
-    digest = hashlib.sha256(f"assay:{namespace}:{name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
 
 def resolve_prefix(conn: sa.Connection, column: sa.ColumnElement[Any], ident: str, noun: str,
                    within: sa.ColumnElement[bool] | None = None) -> str | None:
@@ -175,7 +87,7 @@ def _json_fault(exc: BaseException) -> bool:
     return isinstance(exc, ValueError | TypeError)
 
 
-def _first_unstorable(values: dict[str, Any]) -> str | None:
+def _first_unstorable(values: dict[str, object]) -> str | None:
     """`"field: reason"` for the first value `dumps` refuses; only run after a refusal."""
     for name, value in values.items():
         try:
@@ -186,682 +98,37 @@ def _first_unstorable(values: dict[str, Any]) -> str | None:
 
 
 class Repository:
-    """One concern's reads and appends over a `Store`'s engine (the board, keys, admins, the
+    """One concern's reads and appends over a `Store` handle (the runs, the board, keys, admins, the
     panel…): a read connection, a write transaction, and an advisory lock that serialises writers
-    of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does). `LOCKS` keeps each
-    concern's lock names apart."""
+    of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does), each the handle's own.
+    `LOCKS` keeps each concern's lock names apart. Building one costs two attribute reads."""
 
     LOCKS = "store"
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._engine = store.engine
-        self._writer = store.engine.execution_options(**{Store.WRITE_OPTION: True})
+        self._writer = store.writer
 
-    @contextmanager
-    def write(self) -> Iterator[sa.Connection]:
+    def write(self) -> AbstractContextManager[sa.Connection]:
         """One write transaction (BEGIN IMMEDIATE on SQLite, so refusal checks are race-free),
         begun as `Store.write_connection` begins it (a transient fault on the way is retried)."""
-        with self.store.write_connection() as conn:
-            yield conn
+        return self.store.write_connection()
 
-    @contextmanager
-    def read(self) -> Iterator[sa.Connection]:
-        with self.store.read_connection() as conn:
-            yield conn
+    def read(self) -> AbstractContextManager[sa.Connection]:
+        return self.store.read_connection()
 
     @classmethod
     def lock(cls, conn: sa.Connection, namespace: str, name: str) -> None:
         """Hold, until the transaction ends, the lock on `name` in `namespace` (PostgreSQL only)."""
-        if conn.dialect.name == "postgresql":
-            digest = hashlib.sha256(f"assay:{cls.LOCKS}:{namespace}:{name}".encode()).digest()
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
-
-
-class Store:
-    """Append-only access to one database. Holds its engine; no module-level state anywhere.
-
-    Use as a context manager, or call `close()`, to release pooled connections.
-    """
-
-    #: Execution option that makes SQLite begin with BEGIN IMMEDIATE (see `db.create_store_engine`).
-    WRITE_OPTION = "assay_write"
-
-    def __init__(self, engine: sa.Engine, display_url: str | None = None, retry: Retry | None = None) -> None:
-        self._engine = engine
-        self._writer = engine.execution_options(**{self.WRITE_OPTION: True})
-        self.url = display_url or engine.url.render_as_string(hide_password=True)
-        #: how transient faults are waited out (`store/faults.py`); tests inject clock and sleep
-        self.retry = retry if retry is not None else Retry(seconds_from_env())
-
-    # -- plumbing -----------------------------------------------------------------------------
-
-    @property
-    def engine(self) -> sa.Engine:
-        """The underlying engine, for views and tests that need raw SQL."""
-        return self._engine
-
-    @property
-    def dialect(self) -> str:
-        return str(self._engine.dialect.name)
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def with_retry(self, retry: Retry) -> Store:
-        """The same store (its engine, its pool) with faults waited out as `retry` says."""
-        return Store(self._engine, self.url, retry)
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Store({self.url!r})"
-
-    # -- transactions: the one place a transient fault is retried (`store/faults.py`) ----------
-
-    def transaction(self, body: Callable[[sa.Connection], T], *, write: bool = True) -> T:
-        """`body(conn)` in one transaction, committed when it returns. A transient fault (a
-        restart, a killed connection, a locked SQLite) rolls it back and runs `body` again from
-        the start on a fresh connection, within `self.retry`'s bound: `body` must be a whole
-        transaction that decides everything from what it reads (no effect outside the database)."""
-        engine = self._writer if write else self._engine
-        lock = _writer_lock(self._engine) if write else None
-
-        def attempt() -> T:
-            if lock is None:
-                with engine.begin() as conn:
-                    return body(conn)
-            with lock, engine.begin() as conn:
-                return body(conn)
-
-        return self.retry.call(attempt)
-
-    def batched(self, body: Callable[[sa.Connection], T]) -> T:
-        """`transaction(body)`, committed together with other threads' batched transactions that
-        wait at the same moment (SQLite's group commit: one commit, and one wait for the disk,
-        for all of them). Each body runs in a savepoint of the group's transaction, so a body that
-        raises (a refusal) undoes only its own writes and is raised in its own thread; its result
-        is handed back only once the group committed. A fault of the group (past the store's
-        retries) or an interrupt sends each body back to its own thread to run alone, as
-        `transaction` would. PostgreSQL (whose commits run side by side) and
-        `ASSAY_SQLITE_GROUP_COMMIT=0`: `transaction` itself."""
-        group = _group(self._engine)
-        if group is None:
-            return self.transaction(body)
-        job = _Job(body)
-        with group.cond:
-            group.queue.append(job)
-            while job.state == "queued" and group.leading:
-                group.cond.wait()
-            if job.state == "queued":  # nobody commits now: this thread commits the waiting group
-                group.leading = True
-                others = [j for j in group.queue if j is not job]
-                jobs, group.queue = [job, *others[:GROUP_MAX - 1]], others[GROUP_MAX - 1:]
-            else:
-                jobs = []
-        if jobs:
-            try:
-                self._commit_group(jobs)
-            finally:
-                with group.cond:
-                    for other in jobs:
-                        if other.state == "queued":
-                            other.state = "alone"  # interrupted: each runs its own
-                    group.leading = False
-                    group.cond.notify_all()
-        if job.state == "done":
-            return job.value  # type: ignore[no-any-return]
-        if job.state == "failed":
-            raise job.value
-        return self.transaction(body)  # alone
-
-    def _commit_group(self, jobs: list[_Job]) -> None:
-        if len(jobs) == 1:
-            job = jobs[0]
-            try:
-                job.value, job.state = self.transaction(job.body), "done"
-            except Exception as exc:  # noqa: BLE001 - raised in its own thread
-                job.value, job.state = exc, "failed"
-            return
-
-        def whole(conn: sa.Connection) -> list[tuple[bool, Any]]:
-            out: list[tuple[bool, Any]] = []
-            for job in jobs:
-                try:
-                    with conn.begin_nested():
-                        out.append((True, job.body(conn)))
-                except Exception as exc:  # noqa: BLE001 - a refusal is its body's own
-                    if is_fault(exc):
-                        raise  # the group's: rolled back and run again, whole
-                    out.append((False, exc))
-            return out
-
-        try:
-            results = self.transaction(whole)
-        except Exception:  # noqa: BLE001 - past the retries: each body alone, in its own thread
-            for job in jobs:
-                job.state = "alone"
-            return
-        for job, (ok, value) in zip(jobs, results, strict=True):
-            job.value, job.state = value, ("done" if ok else "failed")
-
-    def _begun(self, write: bool) -> tuple[sa.Connection, sa.Transaction]:
-        conn = (self._writer if write else self._engine).connect()  # pinged first (pool_pre_ping)
-        try:
-            return conn, conn.begin()  # SQLite: BEGIN IMMEDIATE for a write, which may find it locked
-        except BaseException:
-            conn.close()
-            raise
-
-    @contextmanager
-    def write_connection(self) -> Iterator[sa.Connection]:
-        """A write transaction as a block: getting the connection and beginning are retried like
-        `transaction`; a fault inside the block is not (a block cannot be run again): use
-        `transaction` where a whole transaction should survive a restart."""
-        lock = _writer_lock(self._engine)
-        if lock is None:
-            conn, txn = self.retry.call(lambda: self._begun(True))
-            with conn, txn:
-                yield conn
-            return
-        with lock:
-            conn, txn = self.retry.call(lambda: self._begun(True))
-            with conn, txn:
-                yield conn
-
-    @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
-        """A connection to read with; getting it is retried like `transaction`."""
-        conn = self.retry.call(self._engine.connect)
-        with conn:
-            yield conn
-
-    _write = write_connection
-    _read = read_connection
+        Store.lock(conn, cls.LOCKS, namespace, name)
 
     def _reading(self, body: Callable[[sa.Connection], T]) -> T:
         """`body(conn)` as a read transaction, run again from its start on a transient fault."""
-        return self.transaction(body, write=False)
+        return self.store.transaction(body, write=False)
 
     def _first(self, query: sa.Executable) -> sa.Row[Any] | None:
         return self._reading(lambda conn: conn.execute(query).first())
 
     def _all(self, query: sa.Executable) -> list[sa.Row[Any]]:
         return self._reading(lambda conn: list(conn.execute(query).all()))
-
-    def _lock(self, conn: sa.Connection, namespace: str, name: str) -> None:
-        """Serialise writers of one name on PostgreSQL (SQLite's BEGIN IMMEDIATE already does)."""
-        if conn.dialect.name == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(namespace, name))))
-
-    # -- scenarios ----------------------------------------------------------------------------
-
-    def add_scenario_version(
-        self,
-        *,
-        case_id: str,
-        content_hash: str,
-        checks_hash: str,
-        frozen_on: str | None,
-        kit: str,
-        title: str,
-        language: str,
-        document: dict[str, Any],
-        world_fingerprint: str,
-    ) -> int:
-        """Record a scenario document; return its version number within `case_id`.
-
-        Idempotent: a content hash already stored returns its version. A new hash becomes the
-        next version. A frozen case keeps its checks forever (docs/architecture.md, "frozen") from its first
-        release on: a new version whose checks differ from a released frozen one is refused,
-        because its numbers would silently join a trend line they do not belong to. Versions
-        only ever run ad hoc (drafts) bind nothing.
-        """
-        return self.add_scenario_versions([{
-            "case_id": case_id, "content_hash": content_hash, "checks_hash": checks_hash,
-            "frozen_on": frozen_on, "kit": kit, "title": title, "language": language,
-            "document": document, "world_fingerprint": world_fingerprint,
-        }])[0]
-
-    def add_scenario_versions(self, items: list[dict[str, Any]]) -> list[int]:
-        """Record several scenario documents in ONE transaction (each as `add_scenario_version`
-        would): a refusal of any of them stores none, so a suite is recorded whole or not at all."""
-        for item in items:
-            frozen_on = item["frozen_on"]
-            if frozen_on is not None and not _DATE.match(frozen_on):
-                raise Invalid(f"frozen_on must be YYYY-MM-DD, not {frozen_on!r}", "frozen_on", value=item["case_id"])
-        try:
-            return self.transaction(lambda conn: [self._add_scenario_version(conn, **item) for item in items])
-        except (ValueError, TypeError, sa.exc.StatementError) as exc:
-            if _json_fault(exc):
-                for item in items:
-                    fault = _first_unstorable({"document": item["document"]})
-                    if fault:
-                        raise Invalid(fault, "document", value=item["case_id"]) from None
-            raise
-
-    def _add_scenario_version(
-        self,
-        conn: sa.Connection,
-        *,
-        case_id: str,
-        content_hash: str,
-        checks_hash: str,
-        frozen_on: str | None,
-        kit: str,
-        title: str,
-        language: str,
-        document: dict[str, Any],
-        world_fingerprint: str,
-    ) -> int:
-        self._lock(conn, "case", case_id)
-        sv = scenario_versions
-        existing = conn.execute(
-            sa.select(sv.c.case_id, sv.c.version).where(sv.c.content_hash == content_hash)
-        ).first()
-        if existing is not None:
-            if existing.case_id != case_id:
-                raise Conflict(
-                    f"content hash {content_hash} is already stored as case "
-                    f"'{existing.case_id}'",
-                    "case", value=case_id,
-                )
-            return int(existing.version)
-        # The frozen rule binds from a case's first release: a draft run ad hoc (`assay run FILE`)
-        # is recorded, so it can be replayed, but its checks may still change until it is released.
-        released = sa.select(release_scenarios.c.scenario_hash).where(release_scenarios.c.case_id == case_id)
-        frozen = conn.execute(
-            sa.select(sv.c.frozen_on, sv.c.checks_hash)
-            .where(sv.c.case_id == case_id, sv.c.frozen_on.is_not(None), sv.c.content_hash.in_(released))
-            .order_by(sv.c.version)
-        ).all()
-        for row in frozen:
-            if row.checks_hash != checks_hash:
-                raise Conflict(
-                    f"the case is frozen (since {row.frozen_on}) and its checks "
-                    "changed; a changed check needs a new case id",
-                    "case", value=case_id,
-                )
-        latest = conn.execute(
-            sa.select(sa.func.max(sv.c.version)).where(sv.c.case_id == case_id)
-        ).scalar_one()
-        version = int(latest or 0) + 1
-        conn.execute(
-            sa.insert(sv).values(
-                case_id=case_id,
-                version=version,
-                content_hash=content_hash,
-                checks_hash=checks_hash,
-                frozen_on=frozen_on,
-                kit=kit,
-                title=title,
-                language=language,
-                document=document,
-                world_fingerprint=world_fingerprint,
-                created_at=utcnow(),
-            )
-        )
-        return version
-
-    def scenario_by_hash(self, content_hash: str) -> ScenarioVersion | None:
-        row = self._first(sa.select(scenario_versions).where(scenario_versions.c.content_hash == content_hash))
-        return scenario_of(row) if row is not None else None
-
-    def scenario_versions(self, case_id: str) -> list[ScenarioVersion]:
-        """Every stored version of one case, oldest first."""
-        sv = scenario_versions
-        rows = self._all(sa.select(sv).where(sv.c.case_id == case_id).order_by(sv.c.version))
-        return [scenario_of(r) for r in rows]
-
-    def latest_scenarios(self) -> list[ScenarioVersion]:
-        """The newest version of every case, ordered by case id."""
-        sv = scenario_versions
-        newest = (
-            sa.select(sv.c.case_id, sa.func.max(sv.c.version).label("version"))
-            .group_by(sv.c.case_id)
-            .subquery()
-        )
-        query = (
-            sa.select(sv)
-            .join(newest, sa.and_(sv.c.case_id == newest.c.case_id, sv.c.version == newest.c.version))
-            .order_by(sv.c.case_id)
-        )
-        return [scenario_of(r) for r in self._all(query)]
-
-    # -- batches and the plan -----------------------------------------------------------------
-
-    def add_batch(self, batch: dict[str, Any], planned: list[PlannedRun],
-                  agent: dict[str, Any] | None = None) -> None:
-        """Record a batch and its whole plan at once: the plan is the denominator.
-
-        `batch` holds every `batches` column except `created_at`; `agent`, when given, the
-        `batch_agents` columns but `batch_id` and `created_at` (how to load the agent again, so
-        the batch can be resumed). Each planned slot must point at a stored scenario version of
-        the same case id.
-        """
-        try:
-            self.transaction(lambda conn: self.insert_plan(conn, batch, planned, agent))
-        except sa.exc.IntegrityError as exc:
-            raise _refused(exc, f"batch {batch['id']}") from None
-
-    def insert_plan(self, conn: sa.Connection, batch: dict[str, Any], planned: list[PlannedRun],
-                    agent: dict[str, Any] | None, now: Any = None) -> None:
-        """The one plan insert (a run batch's and a submission's): batch, agent, planned slots."""
-        keys = set(batch)
-        if keys != _BATCH_FIELDS:
-            missing, extra = sorted(_BATCH_FIELDS - keys), sorted(keys - _BATCH_FIELDS)
-            raise ValueError(f"batch fields: missing {missing}, unexpected {extra}")
-        now = now or utcnow()
-        self._check_plan(conn, planned)
-        conn.execute(sa.insert(batches), [{**batch, "created_at": now}])
-        if agent is not None:
-            conn.execute(sa.insert(batch_agents), [{**agent, "batch_id": batch["id"], "created_at": now}])
-        if planned:
-            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
-            # each run's salt, drawn now, so its seed commitment exists with the plan (issue 23)
-            conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
-                                                 for p in planned])
-
-    def batch_agent(self, batch_id: str) -> BatchAgent | None:
-        """How the batch's agent is loaded again (None for batches stored before 0004)."""
-        row = self._first(sa.select(batch_agents).where(batch_agents.c.batch_id == batch_id))
-        return agent_of(row) if row is not None else None
-
-    def add_completion(self, batch_id: str) -> bool:
-        """Mark the batch complete if every planned slot has its run; True when it is (now or before)."""
-        def body(conn: sa.Connection) -> bool:
-            if conn.execute(sa.select(batch_completions.c.batch_id)
-                            .where(batch_completions.c.batch_id == batch_id)).first() is not None:
-                return True
-            if self._unrecorded(conn, batch_id):
-                return False
-            try:
-                with conn.begin_nested():
-                    conn.execute(sa.insert(batch_completions).values(batch_id=batch_id, created_at=utcnow()))
-            except sa.exc.IntegrityError:
-                pass  # another process completed it between our check and our insert (PostgreSQL): complete
-            return True
-
-        return self.transaction(body)
-
-    @staticmethod
-    def unrecorded_in(conn: sa.Connection, batch_id: str) -> int:
-        """How many of the batch's planned slots have no run recorded, inside the caller's transaction."""
-        return Store._unrecorded(conn, batch_id)
-
-    @staticmethod
-    def _unrecorded(conn: sa.Connection, batch_id: str) -> int:
-        return int(conn.execute(
-            sa.select(sa.func.count()).select_from(planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id))
-            .where(planned_runs.c.batch_id == batch_id, runs.c.run_id.is_(None))
-        ).scalar_one())
-
-    def unrecorded(self, batch_id: str) -> int:
-        """How many of the batch's planned slots have no run recorded yet."""
-        return self.transaction(lambda conn: self._unrecorded(conn, batch_id), write=False)
-
-    def completable(self) -> list[str]:
-        """Batches whose every planned slot is recorded but that were never completed (the process
-        that recorded the last run stopped before completing it), oldest first."""
-        pr, b, bc = planned_runs, batches, batch_completions
-        missing = (sa.select(pr.c.run_id).select_from(pr.outerjoin(runs, runs.c.run_id == pr.c.run_id))
-                   .where(pr.c.batch_id == b.c.id, runs.c.run_id.is_(None)))
-        query = (sa.select(b.c.id).outerjoin(bc, bc.c.batch_id == b.c.id)
-                 .where(bc.c.batch_id.is_(None), ~sa.exists(missing))
-                 .order_by(b.c.created_at, b.c.id))
-        return self.transaction(lambda conn: [str(i) for i in conn.execute(query).scalars()], write=False)
-
-    def recorded(self, run_ids: Sequence[str]) -> set[str]:
-        """Which of `run_ids` already have their run stored."""
-        return self.transaction(lambda conn: self.recorded_in(conn, run_ids), write=False)
-
-    @staticmethod
-    def recorded_in(conn: sa.Connection, run_ids: Sequence[str]) -> set[str]:
-        """`recorded`, inside the caller's transaction `conn`."""
-        found: set[str] = set()
-        for chunk in _chunks(list(run_ids)):
-            found.update(conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
-        return found
-
-    def _check_plan(self, conn: sa.Connection, planned: list[PlannedRun]) -> None:
-        sv = scenario_versions
-        hashes = sorted({p.scenario_hash for p in planned})
-        known: dict[str, str] = {}
-        for chunk in _chunks(hashes):
-            for row in conn.execute(
-                sa.select(sv.c.content_hash, sv.c.case_id).where(sv.c.content_hash.in_(chunk))
-            ):
-                known[row.content_hash] = row.case_id
-        for p in planned:
-            stored = known.get(p.scenario_hash)
-            if stored is None:
-                raise Conflict(f"scenario {p.scenario_hash} is not stored", "plan", value=p.case_id)
-            if stored != p.case_id:
-                raise Conflict(
-                    f"slot {p.slot} plans scenario {p.scenario_hash}, which is case '{stored}'",
-                    "plan", value=p.case_id,
-                )
-
-    def batch(self, batch_id: str) -> Batch | None:
-        row = self._first(sa.select(batches).where(batches.c.id == batch_id))
-        return batch_of(row) if row is not None else None
-
-    def latest_batch_id(self, kind: str | None = None) -> str | None:
-        """The most recently created batch that finished, optionally of one kind ('run',
-        'submission'): a batch interrupted or still running is not "the latest results"."""
-        query = (sa.select(batches.c.id).join(batch_completions, batch_completions.c.batch_id == batches.c.id)
-                 .order_by(batches.c.created_at.desc(), batches.c.id.desc()))
-        if kind is not None:
-            query = query.where(batches.c.kind == kind)
-        row = self._first(query.limit(1))
-        return None if row is None else str(row[0])
-
-    def batch_listing(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """Every batch, newest first, with `n_planned`, `n_recorded` and `status` (`complete` once
-        every slot is recorded and the batch was completed, else `pending`)."""
-        pr, b = planned_runs, batches
-        counts = (sa.select(pr.c.batch_id, sa.func.count().label("n_planned"), sa.func.count(runs.c.run_id).label("n_recorded"))
-                  .select_from(pr.outerjoin(runs, runs.c.run_id == pr.c.run_id)).group_by(pr.c.batch_id).subquery())
-        query = (sa.select(b.c.id, b.c.kind, b.c.suite_key, b.c.suite_version, b.c.agent_spec, b.c.agent_label,
-                           b.c.trials, b.c.created_at, sa.func.coalesce(counts.c.n_planned, 0).label("n_planned"),
-                           sa.func.coalesce(counts.c.n_recorded, 0).label("n_recorded"),
-                           batch_completions.c.created_at.label("completed_at"))
-                 .outerjoin(counts, counts.c.batch_id == b.c.id)
-                 .outerjoin(batch_completions, batch_completions.c.batch_id == b.c.id)
-                 .order_by(b.c.created_at.desc(), b.c.id.desc()))
-        if kind is not None:
-            query = query.where(b.c.kind == kind)
-        rows = [dict(r._mapping) for r in self._all(query)]
-        for r in rows:
-            r["n_planned"], r["n_recorded"] = int(r["n_planned"]), int(r["n_recorded"])
-            r["status"] = "complete" if r.pop("completed_at") is not None else "pending"
-        return rows
-
-    def planned_runs(self, batch_id: str) -> list[PlannedSlot]:
-        rows = self._all(sa.select(planned_runs).where(planned_runs.c.batch_id == batch_id).order_by(planned_runs.c.slot))
-        return [slot_of(r) for r in rows]
-
-    # -- runs ---------------------------------------------------------------------------------
-
-    def add_runs(self, items: list[tuple[RunRecord, list[CheckOutcome], RunVerdict]]) -> None:
-        """Append many runs, their check outcomes and their verdicts in one transaction.
-
-        Each item is (record, its check outcomes, the scorer's verdict on them: `score.oracle.
-        run_verdict`); the store does not apply the pass rule (it may not import the scorer), it
-        records the verdict beside what it was given from, so a run is never stored without one.
-        Throughput matters (a benchmark stores thousands of runs a second), so rows go in with
-        one executemany per table. Each record must match its planned slot's case, scenario,
-        trial and seed: a run that disagrees with its plan would carry the wrong pins.
-        """
-        if items:
-            self.transaction(lambda conn: self.insert_runs(conn, items))
-
-    def insert_runs(self, conn: sa.Connection, items: list[tuple[RunRecord, list[CheckOutcome], RunVerdict]]) -> None:
-        """`add_runs` inside the caller's transaction `conn` (remote play records a run in the
-        transaction of the step that ended it). A refusal is raised as `add_runs` raises it
-        (`Conflict`, `Invalid`); on PostgreSQL it leaves `conn`'s transaction unusable unless the
-        caller wrapped this in a savepoint."""
-        if not items:
-            return
-        run_rows: list[dict[str, Any]] = []
-        check_rows: list[dict[str, Any]] = []
-        verdict_rows: list[dict[str, Any]] = []
-        usage_rows: list[dict[str, Any]] = []
-        now = utcnow()
-        for record, checks, verdict in items:
-            usage_rows.extend({**u, "run_id": record.run_id, "created_at": now} for u in record.usage)
-            row = {name: getattr(record, name) for name in _RUN_FIELDS}
-            if record.final_state_text is not None:
-                row["final_state"] = Encoded(record.final_state_text)
-            row["created_at"] = now
-            run_rows.append(row)
-            check_rows.extend(
-                {
-                    "run_id": record.run_id,
-                    "check_id": c.check_id,
-                    "ordinal": i,
-                    "weight": c.weight,
-                    "safety": c.safety,
-                    "passed": c.passed,
-                }
-                for i, c in enumerate(checks)
-            )
-            verdict_rows.append({
-                "run_id": record.run_id, "scorer_version": verdict.scorer_version, "score": verdict.score,
-                "passed": verdict.passed, "safety_failures": len(verdict.safety_failures),
-                "false_success": verdict.false_success, "created_at": now,
-            })
-        records = [record for record, _, _ in items]
-        try:
-            self._check_against_plan(conn, records)
-            conn.execute(sa.insert(runs), run_rows)
-            if check_rows:
-                conn.execute(sa.insert(check_outcomes), check_rows)
-            conn.execute(sa.insert(run_verdicts), verdict_rows)
-            if usage_rows:
-                conn.execute(sa.insert(run_usage), usage_rows)
-        except sa.exc.IntegrityError as exc:
-            raise _refused(exc, f"storing {len(items)} run(s)") from None
-        except (ValueError, TypeError, sa.exc.StatementError) as exc:
-            if not _json_fault(exc):
-                raise
-            for record in records:
-                fault = _first_unstorable(
-                    {f: getattr(record, f) for f in ("final_state", "transcript", "actions")}
-                )
-                if fault:
-                    raise Invalid(f"run {record.run_id}: {fault}", "record", value=record.case_id) from None
-            raise
-
-    def _check_against_plan(self, conn: sa.Connection, records: list[RunRecord]) -> None:
-        pr = planned_runs
-        plan: dict[str, sa.Row[Any]] = {}
-        ids = [r.run_id for r in records]
-        for chunk in _chunks(ids):
-            for row in conn.execute(
-                sa.select(pr.c.run_id, *(pr.c[f] for f in _PLAN_FIELDS)).where(pr.c.run_id.in_(chunk))
-            ):
-                plan[row.run_id] = row
-        for record in records:
-            slot = plan.get(record.run_id)
-            if slot is None:
-                raise Conflict(f"run {record.run_id} is not in any plan", "record", value=record.case_id)
-            for field in _PLAN_FIELDS:
-                if getattr(slot, field) != getattr(record, field):
-                    raise Conflict(
-                        f"run {record.run_id} has {field}={getattr(record, field)!r} but its "
-                        f"plan says {getattr(slot, field)!r}",
-                        "record", value=record.case_id,
-                    )
-
-    def _slots(self, *, bodies: bool) -> sa.Select[Any]:
-        run_columns = [
-            c for c in runs.c if c.name != "run_id" and (bodies or c.name not in BODY_FIELDS)
-        ]
-        return sa.select(*planned_runs.c, *run_columns).select_from(
-            planned_runs.outerjoin(runs, runs.c.run_id == planned_runs.c.run_id)
-        )
-
-    def runs_for_batch(self, batch_id: str, *, bodies: bool = True) -> list[StoredRun]:
-        """Every planned slot of a batch, in slot order, with its run if it has one.
-
-        A slot whose run never arrived comes back with `status` None, no checks and no `verdict`:
-        it is still a planned run and still counts (docs/architecture.md, "Failures count"). A recorded run
-        carries its `verdict` row (`run_verdicts`: scorer_version, score, passed, safety_failures
-        count, false_success). `bodies=False` leaves out final_state, transcript and actions for
-        callers that only tally outcomes.
-        """
-        co, rv = check_outcomes, run_verdicts
-
-        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], list[sa.Row[Any]], dict[str, sa.Row[Any]]]:
-            slots = conn.execute(
-                self._slots(bodies=bodies)
-                .where(planned_runs.c.batch_id == batch_id)
-                .order_by(planned_runs.c.slot)
-            ).all()
-            checks = conn.execute(
-                sa.select(co)
-                .join(planned_runs, planned_runs.c.run_id == co.c.run_id)
-                .where(planned_runs.c.batch_id == batch_id)
-                .order_by(co.c.run_id, co.c.ordinal)
-            ).all()
-            verdicts = {r.run_id: r for r in conn.execute(
-                sa.select(rv).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
-                .where(planned_runs.c.batch_id == batch_id))}
-            return list(slots), list(checks), verdicts
-
-        slots, checks, verdicts = self._reading(body)
-        by_run: dict[str, list[CheckOutcome]] = {}
-        for row in checks:
-            by_run.setdefault(row.run_id, []).append(check_of(row))
-        return [run_of(row, by_run.get(row.run_id, []), verdict_of(verdicts.get(row.run_id))) for row in slots]
-
-    def resolve_run_id(self, run_id: str, owner: str | None = None) -> str | None:
-        """The full run id for `run_id` or a unique prefix of it (`resolve_prefix`); with `owner`,
-        a prefix expands only to runs of that account's submissions."""
-        return self._reading(lambda conn: resolve_prefix(conn, planned_runs.c.run_id, run_id, "run",
-                                                         owned_by(owner, planned_runs.c.batch_id)))
-
-    def resolve_batch_id(self, ident: str, owner: str | None = None) -> str | None:
-        """The full batch (or submission) id for `ident` or a unique prefix of it; with `owner`, a
-        prefix expands only to that account's submissions."""
-        return self._reading(lambda conn: resolve_prefix(conn, batches.c.id, ident, "batch",
-                                                         owned_by(owner, batches.c.id)))
-
-    def run(self, run_id: str, owner: str | None = None) -> StoredRun | None:
-        """One planned run with its run fields, checks and scenario row; None if unknown.
-
-        Accepts a unique prefix (of `owner`'s runs, when given). A planned run that has no run row
-        yet comes back like its slot in `runs_for_batch`: planned fields, run fields None, no checks.
-        """
-        full = self.resolve_run_id(run_id, owner)
-        if full is None:
-            return None
-        co = check_outcomes
-
-        def body(conn: sa.Connection) -> tuple[Any, ...]:
-            slot = conn.execute(
-                self._slots(bodies=True).where(planned_runs.c.run_id == full)
-            ).one()
-            checks = conn.execute(
-                sa.select(co).where(co.c.run_id == full).order_by(co.c.ordinal)
-            ).all()
-            verdict = conn.execute(sa.select(run_verdicts).where(run_verdicts.c.run_id == full)).first()
-            scenario = conn.execute(
-                sa.select(scenario_versions).where(
-                    scenario_versions.c.content_hash == slot.scenario_hash
-                )
-            ).one()
-            return slot, checks, verdict, scenario
-
-        slot, checks, verdict, scenario = self._reading(body)
-        return run_of(slot, [check_of(r) for r in checks], verdict_of(verdict), scenario_of(scenario))

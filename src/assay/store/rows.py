@@ -1,5 +1,5 @@
-"""Typed read models of the core repository: what `Store.batch`, `Store.planned_runs`,
-`Store.runs_for_batch` and `Store.run` hand back.
+"""Typed read models of the core repository: what `RunsRepo.batch`, `RunsRepo.planned_runs`,
+`RunsRepo.runs_for_batch` and `RunsRepo.run` hand back.
 
 Frozen dataclasses, one per read, with the column names as field names, so a caller reads
 `batch.suite_key` (checked by the type checker) where it read `batch["suite_key"]`, and the
@@ -10,21 +10,23 @@ timezone-aware datetimes, JSON as Python values). A stored transcript is typed a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from assay.jsontypes import JsonObject
 from assay.records import CheckOutcome, TranscriptEvent, transcript_events
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
-    """A batch (a `run` of the CLI or a `submission`) as `batches` holds it."""
+class NewBatch:
+    """A batch as it is planned (`RunsRepo.add_batch`): every `batches` column but `created_at`."""
 
     id: str
-    kind: str
+    kind: str  # "run" or "submission"
     suite_key: str
     suite_version: str | None
     agent_spec: str
@@ -33,7 +35,24 @@ class Batch:
     harness_version: str
     trials: int
     base_seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Batch(NewBatch):
+    """A batch (a `run` of the CLI or a `submission`) as `batches` holds it."""
+
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRow:
+    """How a batch's agent is loaded again, as it is planned (`batch_agents` but its batch id and
+    time): the spec another process loads, the loader's options (never an API key), the limits."""
+
+    load_spec: str
+    options: JsonObject
+    turn_limit: int
+    time_limit: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +62,7 @@ class BatchAgent:
 
     batch_id: str
     load_spec: str
-    options: dict[str, Any]
+    options: JsonObject  # the loader's options, as stored (free-form: each loader reads its own)
     turn_limit: int
     time_limit: float
     created_at: datetime
@@ -74,6 +93,41 @@ class StoredVerdict:
 
 
 @dataclass(frozen=True, slots=True)
+class NewScenario:
+    """A scenario document to record (`RunsRepo.add_scenario_versions`): `scenario_versions`' columns
+    but the id, the version number (the repository gives it) and the time."""
+
+    case_id: str
+    content_hash: str
+    checks_hash: str
+    frozen_on: str | None
+    kit: str
+    title: str
+    language: str
+    document: JsonObject
+    world_fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSummary:
+    """A batch as `RunsRepo.batch_listing` lists it: newest first, with its counts and `status`
+    (`complete` once every slot is recorded and the batch was completed, else `pending`). Field
+    order is the JSON's (`assay batches --json`)."""
+
+    id: str
+    kind: str
+    suite_key: str
+    suite_version: str | None
+    agent_spec: str
+    agent_label: str
+    trials: int
+    created_at: datetime
+    n_planned: int
+    n_recorded: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
 class ScenarioVersion:
     """A stored scenario version (`scenario_versions`): the document every run of it played."""
 
@@ -86,7 +140,7 @@ class ScenarioVersion:
     kit: str
     title: str
     language: str
-    document: dict[str, Any]
+    document: JsonObject  # the scenario document as written (its model: `scenario.Scenario`)
     world_fingerprint: str
     created_at: datetime
 
@@ -96,7 +150,7 @@ class StoredRun(PlannedSlot):
     """A planned slot with its run, if one was recorded (`status` None: never recorded, every run
     field None, no checks, no verdict). `final_state`, `transcript` and `actions` are None when
     the read left the bodies out (`runs_for_batch(bodies=False)`). `scenario` is the scenario
-    version's row where the read joined it (`Store.run`)."""
+    version's row where the read joined it (`RunsRepo.run`)."""
 
     status: str | None = None
     reason: str | None = None
@@ -104,9 +158,9 @@ class StoredRun(PlannedSlot):
     claim_summary: str | None = None
     turns: int | None = None
     final_state_hash: str | None = None
-    final_state: dict[str, Any] | None = None
-    transcript: list[dict[str, Any]] | None = None
-    actions: list[dict[str, Any]] | None = None
+    final_state: JsonObject | None = None  # a world's state: free-form
+    transcript: list[JsonObject] | None = None  # as the record version wrote it (`events` types it)
+    actions: list[JsonObject] | None = None
     duration_ms: int | None = None
     created_at: datetime | None = None
     schema_version: int | None = None
@@ -169,6 +223,10 @@ def verdict_of(row: sa.Row[Any] | None) -> StoredVerdict | None:
 def run_of(row: sa.Row[Any], checks: list[CheckOutcome], verdict: StoredVerdict | None,
            scenario: ScenarioVersion | None = None) -> StoredRun:
     """A slot row joined with its run's columns (those the query selected; the rest None)."""
-    m = row._mapping
-    values: dict[str, Any] = {n: m.get(n) for n in _RUN}
-    return StoredRun(**values, checks=tuple(checks), verdict=verdict, scenario=scenario)
+    get = row._mapping.get
+    return StoredRun(**{n: _column(get, n) for n in _RUN}, checks=tuple(checks), verdict=verdict, scenario=scenario)
+
+
+def _column(get: Callable[[str], Any], name: str) -> Any:
+    """A column's value, None where the query did not select it (`bodies=False`)."""
+    return get(name)

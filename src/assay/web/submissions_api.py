@@ -29,6 +29,7 @@ from assay.store.db import Store
 from assay.web import workers
 from assay.web.deps import api_actor, get_store
 from assay.web.schemas import TRAIT_KEYS, Closed, EntryJudge, error_responses
+from assay.store.runs_repo import RunsRepo
 
 
 @asynccontextmanager
@@ -275,7 +276,7 @@ def create_submission(body: SubmissionRequest, request: Request, store: Store = 
         raise
     if isinstance(body.agent, ModelAgent):
         workers.for_app(request.app).play(submission_id)
-    batch = store.batch(submission_id)
+    batch = RunsRepo(store).batch(submission_id)
     assert batch is not None
     return {
         "id": submission_id,
@@ -284,7 +285,7 @@ def create_submission(body: SubmissionRequest, request: Request, store: Store = 
                   "config_signature": batch.config_signature},
         "remote": not isinstance(body.agent, ModelAgent),
         "status": "pending",
-        "n_planned": len(store.planned_runs(submission_id)),
+        "n_planned": len(RunsRepo(store).planned_runs(submission_id)),
     }
 
 

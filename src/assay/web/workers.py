@@ -27,6 +27,7 @@ import threading
 from typing import Any
 
 from assay.store.db import Store
+from assay.store.runs_repo import RunsRepo
 
 log = logging.getLogger("assay.web")
 
@@ -80,12 +81,12 @@ class Workers:
 
         found = []
         for row in batches.list_submissions(self.store, actor=OPERATOR):
-            if row["status"] != "pending" or row["n_recorded"] >= row["n_planned"]:
+            if row.status != "pending" or row.n_recorded >= row.n_planned:
                 continue
-            agent = self.store.batch_agent(row["id"])
+            agent = RunsRepo(self.store).batch_agent(row.id)
             if agent is not None and str(agent.load_spec).startswith(SERVER_PLAYED):
-                found.append(row["id"])
-                self.play(row["id"])
+                found.append(row.id)
+                self.play(row.id)
         return found
 
     def resume_in_background(self) -> None:

@@ -11,13 +11,14 @@ from tests.store import _factories
 from tests.store._factories import CHECKS, record, seeded_batch
 
 from .conftest import Panel, Session
+from assay.store.runs_repo import RunsRepo
 
 
 def _assay_run(web_store: Any) -> str:
     """One recorded Assay run (in whatever shape `Store.add_runs` takes its items: `scored` says)."""
     _, planned = seeded_batch(web_store, n=1)
     item = getattr(_factories, "scored", lambda rec, checks: (rec, checks))(record(planned[0]), CHECKS)
-    web_store.add_runs([item])
+    RunsRepo(web_store).add_runs([item])
     return planned[0].run_id
 
 

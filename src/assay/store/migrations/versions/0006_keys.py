@@ -18,7 +18,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from assay.store.triggers import append_only, drop_append_only
 
 revision: str = "0006"
 down_revision: str | None = "0005"
@@ -26,6 +25,55 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 APPEND_ONLY = ("api_keys", "key_revocations")
+
+
+# -- frozen SQL ---------------------------------------------------------------------------------
+# What the live helpers (`assay.store.triggers`) produced at this revision, copied here so that a
+# later change to them cannot change what this migration does
+# (tests/store/test_frozen_migrations.py).
+
+_PG_APPEND_ONLY_FUNCTION = """
+CREATE OR REPLACE FUNCTION assay_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $body$
+BEGIN
+    RAISE EXCEPTION USING
+        MESSAGE = 'assay: ' || TG_TABLE_NAME || ' is append-only',
+        ERRCODE = 'restrict_violation';
+END;
+$body$
+"""
+
+
+def append_only(table: str) -> list[str]:
+    """What `assay.store.triggers.append_only(table)` gave at this revision: DDL that makes `table`
+    refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL)."""
+    if op.get_bind().dialect.name == "sqlite":
+        return [
+            f"CREATE TRIGGER {table}_append_only_update BEFORE UPDATE ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, 'assay: {table} is append-only'); END",
+            f"CREATE TRIGGER {table}_append_only_delete BEFORE DELETE ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, 'assay: {table} is append-only'); END",
+        ]
+    return [
+        _PG_APPEND_ONLY_FUNCTION,
+        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION assay_append_only()",
+        f"CREATE TRIGGER {table}_append_only_truncate BEFORE TRUNCATE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION assay_append_only()",
+    ]
+
+
+def drop_append_only(table: str) -> list[str]:
+    """What `assay.store.triggers.drop_append_only(table)` gave at this revision."""
+    if op.get_bind().dialect.name == "sqlite":
+        return [
+            f"DROP TRIGGER IF EXISTS {table}_append_only_update",
+            f"DROP TRIGGER IF EXISTS {table}_append_only_delete",
+        ]
+    return [
+        f"DROP TRIGGER IF EXISTS {table}_append_only ON {table}",
+        f"DROP TRIGGER IF EXISTS {table}_append_only_truncate ON {table}",
+    ]
 
 
 def _ts() -> sa.DateTime:

@@ -26,9 +26,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from assay.store import rls
-from assay.store.triggers import append_only, drop_append_only
-from assay.store.views import panel_0008, recreate
 
 revision: str = "0008"
 down_revision: str | None = "0007"
@@ -39,6 +36,173 @@ TABLES = (
     "admins", "admin_sessions", "admin_session_ends", "eval_categories", "panel_applications",
     "panel_reviews", "panel_models", "panel_environments", "panel_runs", "panel_run_finalizations",
     "panel_scorecards", "panel_ratings",
+)
+
+
+# -- frozen SQL ---------------------------------------------------------------------------------
+# What the live helpers (`assay.store.triggers`, `assay.store.rls`, the view generations of
+# `assay.store.views`) produced at this revision, copied here so that a later change to them cannot
+# change what this migration does (tests/store/test_frozen_migrations.py).
+
+_PG_APPEND_ONLY_FUNCTION = """
+CREATE OR REPLACE FUNCTION assay_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $body$
+BEGIN
+    RAISE EXCEPTION USING
+        MESSAGE = 'assay: ' || TG_TABLE_NAME || ' is append-only',
+        ERRCODE = 'restrict_violation';
+END;
+$body$
+"""
+
+
+def append_only(table: str) -> list[str]:
+    """What `assay.store.triggers.append_only(table)` gave at this revision: DDL that makes `table`
+    refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL)."""
+    if op.get_bind().dialect.name == "sqlite":
+        return [
+            f"CREATE TRIGGER {table}_append_only_update BEFORE UPDATE ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, 'assay: {table} is append-only'); END",
+            f"CREATE TRIGGER {table}_append_only_delete BEFORE DELETE ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, 'assay: {table} is append-only'); END",
+        ]
+    return [
+        _PG_APPEND_ONLY_FUNCTION,
+        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION assay_append_only()",
+        f"CREATE TRIGGER {table}_append_only_truncate BEFORE TRUNCATE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION assay_append_only()",
+    ]
+
+
+def drop_append_only(table: str) -> list[str]:
+    """What `assay.store.triggers.drop_append_only(table)` gave at this revision."""
+    if op.get_bind().dialect.name == "sqlite":
+        return [
+            f"DROP TRIGGER IF EXISTS {table}_append_only_update",
+            f"DROP TRIGGER IF EXISTS {table}_append_only_delete",
+        ]
+    return [
+        f"DROP TRIGGER IF EXISTS {table}_append_only ON {table}",
+        f"DROP TRIGGER IF EXISTS {table}_append_only_truncate ON {table}",
+    ]
+
+
+def _secure(table: str) -> list[str]:
+    """What `assay.store.rls.secure(table)` gave at this revision (PostgreSQL)."""
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY assay_service_read ON {table} FOR SELECT TO assay_service USING (true)",
+        f"CREATE POLICY assay_service_append ON {table} FOR INSERT TO assay_service WITH CHECK (true)",
+        f"CREATE POLICY assay_owner_all ON {table} FOR ALL TO CURRENT_USER USING (true) WITH CHECK (true)",
+    ]
+
+
+def _unsecure(table: str) -> list[str]:
+    """What `assay.store.rls.unsecure(table)` gave at this revision (PostgreSQL)."""
+    return [
+        f"DROP POLICY IF EXISTS assay_service_read ON {table}",
+        f"DROP POLICY IF EXISTS assay_service_append ON {table}",
+        f"DROP POLICY IF EXISTS assay_owner_all ON {table}",
+        f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+    ]
+
+
+#: `rls.create_roles()`
+_CREATE_ROLES: tuple[str, ...] = (
+    """
+DO $roles$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'assay_public') THEN
+    BEGIN
+      CREATE ROLE assay_public NOLOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN
+      NULL;  -- another database's migration created it first
+    END;
+  END IF;
+END
+$roles$""",
+    """
+DO $roles$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'assay_service') THEN
+    BEGIN
+      CREATE ROLE assay_service NOLOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN
+      NULL;  -- another database's migration created it first
+    END;
+  END IF;
+END
+$roles$""",
+)
+
+#: `rls.grant_service()`
+_GRANT_SERVICE: tuple[str, ...] = (
+    "GRANT USAGE ON SCHEMA public TO assay_service",
+    "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA public TO assay_service",
+    "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO assay_service",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT ON TABLES TO assay_service",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO assay_service",
+)
+
+#: `rls.revoke_service()`
+_REVOKE_SERVICE: tuple[str, ...] = (
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public REVOKE USAGE, SELECT ON SEQUENCES FROM assay_service",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public REVOKE SELECT, INSERT ON TABLES FROM assay_service",
+    "REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM assay_service",
+    "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM assay_service",
+    "REVOKE USAGE ON SCHEMA public FROM assay_service",
+)
+
+#: `rls.TABLES_QUERY`
+_TABLES_QUERY = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+
+#: views upgrade: `recreate(op.execute, (), panel_0008.VIEWS)` (`assay.store.views`)
+_UP_VIEWS: tuple[str, ...] = (
+    """CREATE VIEW panel_current_decisions AS SELECT r.application_id AS application_id, r.decision AS decision, r.by_admin AS by_admin,
+  r.reviewed_at AS reviewed_at
+FROM panel_reviews r
+WHERE r.id = (SELECT MAX(r2.id) FROM panel_reviews r2 WHERE r2.application_id = r.application_id)""",
+    """CREATE VIEW panel_counted_cards AS SELECT c.id AS card_id, c.run_id AS run_id, c.panelist_id AS panelist_id, pr.model_id AS model_id
+FROM panel_scorecards c
+JOIN panel_runs pr ON pr.id = c.run_id
+JOIN panel_run_finalizations f ON f.run_id = c.run_id
+JOIN panel_current_decisions d ON d.application_id = c.panelist_id AND d.decision = 'approved'
+WHERE c.id = (
+  SELECT MAX(c2.id) FROM panel_scorecards c2
+  WHERE c2.run_id = c.run_id AND c2.panelist_id = c.panelist_id
+)""",
+    """CREATE VIEW panel_run_medians AS SELECT x.run_id AS run_id, x.model_id AS model_id, x.category AS category,
+  MAX(x.n) AS n_panelists, AVG(x.rating) AS median_rating
+FROM (
+  SELECT k.run_id AS run_id, k.model_id AS model_id, g.category AS category, g.rating AS rating,
+    ROW_NUMBER() OVER (PARTITION BY k.run_id, g.category ORDER BY g.rating) AS position,
+    COUNT(*) OVER (PARTITION BY k.run_id, g.category) AS n
+  FROM panel_counted_cards k
+  JOIN panel_ratings g ON g.card_id = k.card_id
+) x
+WHERE x.position = (x.n + 1) / 2 OR x.position = (x.n + 2) / 2
+GROUP BY x.run_id, x.model_id, x.category""",
+    """CREATE VIEW panel_model_categories AS SELECT m.model_id AS model_id, m.category AS category, COUNT(*) AS n_runs, AVG(m.median_rating) AS mean_rating
+FROM panel_run_medians m
+GROUP BY m.model_id, m.category""",
+    """CREATE VIEW panel_board AS SELECT pm.id AS model_id, pm.slug AS slug, pm.name AS name, pm.vendor AS vendor,
+  (SELECT COUNT(DISTINCT k.run_id) FROM panel_counted_cards k WHERE k.model_id = pm.id) AS n_runs,
+  (SELECT COUNT(DISTINCT k.panelist_id) FROM panel_counted_cards k WHERE k.model_id = pm.id) AS n_panelists,
+  (SELECT AVG(mc.mean_rating) FROM panel_model_categories mc WHERE mc.model_id = pm.id) AS overall_rating
+FROM panel_models pm
+WHERE EXISTS (SELECT 1 FROM panel_counted_cards k WHERE k.model_id = pm.id)""",
+)
+
+#: views downgrade: `recreate(op.execute, panel_0008.VIEWS, ())` (`assay.store.views`)
+_DOWN_VIEWS: tuple[str, ...] = (
+    "DROP VIEW IF EXISTS panel_board",
+    "DROP VIEW IF EXISTS panel_model_categories",
+    "DROP VIEW IF EXISTS panel_run_medians",
+    "DROP VIEW IF EXISTS panel_counted_cards",
+    "DROP VIEW IF EXISTS panel_current_decisions",
 )
 
 
@@ -161,7 +325,7 @@ def _create_tables() -> None:
 
 
 def _all_tables() -> list[str]:
-    return [str(name) for name in op.get_bind().execute(sa.text(rls.TABLES_QUERY)).scalars()]
+    return [str(name) for name in op.get_bind().execute(sa.text(_TABLES_QUERY)).scalars()]
 
 
 def upgrade() -> None:
@@ -169,23 +333,25 @@ def upgrade() -> None:
     for table in TABLES:
         for statement in append_only(table):
             op.execute(statement)
-    recreate(op.execute, (), panel_0008.VIEWS)
+    for statement in _UP_VIEWS:
+        op.execute(statement)
     if op.get_bind().dialect.name == "postgresql":
-        for statement in (*rls.create_roles(), *rls.grant_service()):
+        for statement in (*_CREATE_ROLES, *_GRANT_SERVICE):
             op.execute(statement)
         for table in _all_tables():
-            for statement in rls.secure(table):
+            for statement in _secure(table):
                 op.execute(statement)
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for table in _all_tables():
-            for statement in rls.unsecure(table):
+            for statement in _unsecure(table):
                 op.execute(statement)
-        for statement in rls.revoke_service():
+        for statement in _REVOKE_SERVICE:
             op.execute(statement)
-    recreate(op.execute, panel_0008.VIEWS, ())
+    for statement in _DOWN_VIEWS:
+        op.execute(statement)
     for table in reversed(TABLES):
         for statement in drop_append_only(table):
             op.execute(statement)
