@@ -125,4 +125,4 @@ def test_the_service_refuses_a_reserved_key_before_anything_is_stored(store: Any
     _list(copied, version="9.9")
     with pytest.raises(Forbidden, match="reserved"):
         releases.release_path(store, str(copied), actor=OPERATOR)
-    assert all(r["version"] != "9.9" for r in releases.BoardRepo(store).releases("forge"))
+    assert all(r["version"] != "9.9" for r in releases.ReleasesRepo(store).releases("forge"))

@@ -12,7 +12,7 @@ from typing import Any
 
 from assay.errors import Invalid, NotFound
 from assay.service.actors import Actor, require_owner, require_speaks_for, require_staff
-from assay.store.board_repo import BoardRepo
+from assay.store.accounts_repo import AccountsRepo
 from assay.store.db import Store
 
 ACCOUNT_NAME = re.compile(r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$")
@@ -38,7 +38,7 @@ def create(store: Store, name: str, public_handle: str | None = None, *, actor: 
     check_name(name)
     if public_handle is not None:
         check_handle(public_handle)
-    repo = BoardRepo(store)
+    repo = AccountsRepo(store)
     repo.add_account(name, public_handle)
     return view(store, name, actor=actor)
 
@@ -47,19 +47,19 @@ def set_handle(store: Store, name: str, handle: str, *, actor: Actor) -> dict[st
     if not actor.is_staff:
         require_speaks_for(actor, name, "set the public handle")
     check_handle(handle)
-    BoardRepo(store).add_handle_event(name, handle)
+    AccountsRepo(store).add_handle_event(name, handle)
     return view(store, name, actor=actor)
 
 
 def revoke_handle(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
     if not actor.is_staff:
         require_speaks_for(actor, name, "revoke the public handle")
-    BoardRepo(store).add_handle_event(name, None)
+    AccountsRepo(store).add_handle_event(name, None)
     return view(store, name, actor=actor)
 
 
 def get(store: Store, name: str) -> dict[str, Any]:
-    account = BoardRepo(store).account(name)
+    account = AccountsRepo(store).account(name)
     if account is None:
         raise NotFound("no such account (create it with `assay account create NAME`)", "account", value=name)
     return account
@@ -70,7 +70,7 @@ def view(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
     if not actor.is_staff:
         require_owner(actor, name, "account", name, "account")
     account = get(store, name)
-    history = BoardRepo(store).handle_history(name)
+    history = AccountsRepo(store).handle_history(name)
     return {
         "name": account["name"],
         "public_handle": account["public_handle"],

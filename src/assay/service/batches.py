@@ -13,8 +13,8 @@ from assay.service.actors import Actor, prefix_owner, require_owner, require_sta
 from assay.service.board import submission_facts
 from assay.store.repo import Store
 from assay.store.rows import Batch, BatchSummary
-from assay.store.board_repo import BoardRepo
 from assay.store.runs_repo import RunsRepo
+from assay.store.submissions_repo import SubmissionsRepo
 
 
 def find(store: Store, ident: str, *, actor: Actor) -> Batch:
@@ -40,7 +40,7 @@ def owner_of(store: Store, batch: Batch) -> str | None:
     if batch.kind != "submission":
         return None
 
-    submission = BoardRepo(store).submission(batch.id)
+    submission = SubmissionsRepo(store).submission(batch.id)
     return submission["account"] if submission is not None else None
 
 
@@ -77,7 +77,7 @@ def list_submissions(store: Store, account: str | None = None, suite: str | None
             return []
         account = actor.account
     rows = [{**r, **(submission_facts(store, r["submission_id"]) or {})}
-            for r in BoardRepo(store).submission_listing(account, suite)]
+            for r in SubmissionsRepo(store).submission_listing(account, suite)]
     return [SubmissionSummary(
         id=r["submission_id"], account=r["account"], suite=r["suite_key"], version=r["version"],
         label=r["label"], status=r["status"] if r["finalised"] else "pending",

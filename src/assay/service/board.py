@@ -37,6 +37,8 @@ from assay.service.judgements import judge_provenance, trait_figures
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 from assay.store.usage_repo import UsageRepo
 from assay.store.runs_repo import RunsRepo
@@ -105,11 +107,11 @@ def _planned(rows: Iterable[dict[str, Any]]) -> list[figures_of.PlannedRunFacts]
 
 
 def submission_facts(store: Store, submission_id: str, conn: Any = None) -> dict[str, Any] | None:
-    """A submission as its owner sees it: what it is (`BoardRepo.submission_info`) and its figures
+    """A submission as its owner sees it: what it is (`SubmissionsRepo.submission_info`) and its figures
     now, computed from its runs (`stats.board.submission_facts`: rates unrounded, provisional until
     complete), or None."""
     repo = BoardRepo(store)
-    info = repo.submission_info(submission_id, conn)
+    info = SubmissionsRepo(store).submission_info(submission_id, conn)
     if info is None:
         return None
     return {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))}
@@ -188,9 +190,9 @@ def refresh(store: Store, submission_id: str) -> None:
     """Compute one finalised submission's figures from its runs and store them (replacing any): what
     completing it, or judging it again, costs — one submission's rows, whatever the board's size."""
     repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
+    submission = SubmissionsRepo(store).submission(submission_id)
     assert submission is not None
-    release = repo.release_by_id(submission["release_id"])
+    release = ReleasesRepo(store).release_by_id(submission["release_id"])
     assert release is not None
     repo.put_figures([_computed(store, release, submission_id, repo.run_rows(submission_id))])
 
@@ -233,8 +235,9 @@ def recompute(store: Store, *, actor: Actor) -> dict[str, Any]:
     stored = {r["submission_id"]: r for r in repo.stored_figures()}
     differences: list[dict[str, Any]] = []
     n = 0
-    for release_id in repo.release_ids():
-        release = repo.release_by_id(release_id)
+    releases_repo = ReleasesRepo(store)
+    for release_id in releases_repo.release_ids():
+        release = releases_repo.release_by_id(release_id)
         assert release is not None
         rows = list(_compute_release(store, release, repo.finalised(release_id)))
         for row in rows:
@@ -410,8 +413,8 @@ def _suite(release: dict[str, Any], latest_public: str | None) -> dict[str, Any]
             "is_latest_public": release["version"] == latest_public}
 
 
-def _public_history(repo: BoardRepo, key: str) -> list[dict[str, Any]]:
-    return sorted((r for r in repo.releases(key) if r["visibility"] == "public"),
+def _public_history(store: Store, key: str) -> list[dict[str, Any]]:
+    return sorted((r for r in ReleasesRepo(store).releases(key) if r["visibility"] == "public"),
                   key=lambda r: releases.version_key(r["version"]), reverse=True)
 
 
@@ -439,7 +442,7 @@ def _board(store: Store, key: str, version: str | None, *, actor: Actor, limit: 
         raise Invalid(f"a page holds 1 to {MAX_PAGE} entries", "limit", value=limit)
     release = releases.find_release(store, key, version, public=True, actor=actor)
     repo = BoardRepo(store)
-    history = _public_history(repo, key)
+    history = _public_history(store, key)
     ensure(store, release)
     after = _uncursor(cursor) if cursor else None
     paged = limit is not None or after is not None or bool(search)
@@ -474,23 +477,23 @@ def entry(store: Store, submission_id: str, *, actor: Actor) -> dict[str, Any]:
 
     Only the full id finds it: a prefix would let anyone enumerate unlisted entries. Its figures are
     the stored ones and its rank one count over the stored intervals: the board is never computed."""
-    repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
+    repo, submissions = BoardRepo(store), SubmissionsRepo(store)
+    submission = submissions.submission(submission_id)
     if submission is None:  # a unique prefix finds a listed entry (what the board shows), never an unlisted one
         try:
             full = RunsRepo(store).resolve_batch_id(submission_id)
         except BadInput:  # ambiguous or short: said as not found, naming no other id
             full = None
         if full is not None and repo.entry(full, digest_version=DIGEST_VERSION) is not None:
-            submission_id, submission = full, repo.submission(full)
-    release = repo.release_by_id(submission["release_id"]) if submission is not None else None
+            submission_id, submission = full, submissions.submission(full)
+    release = ReleasesRepo(store).release_by_id(submission["release_id"]) if submission is not None else None
     if release is not None:
         ensure(store, release)
     listed = repo.entry(submission_id, digest_version=DIGEST_VERSION)
     found = listed if listed is not None else repo.entry(submission_id, digest_version=DIGEST_VERSION, unlisted=True)
     if found is None or release is None or not may_see(actor, release):
         raise NotFound("no published entry has that submission id", "submission", value=submission_id)
-    history = _public_history(repo, release["suite_key"])
+    history = _public_history(store, release["suite_key"])
     return {
         "suite": _suite(release, history[0]["version"] if history else None),
         "provenance": provenance(store, release),

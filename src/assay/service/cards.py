@@ -17,7 +17,7 @@ from assay.service import releases
 from assay.service.judgements import judge_provenance
 from assay.service import board as boards
 from assay.service.board import round_rate
-from assay.store.board_repo import BoardRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 
 PLATFORM_LIMITATIONS = (
@@ -140,7 +140,7 @@ def _cell(text: str) -> str:
 def _baselines(store: Store, release: dict[str, Any]) -> list[str]:
     declared = releases.baselines_view(release)
     measured = [boards.submission_facts(store, s["submission_id"])
-                for s in BoardRepo(store).submission_listing(None, None, release["id"]) if s["baseline"]]
+                for s in SubmissionsRepo(store).submission_listing(None, None, release["id"]) if s["baseline"]]
     out: list[str] = []
     if not declared and not measured:
         return ["- None yet: this version has no calibration reference."]

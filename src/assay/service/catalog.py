@@ -13,7 +13,7 @@ from typing import Any
 
 from assay.service import releases
 from assay.service.actors import Actor, listed_visibilities
-from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
 from assay.store.db import Store
 
 
@@ -21,7 +21,7 @@ def suites(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
     """One entry per suite the actor's index lists (its latest listed version), by key."""
     shown = listed_visibilities(actor)
     latest: dict[str, dict[str, Any]] = {}
-    for release in BoardRepo(store).releases():
+    for release in ReleasesRepo(store).releases():
         if release["visibility"] not in shown:
             continue
         held = latest.get(release["suite_key"])

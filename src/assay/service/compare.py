@@ -23,7 +23,8 @@ from assay.service import board as boards
 from assay.service.actors import Actor, prefix_owner
 from assay.service.board import RATE_PLACES, RATES, case_rates, round_rate
 from assay.stats.pairwise import ALPHA, paired_comparison
-from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 
 METRICS: tuple[str, ...] = RATES
@@ -32,7 +33,7 @@ P_PLACES = 6
 
 def _resolve(store: Store, ident: str, actor: Actor) -> dict[str, Any]:
     """A submission `actor` may compare: the staff any, others their own or one on the board."""
-    found = BoardRepo(store).resolve_submission_id(ident, prefix_owner(actor))
+    found = SubmissionsRepo(store).resolve_submission_id(ident, prefix_owner(actor))
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
     facts = boards.submission_facts(store, found)
@@ -60,7 +61,7 @@ def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: A
     """Compare submissions `a` and `b` (ids or unique prefixes) on `metric`, case by case."""
     if metric not in METRICS:
         raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
-    repo = BoardRepo(store)
+    repo = ReleasesRepo(store)
     fa, fb = _resolve(store, a, actor), _resolve(store, b, actor)
     if fa["submission_id"] == fb["submission_id"]:
         raise Invalid(f"both name submission {fa['submission_id']}; compare it with another submission",

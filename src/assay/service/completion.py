@@ -27,7 +27,8 @@ from assay.service import board as boards
 from assay.service import exports, platform_config
 from assay.service.execution import stopped
 from assay.service.judgements import submission_and_release
-from assay.store.board_repo import BoardRepo
+from assay.store.config_repo import ConfigRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.faults import is_fault
 from assay.store.repo import Store
 from assay.worlds.kits import get_kit
@@ -48,7 +49,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
     Safe to call again at any time (a later sweep only adds what is missing; the era stamp and the
     automatic publication happen once).
     """
-    repo = BoardRepo(store)
+    repo = SubmissionsRepo(store)
     submission, release = submission_and_release(store, submission_id)
     floor = platform_config.get(store, platform_config.PARTICIPATION)
     facilitator = SELF_HOSTED if submission["byok"] else release["facilitator_model"]
@@ -83,7 +84,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
             return None
         facts = boards.submission_facts(store, submission_id, conn)
         assert facts is not None
-        era = repo.era_at(conn, submission["created_at"])
+        era = ConfigRepo.era_at(conn, submission["created_at"])
         publish = bool(
             submission["publish_requested"] and facts["status"] == "complete" and facts["public_handle"]
             and not repo.has_publication_events(conn, submission_id)

@@ -36,7 +36,7 @@ from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
 from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.score.oracle import evaluate_checks, run_verdict
-from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
 from assay.store.claims import ClaimRepo, Holder
 from assay.store.faults import StoreUnavailable, describe, is_fault
 from assay.store.judge_repo import JudgeRepo
@@ -306,7 +306,7 @@ def facilitator_of(store: Store, batch_id: str) -> dict[str, Any] | None:
     if own is not None:
         return own
     batch = RunsRepo(store).batch(batch_id)
-    release = (BoardRepo(store).release(batch.suite_key, batch.suite_version)
+    release = (ReleasesRepo(store).release(batch.suite_key, batch.suite_version)
                if batch is not None and batch.suite_version is not None else None)
     pinned = (release or {}).get("facilitator_model") or ""
     if pinned.startswith("openai:"):

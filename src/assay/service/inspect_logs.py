@@ -41,7 +41,7 @@ from assay.service import exports, results, usage
 from assay.service.actors import Actor, require_staff
 from assay.stats.commitment import seed_commitment
 from assay.stats.cost import price_at, row_cost
-from assay.store.board_repo import BoardRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 from assay.store.export_repo import ExportRepo
 from assay.store.usage_repo import UsageRepo
@@ -239,7 +239,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     agent = RunsRepo(store).batch_agent(batch_id)
     limits: dict[str, Any] = {"turn_limit": agent.turn_limit if agent else None,
                               "time_limit": agent.time_limit if agent else None}
-    submission = BoardRepo(store).submission(batch_id) if batch.kind == "submission" else None
+    submission = SubmissionsRepo(store).submission(batch_id) if batch.kind == "submission" else None
     handle = None
     if submission is not None:
         with ExportRepo(store).snapshot() as conn:

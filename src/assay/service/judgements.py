@@ -20,6 +20,8 @@ from assay.score.judge import JudgePass, LLMJudge, RulesJudge, RunJudgement, sum
 from assay.service import platform_config, releases
 from assay.stats.traits import RunTraits, figures
 from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 from assay.store.judge_repo import JudgeRepo
 
@@ -43,11 +45,10 @@ def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
 
 def submission_and_release(store: Store, submission_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A submission and the release it was made against; NotFound when there is no such submission."""
-    repo = BoardRepo(store)
-    submission = repo.submission(submission_id)
+    submission = SubmissionsRepo(store).submission(submission_id)
     if submission is None:
         raise NotFound("no such submission", "submission", value=submission_id)
-    release = repo.release_by_id(submission["release_id"])
+    release = ReleasesRepo(store).release_by_id(submission["release_id"])
     assert release is not None
     return submission, release
 

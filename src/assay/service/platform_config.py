@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 from assay.errors import Invalid, NotFound
 from assay.service.actors import Actor, require_staff
 from assay.scenario.load import describe_error
-from assay.store.board_repo import BoardRepo
+from assay.store.config_repo import ConfigRepo
 from assay.store.db import Store
 
 SAFETY_VARIANCE = "academy_eval_safety_variance"
@@ -99,9 +99,9 @@ def validate_value(key: str, value: Any) -> dict[str, Any]:
 def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
     """The value of `key` in force at `at` (now by default), defaults filled in."""
     if key == MEASUREMENT_ERA:
-        return {"eras": [era_view(e) for e in BoardRepo(store).eras()]}
+        return {"eras": [era_view(e) for e in ConfigRepo(store).eras()]}
     model = _model(key)
-    stored = BoardRepo(store).config_value(key, at)
+    stored = ConfigRepo(store).config_value(key, at)
     return model.model_validate(stored or {}).model_dump()
 
 
@@ -110,7 +110,7 @@ def describe(store: Store, key: str) -> dict[str, Any]:
     if key == MEASUREMENT_ERA:
         return {"key": key, "value": get(store, key), "default": False, "history": []}
     _model(key)
-    history = BoardRepo(store).config_history(key)
+    history = ConfigRepo(store).config_history(key)
     return {
         "key": key,
         "value": get(store, key),
@@ -136,7 +136,7 @@ def kit_floors() -> dict[str, dict[str, float]]:
 def set_value(store: Store, key: str, value: Any, *, actor: Actor) -> dict[str, Any]:
     require_staff(actor, "change the platform configuration", "config_key")
     clean = validate_value(key, value)
-    BoardRepo(store).add_config(key, clean)
+    ConfigRepo(store).add_config(key, clean)
     return clean
 
 
@@ -185,10 +185,10 @@ def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) 
     if not reason.strip():
         raise Invalid("an era needs a reason (what changed in the measurement stack)", "reason")
     moment = parse_moment(starts)
-    repo = BoardRepo(store)
+    repo = ConfigRepo(store)
     repo.add_era(name, moment, reason.strip())
     return next(era_view(e) for e in repo.eras() if e["name"] == name)
 
 
 def eras(store: Store) -> list[dict[str, Any]]:
-    return [era_view(e) for e in BoardRepo(store).eras()]
+    return [era_view(e) for e in ConfigRepo(store).eras()]

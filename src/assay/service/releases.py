@@ -37,7 +37,7 @@ from assay.service.suites import (
     record_scenarios,
     resolve_suite,
 )
-from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
 
@@ -184,7 +184,7 @@ def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
             problems.extend(exc.problems if isinstance(exc, Problems) else (exc,))
     if store is None or not found.scenarios:
         return problems
-    repo = BoardRepo(store)
+    repo = ReleasesRepo(store)
     pins: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for release in repo.releases():  # oldest first: the first release that froze a case names it
         for pin in repo.release_scenarios(release["id"]):
@@ -211,7 +211,7 @@ def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
 
 def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, Any], bool]:
     """Record the scenario versions and the release; refuse a changed re-release. (release, created)."""
-    repo = BoardRepo(store)
+    repo = ReleasesRepo(store)
     row = prepared.row
     key, version = row["suite_key"], row["version"]
 
@@ -290,7 +290,7 @@ def bootstrap(store: Store) -> list[tuple[str, str]]:
     it can run whenever a store is opened; the suite is loaded and pinned only when its version is
     new to the store."""
     done: list[tuple[str, str]] = []
-    repo = BoardRepo(store)
+    repo = ReleasesRepo(store)
     for key in builtin_suite_names():
         declared = _builtin_version(key)
         if declared is not None and repo.release(key, declared) is not None:
@@ -315,7 +315,7 @@ def find_release(
     but the platform's staff only ever resolves that way.
     """
     public = public or not actor.is_staff
-    releases = BoardRepo(store).releases(key)
+    releases = ReleasesRepo(store).releases(key)
     hint = ""
     if version is not None and version in builtin_versions(key):  # built in, not yet released here
         hint = f" in this store (it is built in: `assay submit {key} --version {version}` releases it)"
@@ -340,7 +340,7 @@ def find_release(
 
 def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
     """The release's scenarios, rebuilt from the documents it pinned, hashes verified."""
-    repo = BoardRepo(store)
+    repo = ReleasesRepo(store)
     loaded: list[LoadedScenario] = []
     where = f"{release['suite_key']} {release['version']}"
     for row in repo.release_scenarios(release["id"]):
@@ -381,7 +381,7 @@ def scenario_pins(store: Store, release: dict[str, Any]) -> list[dict[str, Any]]
     return [
         {"case_id": r["case_id"], "version": r["scenario_version"], "title": r["title"],
          "hash": r["scenario_hash"], "hash_prefix": r["scenario_hash"][:HASH_PREFIX], "frozen_on": r["frozen_on"]}
-        for r in BoardRepo(store).release_scenarios(release["id"])
+        for r in ReleasesRepo(store).release_scenarios(release["id"])
     ]
 
 
@@ -412,13 +412,13 @@ def release_view(store: Store, release: dict[str, Any], *, full: bool = True) ->
 
 def list_releases(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
     """Every release for the staff; the public versions only for anyone else."""
-    return [release_view(store, r, full=False) for r in BoardRepo(store).releases()
+    return [release_view(store, r, full=False) for r in ReleasesRepo(store).releases()
             if actor.is_staff or r["visibility"] == "public"]
 
 
 def versions(store: Store, key: str, *, actor: Actor) -> list[dict[str, Any]]:
     """A suite's versions, oldest first; an internal one exists only for the staff."""
-    releases = sorted((r for r in BoardRepo(store).releases(key) if may_see(actor, r)),
+    releases = sorted((r for r in ReleasesRepo(store).releases(key) if may_see(actor, r)),
                       key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")

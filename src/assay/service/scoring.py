@@ -41,6 +41,7 @@ from assay.service.actors import OPERATOR, Actor, prefix_owner, require_owner
 from assay.service.completion import complete_submission
 from assay.service.judgements import config_view, judgements, release_judge, release_of, rubric_of, why_unscored
 from assay.store.board_repo import BoardRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 from assay.store.judge_repo import JudgeRepo
 
@@ -87,7 +88,7 @@ def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
 
 
 def _owned(store: Store, ident: str, actor: Actor) -> str:
-    repo = BoardRepo(store)
+    repo = SubmissionsRepo(store)
     found = repo.resolve_submission_id(ident, prefix_owner(actor))
     submission = repo.submission(found) if found else None
     if submission is None:

@@ -45,6 +45,8 @@ from assay.scenario.load import LoadedScenario
 from assay.stats.commitment import seed_commitment
 from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
+from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.board_schema import unlisted_submissions
 from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.db import Store
@@ -216,7 +218,7 @@ def _compose(
         raise Conflict(
             f"publishing needs a public handle on account '{account}'; set one with "
             f"`assay account set-handle {account} HANDLE`", "publish")
-    repo = BoardRepo(store)
+    repo = SubmissionsRepo(store)
     # Resolve without writing: a built-in not yet released is released only once every check passed.
     release = _stored_release(store, key, version)
     if release is not None and not may_see(actor, release):
@@ -309,8 +311,7 @@ def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator:
 
 
 def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:
-    repo = BoardRepo(store)
-    found = repo.releases(key)
+    found = ReleasesRepo(store).releases(key)
     if version is not None:
         return next((r for r in found if r["version"] == version), None)
     latest = max(found, key=lambda r: releases.version_key(r["version"])) if found else None
@@ -332,7 +333,7 @@ def _cap_refusal(account: str, key: str, version: str, cap: int) -> Conflict:
 
 def find(store: Store, ident: str, *, actor: Actor = OPERATOR) -> str | None:
     """The submission id `ident` names (an id, or a unique prefix of one `actor` may see), or None."""
-    return BoardRepo(store).resolve_submission_id(ident, prefix_owner(actor))
+    return SubmissionsRepo(store).resolve_submission_id(ident, prefix_owner(actor))
 
 
 def _require(store: Store, ident: str, actor: Actor) -> str:
@@ -340,7 +341,7 @@ def _require(store: Store, ident: str, actor: Actor) -> str:
     found = find(store, ident, actor=actor)
     if found is None:
         raise NotFound("no such submission", "submission", value=ident)
-    submission = BoardRepo(store).submission(found)
+    submission = SubmissionsRepo(store).submission(found)
     assert submission is not None
     require_owner(actor, submission["account"], "submission", ident, "submission")
     return found
@@ -349,7 +350,7 @@ def _require(store: Store, ident: str, actor: Actor) -> str:
 def unpublish(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """Take a published (or to-be-published) entry off the board: its owner, or the operator."""
     submission_id = _require(store, ident, actor)
-    repo = BoardRepo(store)
+    repo = SubmissionsRepo(store)
 
     def check(conn: sa.Connection) -> None:
         facts = repo.submission_info(submission_id, conn)
@@ -370,7 +371,7 @@ def note(store: Store, ident: str, text: str, *, actor: Actor) -> dict[str, Any]
     text = text.strip()
     if len(text) > 2000:
         raise Invalid("a variance note is at most 2000 characters", "note")
-    BoardRepo(store).add_note(submission_id, text)
+    SubmissionsRepo(store).add_note(submission_id, text)
     return results(store, submission_id, actor=actor)
 
 
@@ -378,12 +379,11 @@ def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     """The owner's view of a submission: status, class, aggregates and every run with its seed.
     Only the owner (and the operator) sees it; to anyone else the submission does not exist."""
     submission_id = _require(store, ident, actor)
-    repo = BoardRepo(store)
     facts = boards.submission_facts(store, submission_id)
     assert facts is not None
-    release = repo.release_by_id(facts["release_id"])
+    release = ReleasesRepo(store).release_by_id(facts["release_id"])
     assert release is not None
-    runs = repo.run_facts(submission_id)
+    runs = BoardRepo(store).run_facts(submission_id)
     models = sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)

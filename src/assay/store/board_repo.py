@@ -1,53 +1,44 @@
-"""Reads and appends for the board: releases, accounts, submissions, sweeps, events, config, eras.
+"""Reads and appends for the board's numbers: per-run facts, stored figures, board entries, last change.
 
 `BoardRepo` wraps a `Store` and uses its engine; like the Store it only ever INSERTs (the
-database refuses anything else). Every write is one transaction, and any refusal that depends on
-what is stored (a release that differs, a fourth submission, a handle someone else holds) is
-re-checked *inside* that transaction, under a lock, so two writers cannot both slip past it.
-Numbers are never computed here: the store gives per-run facts (`board_run_facts`) and keeps each
-entry's figures, computed in Python (`stats.board`), in `entry_figures` — the one derived table,
-whose rows `put_figures` replaces.
+database refuses anything else), save for the one derived table. Numbers are never computed here:
+the store gives per-run facts (`board_run_facts`) and keeps each entry's figures, computed in
+Python (`stats.board`), in `entry_figures` — the one derived table, whose rows `put_figures`
+replaces and whose `listed` flag `relist` recomputes whenever an event that lists an entry is
+appended (here, and by the accounts and submissions repositories, in their transactions).
+
+The board's other concerns are repositories of their own, in the same lock namespace: releases
+(`releases_repo`), accounts and handles (`accounts_repo`), submissions with their completion,
+publication and notes (`submissions_repo`), platform config and eras (`config_repo`).
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from assay.errors import Conflict, NotFound
-from assay.records import PlannedRun
-from assay.store.judge_schema import release_rubrics
 from assay.store.board_schema import (
     account_handles,
-    accounts,
     board_run_facts,
     current_era,
-    current_handles,
     entry_figures,
     measurement_eras,
-    platform_config,
     publication_events,
-    release_scenarios,
-    run_sweeps,
     submission_finalisations,
-    submission_runs,
     submissions,
     suite_releases,
     unlisted_submissions,
     variance_notes,
-    win_condition_outcomes,
 )
 from assay.store.digest_schema import digest_stamps
 from assay.stats.board import from_row
-from assay.store.repo import Repository, owned_by, resolve_prefix
-from assay.store.schema import batches, planned_runs, runs, scenario_versions, utcnow
-from assay.store.rows import AgentRow, NewBatch
-from assay.store.runs_repo import RunsRepo
+from assay.store.repo import Repository
+from assay.store.schema import batches, utcnow
 
 
 def _bool(value: Any) -> bool | None:
@@ -55,391 +46,46 @@ def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+#: The boolean columns a submission's or an entry's row may carry (0/1 on SQLite, bool on PostgreSQL).
+_TRUTHS = ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
+           "listed", "complete", "ranked")
+
+
+def normalised(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """A submission's or an entry's row (its `_mapping`) as a dict, its boolean columns as bool (or None)."""
+    out = dict(row)
+    for key in _TRUTHS:
+        if key in out:
+            out[key] = _bool(out[key])
+    return out
+
+
+def latest(table: sa.Table, column: str, key: sa.ColumnElement[Any], value: sa.ColumnElement[Any]
+           ) -> sa.ScalarSelect[Any]:
+    """The latest row's `column` of an event stream for `key == value` ("the latest row wins")."""
+    return (sa.select(table.c[column]).where(key == value).order_by(table.c.id.desc()).limit(1)
+            .correlate_except(table).scalar_subquery())
+
+
+def relist(conn: sa.Connection, where: sa.ColumnElement[bool], params: dict[str, Any] | None = None) -> None:
+    """Recompute `entry_figures.listed` for the rows `where` selects, from the event rows: complete,
+    published now, its account holding a handle now, not unlisted. Called by every write that
+    appends one of those events (publication, handle), in its transaction."""
+    e, s = entry_figures, submissions
+    published = (sa.select(publication_events.c.published).where(publication_events.c.submission_id == e.c.submission_id)
+                 .order_by(publication_events.c.id.desc()).limit(1).scalar_subquery())
+    handle = (sa.select(account_handles.c.handle).select_from(account_handles.join(s, s.c.account == account_handles.c.account))
+              .where(s.c.id == e.c.submission_id).order_by(account_handles.c.id.desc()).limit(1).scalar_subquery())
+    unlisted = sa.exists().where(unlisted_submissions.c.submission_id == e.c.submission_id)
+    listed = sa.and_(e.c.complete, sa.func.coalesce(published, False) == sa.true(), handle.is_not(None),
+                     sa.not_(unlisted))
+    conn.execute(sa.update(e).where(where).values(listed=sa.case((listed, True), else_=False)), params or {})
+
+
 class BoardRepo(Repository):
-    """The board's half of the store, over the same engine."""
+    """The board's numbers over the store's engine: per-run facts, stored figures and entries."""
 
     LOCKS = "board"
-
-    # -- releases -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _releases() -> sa.Select[Any]:
-        """Release rows with the trait rubric they pin (`rubric`: its document, or None)."""
-        return sa.select(suite_releases, release_rubrics.c.document.label("rubric")).select_from(
-            suite_releases.outerjoin(release_rubrics, release_rubrics.c.release_id == suite_releases.c.id))
-
-    def release(self, key: str, version: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
-        query = self._releases().where(
-            suite_releases.c.suite_key == key, suite_releases.c.version == version
-        )
-        if conn is not None:
-            row = conn.execute(query).first()
-        else:
-            with self.read() as c:
-                row = c.execute(query).first()
-        return dict(row._mapping) if row is not None else None
-
-    def release_by_id(self, release_id: int) -> dict[str, Any] | None:
-        with self.read() as conn:
-            row = conn.execute(self._releases().where(suite_releases.c.id == release_id)).first()
-        return dict(row._mapping) if row is not None else None
-
-    def releases(self, key: str | None = None) -> list[dict[str, Any]]:
-        """Every release (of one key), oldest first."""
-        query = self._releases().order_by(suite_releases.c.suite_key, suite_releases.c.id)
-        if key is not None:
-            query = query.where(suite_releases.c.suite_key == key)
-        with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
-
-    def release_scenarios(self, release_id: int) -> list[dict[str, Any]]:
-        """The pinned scenarios of a release, in release order, each with its stored document."""
-        rs, sv = release_scenarios, scenario_versions
-        query = (
-            sa.select(rs, sv.c.title, sv.c.document, sv.c.frozen_on, sv.c.language, sv.c.kit)
-            .join(sv, sv.c.content_hash == rs.c.scenario_hash)
-            .where(rs.c.release_id == release_id)
-            .order_by(rs.c.ordinal)
-        )
-        with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
-
-    def add_release(
-        self, row: dict[str, Any], pinned: Sequence[dict[str, Any]],
-        refuse: Callable[[dict[str, Any]], None],
-    ) -> tuple[dict[str, Any], bool]:
-        """Insert a release and its pinned scenarios; return (release, created).
-
-        If `(key, version)` is already released, `refuse(existing)` decides inside the
-        transaction: it raises to refuse, or returns to accept the existing release as is.
-        """
-        with self.write() as conn:
-            self.lock(conn, "release", f"{row['suite_key']}\x00{row['version']}")
-            existing = self.release(row["suite_key"], row["version"], conn)
-            if existing is not None:
-                refuse(existing)
-                return existing, False
-            fields = {k: v for k, v in row.items() if k not in ("rubric", "rubric_hash")}
-            now = utcnow()
-            release_id = conn.execute(
-                sa.insert(suite_releases).values(**fields, created_at=now).returning(suite_releases.c.id)
-            ).scalar_one()
-            conn.execute(
-                sa.insert(release_scenarios),
-                [{"release_id": release_id, "ordinal": i, **p} for i, p in enumerate(pinned)],
-            )
-            if row.get("rubric") is not None:
-                conn.execute(sa.insert(release_rubrics).values(
-                    release_id=release_id, rubric_hash=row["rubric_hash"], document=row["rubric"], created_at=now))
-            created = conn.execute(self._releases().where(suite_releases.c.id == release_id)).one()
-        return dict(created._mapping), True
-
-    # -- accounts -----------------------------------------------------------------------------
-
-    def account(self, name: str) -> dict[str, Any] | None:
-        with self.read() as conn:
-            row = conn.execute(sa.select(accounts).where(accounts.c.name == name)).first()
-            if row is None:
-                return None
-            handle = conn.execute(
-                sa.select(current_handles.c.handle).where(current_handles.c.account == name)
-            ).scalar_one_or_none()
-        return {**row._mapping, "public_handle": handle}
-
-    def handle_history(self, name: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(account_handles).where(account_handles.c.account == name).order_by(account_handles.c.id)
-            ).all()
-        return [dict(r._mapping) for r in rows]
-
-    def _holder(self, conn: sa.Connection, handle: str) -> str | None:
-        # Handles are unique among the handles held now (case-insensitively, compared in Python
-        # so both backends agree).
-        rows = conn.execute(
-            sa.select(current_handles.c.account, current_handles.c.handle).where(current_handles.c.handle.is_not(None))
-        ).all()
-        for row in rows:
-            if str(row.handle).lower() == handle.lower():
-                return str(row.account)
-        return None
-
-    def add_account(self, name: str, handle: str | None) -> None:
-        with self.write() as conn:
-            self.lock(conn, "handles", "all")
-            if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is not None:
-                raise Conflict("an account by that name already exists", "account", value=name)
-            if handle is not None:
-                holder = self._holder(conn, handle)
-                if holder is not None:
-                    raise Conflict("the public handle is taken", "public_handle", value=handle)
-            now = utcnow()
-            conn.execute(sa.insert(accounts).values(name=name, created_at=now))
-            if handle is not None:
-                conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=now))
-
-    def add_handle_event(self, name: str, handle: str | None) -> None:
-        """Set (or, with None, revoke) an account's public handle: one new row either way."""
-        with self.write() as conn:
-            self.lock(conn, "handles", "all")
-            if conn.execute(sa.select(accounts.c.name).where(accounts.c.name == name)).first() is None:
-                raise NotFound("no such account", "account", value=name)
-            current = conn.execute(
-                sa.select(current_handles.c.handle).where(current_handles.c.account == name)
-            ).scalar_one_or_none()
-            if handle is None:
-                if current is None:
-                    raise Conflict("the account has no public handle to revoke", "account", value=name)
-            else:
-                holder = self._holder(conn, handle)
-                if holder is not None and holder != name:
-                    raise Conflict("the public handle is taken", "public_handle", value=handle)
-                if current == handle:
-                    raise Conflict(f"the account already holds the handle '{handle}'", "account", value=name)
-            conn.execute(sa.insert(account_handles).values(account=name, handle=handle, created_at=utcnow()))
-            self.relist(conn, entry_figures.c.submission_id.in_(sa.select(submissions.c.id)
-                                                                .where(submissions.c.account == name)))
-
-    # -- submissions --------------------------------------------------------------------------
-
-    def create_submission(
-        self,
-        batch: NewBatch,
-        planned: list[PlannedRun],
-        submission: dict[str, Any],
-        ranked_eligible: bool | None,
-        capped: Callable[[sa.Connection], None],
-        agent: AgentRow | None = None,
-        extras: Sequence[tuple[sa.Table, dict[str, Any]]] = (),
-    ) -> None:
-        """Store a submission's batch, its whole plan and its submission row in one transaction,
-        with the `extras` rows that belong to it (its own rubric, its own facilitator).
-
-        `capped(conn)` runs first, under a per-(account, release) lock: it raises to refuse (the
-        submission cap), so two concurrent submissions cannot both take the last slot.
-        """
-        now = utcnow()
-        with self.write() as conn:
-            self.lock(conn, "submit", f"{submission['account']}\x00{submission['release_id']}")
-            capped(conn)
-            RunsRepo(self.store).insert_plan(conn, batch, planned, agent, now)
-            conn.execute(sa.insert(submissions).values(**submission, created_at=now))
-            conn.execute(
-                sa.insert(submission_runs),
-                [{"run_id": p.run_id, "submission_id": submission["id"], "ranked_eligible": ranked_eligible}
-                 for p in planned],
-            )
-            for table, values in extras:
-                conn.execute(sa.insert(table).values(**values, created_at=now))
-
-    @staticmethod
-    def count_submissions(conn: sa.Connection, account: str, release_id: int, *, capped_only: bool) -> int:
-        query = sa.select(sa.func.count()).select_from(submissions).where(
-            submissions.c.account == account, submissions.c.release_id == release_id
-        )
-        if capped_only:
-            query = query.where(sa.not_(submissions.c.byok), sa.not_(submissions.c.baseline))
-        return int(conn.execute(query).scalar_one())
-
-    def submission(self, submission_id: str) -> dict[str, Any] | None:
-        with self.read() as conn:
-            row = conn.execute(sa.select(submissions).where(submissions.c.id == submission_id)).first()
-        return dict(row._mapping) if row is not None else None
-
-    def resolve_submission_id(self, ident: str, owner: str | None = None) -> str | None:
-        """The full id for `ident` or a unique prefix of it (the store's one prefix rule); with
-        `owner`, a prefix expands only to that account's submissions."""
-        with self.read() as conn:
-            return resolve_prefix(conn, submissions.c.id, ident, "submission", owned_by(owner, submissions.c.id))
-
-    def unswept_runs(self, submission_id: str) -> list[dict[str, Any]]:
-        """Recorded runs of a submission that the completion sweep has not looked at yet."""
-        query = (
-            sa.select(runs.c.run_id, runs.c.status, runs.c.transcript, runs.c.actions, runs.c.final_state,
-                      planned_runs.c.scenario_hash, planned_runs.c.case_id)
-            .join(planned_runs, planned_runs.c.run_id == runs.c.run_id)
-            .outerjoin(run_sweeps, run_sweeps.c.run_id == runs.c.run_id)
-            .where(planned_runs.c.batch_id == submission_id, run_sweeps.c.run_id.is_(None))
-            .order_by(planned_runs.c.slot)
-        )
-        with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
-
-    def complete(
-        self,
-        submission_id: str,
-        sweeps: list[dict[str, Any]],
-        outcomes: list[dict[str, Any]],
-        finalise: Callable[[sa.Connection], tuple[str | None, bool] | None],
-    ) -> bool:
-        """Append sweep rows and win-condition outcomes, then let `finalise(conn)` decide; True when
-        the submission is finalised (now or before).
-
-        `finalise` sees the new rows (same transaction) and returns None (not finalisable yet),
-        or `(era, publish)`: the era stamp to record once, and whether to publish now.
-        """
-        with self.write() as conn:
-            self.lock(conn, "complete", submission_id)
-            done = {
-                r for r in conn.execute(
-                    sa.select(run_sweeps.c.run_id).where(run_sweeps.c.submission_id == submission_id)
-                ).scalars()
-            }
-            now = utcnow()
-            fresh = [s for s in sweeps if s["run_id"] not in done]
-            fresh_ids = {s["run_id"] for s in fresh}
-            if fresh:
-                conn.execute(sa.insert(run_sweeps), [{**s, "created_at": now} for s in fresh])
-            wins = [o for o in outcomes if o["run_id"] in fresh_ids]
-            if wins:
-                conn.execute(sa.insert(win_condition_outcomes), wins)
-            already = conn.execute(
-                sa.select(submission_finalisations.c.submission_id)
-                .where(submission_finalisations.c.submission_id == submission_id)
-            ).first()
-            if already is not None:
-                return True
-            decision = finalise(conn)
-            if decision is None:
-                return False
-            era, publish = decision
-            conn.execute(sa.insert(submission_finalisations).values(
-                submission_id=submission_id, measurement_era=era, created_at=now))
-            if publish:
-                conn.execute(sa.insert(publication_events).values(
-                    submission_id=submission_id, published=True,
-                    reason="published automatically on completion", created_at=now))
-                self.relist(conn, entry_figures.c.submission_id == submission_id)
-        return True
-
-    @staticmethod
-    def n_planned_and_swept(conn: sa.Connection, submission_id: str) -> tuple[int, int]:
-        planned = conn.execute(
-            sa.select(sa.func.count()).select_from(planned_runs).where(planned_runs.c.batch_id == submission_id)
-        ).scalar_one()
-        # a run is settled once swept and, for a release with a trait rubric, judged: a submission
-        # is finalised (era stamp, publication) only when every planned run is settled
-        f = board_run_facts
-        swept = conn.execute(
-            sa.select(sa.func.count()).select_from(f)
-            .where(f.c.submission_id == submission_id, f.c.swept == 1, f.c.judged == 1)
-        ).scalar_one()
-        return int(planned), int(swept)
-
-    # -- events: publication, notes -----------------------------------------------------------
-
-    def publication_events(self, submission_id: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(publication_events).where(publication_events.c.submission_id == submission_id)
-                .order_by(publication_events.c.id)
-            ).all()
-        return [{**r._mapping, "published": bool(r.published)} for r in rows]
-
-    @staticmethod
-    def has_publication_events(conn: sa.Connection, submission_id: str) -> bool:
-        return conn.execute(
-            sa.select(publication_events.c.id).where(publication_events.c.submission_id == submission_id).limit(1)
-        ).first() is not None
-
-    def add_publication_event(
-        self, submission_id: str, published: bool, reason: str,
-        check: Callable[[sa.Connection], None] | None = None,
-    ) -> None:
-        with self.write() as conn:
-            self.lock(conn, "complete", submission_id)
-            if check is not None:
-                check(conn)
-            conn.execute(sa.insert(publication_events).values(
-                submission_id=submission_id, published=published, reason=reason, created_at=utcnow()))
-            self.relist(conn, entry_figures.c.submission_id == submission_id)
-
-    def add_note(self, submission_id: str, text: str) -> None:
-        with self.write() as conn:
-            conn.execute(sa.insert(variance_notes).values(submission_id=submission_id, text=text, created_at=utcnow()))
-
-    def notes(self, submission_id: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(variance_notes).where(variance_notes.c.submission_id == submission_id)
-                .order_by(variance_notes.c.id)
-            ).all()
-        return [dict(r._mapping) for r in rows]
-
-    # -- platform config ----------------------------------------------------------------------
-
-    def add_config(self, key: str, value: Any) -> None:
-        with self.write() as conn:
-            conn.execute(sa.insert(platform_config).values(key=key, value=value, created_at=utcnow()))
-
-    def config_history(self, key: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(platform_config).where(platform_config.c.key == key).order_by(platform_config.c.id)
-            ).all()
-        return [dict(r._mapping) for r in rows]
-
-    def config_value(self, key: str, at: datetime | None = None, conn: sa.Connection | None = None) -> Any | None:
-        """The value in force at `at` (default: now): the latest row created before it."""
-        query = sa.select(platform_config.c.value).where(platform_config.c.key == key)
-        if at is not None:
-            query = query.where(platform_config.c.created_at <= at)
-        query = query.order_by(platform_config.c.id.desc()).limit(1)
-        if conn is not None:
-            return conn.execute(query).scalar_one_or_none()
-        with self.read() as c:
-            return c.execute(query).scalar_one_or_none()
-
-    def config_keys(self) -> list[str]:
-        with self.read() as conn:
-            return [str(k) for k in conn.execute(
-                sa.select(platform_config.c.key).distinct().order_by(platform_config.c.key)).scalars()]
-
-    # -- eras ---------------------------------------------------------------------------------
-
-    def add_era(self, name: str, starts_at: datetime, reason: str) -> None:
-        with self.write() as conn:
-            self.lock(conn, "eras", "all")
-            if conn.execute(sa.select(measurement_eras.c.id).where(measurement_eras.c.name == name)).first():
-                raise Conflict("an era by that name already exists", "era", value=name)
-            latest = conn.execute(
-                sa.select(measurement_eras.c.name, measurement_eras.c.starts_at)
-                .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
-            ).first()
-            if latest is not None and starts_at <= latest.starts_at:
-                raise Conflict(
-                    f"an era must begin after the latest boundary ({latest.name}, from "
-                    f"{latest.starts_at.isoformat()}); era boundaries only move forward", "from")
-            # a finalised submission is stamped with the era in force when it was created: a boundary
-            # before that moment would say it belongs to an era it was never stamped with
-            last_stamped = conn.execute(
-                sa.select(sa.func.max(submissions.c.created_at))
-                .join(submission_finalisations, submission_finalisations.c.submission_id == submissions.c.id)
-            ).scalar()
-            if last_stamped is not None and starts_at <= last_stamped:
-                raise Conflict(
-                    f"an era cannot begin before a submission already finalised (the latest was made "
-                    f"{last_stamped.isoformat()}); choose a later boundary", "from")
-            conn.execute(sa.insert(measurement_eras).values(
-                name=name, starts_at=starts_at, reason=reason, created_at=utcnow()))
-
-    def eras(self) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(measurement_eras).order_by(measurement_eras.c.starts_at, measurement_eras.c.id)
-            ).all()
-            current = conn.execute(sa.select(current_era.c.name)).scalar_one_or_none()
-        return [{**r._mapping, "current": r.name == current} for r in rows]
-
-    @staticmethod
-    def era_at(conn: sa.Connection, moment: datetime) -> str | None:
-        """The era in force at `moment`: the latest boundary at or before it."""
-        return conn.execute(
-            sa.select(measurement_eras.c.name).where(measurement_eras.c.starts_at <= moment)
-            .order_by(measurement_eras.c.starts_at.desc(), measurement_eras.c.id.desc()).limit(1)
-        ).scalar_one_or_none()
-
-    # -- per-run facts, and what is not a figure ------------------------------------------------
 
     @staticmethod
     def _run_row(row: sa.Row[Any]) -> dict[str, Any]:
@@ -489,79 +135,6 @@ class BoardRepo(Repository):
             if current is not None:
                 yield current, held
 
-    @staticmethod
-    def _latest(table: sa.Table, column: str, key: sa.ColumnElement[Any], value: sa.ColumnElement[Any]
-                ) -> sa.ScalarSelect[Any]:
-        """The latest row's `column` of an event stream for `key == value` ("the latest row wins")."""
-        return (sa.select(table.c[column]).where(key == value).order_by(table.c.id.desc()).limit(1)
-                .correlate_except(table).scalar_subquery())
-
-    @classmethod
-    def _info_columns(cls) -> list[Any]:
-        """What a submission is besides its figures: who, what, whether published, listed, finalised,
-        its era, its handle and note now (each the latest row of its stream)."""
-        s, fz = submissions, submission_finalisations
-        published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
-        handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
-        note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
-        era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
-        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
-        return [
-            s.c.id.label("submission_id"), s.c.release_id, s.c.account, s.c.label, s.c.play_model, s.c.byok,
-            s.c.baseline, s.c.publish_requested, s.c.created_at,
-            sa.case((s.c.baseline, "platform_verified"), (s.c.play_model.is_not(None), "self_reported"),
-                    else_=None).label("model_provenance"),
-            sa.func.coalesce(published, False).label("published"),
-            handle.label("public_handle"),
-            sa.func.nullif(note, "").label("variance_note"),
-            fz.c.submission_id.is_not(None).label("finalised"),
-            fz.c.measurement_era,
-            sa.case((fz.c.submission_id.is_(None), None),
-                    (sa.and_(fz.c.measurement_era.is_(None), era_now.is_(None)), True),
-                    (fz.c.measurement_era == era_now, True), else_=False).label("measurement_era_is_current"),
-            sa.not_(unlisted).label("listed"),
-        ]
-
-    @staticmethod
-    def _info(row: sa.Row[Any]) -> dict[str, Any]:
-        out = dict(row._mapping)
-        for key in ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
-                    "listed", "complete", "ranked"):
-            if key in out:
-                out[key] = _bool(out[key])
-        return out
-
-    def submission_info(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
-        """A submission's facts that are not figures (`_info_columns`), or None."""
-        query = (sa.select(*self._info_columns())
-                 .select_from(submissions.outerjoin(submission_finalisations,
-                                                    submission_finalisations.c.submission_id == submissions.c.id))
-                 .where(submissions.c.id == submission_id))
-        if conn is not None:
-            row = conn.execute(query).first()
-        else:
-            with self.read() as c:
-                row = c.execute(query).first()
-        return self._info(row) if row is not None else None
-
-    def submission_listing(self, account: str | None, suite: str | None, release_id: int | None = None,
-                           ) -> list[dict[str, Any]]:
-        """Submissions (not figures) with their suite key and version, newest first, optionally filtered."""
-        r = suite_releases
-        query = (sa.select(*self._info_columns(), r.c.suite_key, r.c.version)
-                 .select_from(submissions.join(r, r.c.id == submissions.c.release_id)
-                              .outerjoin(submission_finalisations,
-                                         submission_finalisations.c.submission_id == submissions.c.id))
-                 .order_by(submissions.c.created_at.desc(), submissions.c.id.desc()))
-        if account is not None:
-            query = query.where(submissions.c.account == account)
-        if suite is not None:
-            query = query.where(r.c.suite_key == suite)
-        if release_id is not None:
-            query = query.where(submissions.c.release_id == release_id)
-        with self.read() as conn:
-            return [self._info(row) for row in conn.execute(query)]
-
     def last_change(self) -> tuple[str, datetime | None]:
         """What every public board, entry and card was last changed by, in one cheap query: a token
         that changes whenever a stored figure is replaced or an event that lists, labels or dates an
@@ -590,22 +163,7 @@ class BoardRepo(Repository):
             conn.execute(sa.delete(entry_figures).where(entry_figures.c.submission_id.in_(ids)),
                          {"ids": [r["submission_id"] for r in chunk]})
             conn.execute(sa.insert(entry_figures), [{**r, "listed": False, "created_at": now} for r in chunk])
-            self.relist(conn, entry_figures.c.submission_id.in_(ids), {"ids": [r["submission_id"] for r in chunk]})
-
-    @classmethod
-    def relist(cls, conn: sa.Connection, where: sa.ColumnElement[bool], params: dict[str, Any] | None = None) -> None:
-        """Recompute `entry_figures.listed` for the rows `where` selects, from the event rows: complete,
-        published now, its account holding a handle now, not unlisted. Called by every write that
-        appends one of those events (publication, handle), in its transaction."""
-        e, s = entry_figures, submissions
-        published = (sa.select(publication_events.c.published).where(publication_events.c.submission_id == e.c.submission_id)
-                     .order_by(publication_events.c.id.desc()).limit(1).scalar_subquery())
-        handle = (sa.select(account_handles.c.handle).select_from(account_handles.join(s, s.c.account == account_handles.c.account))
-                  .where(s.c.id == e.c.submission_id).order_by(account_handles.c.id.desc()).limit(1).scalar_subquery())
-        unlisted = sa.exists().where(unlisted_submissions.c.submission_id == e.c.submission_id)
-        listed = sa.and_(e.c.complete, sa.func.coalesce(published, False) == sa.true(), handle.is_not(None),
-                         sa.not_(unlisted))
-        conn.execute(sa.update(e).where(where).values(listed=sa.case((listed, True), else_=False)), params or {})
+            relist(conn, entry_figures.c.submission_id.in_(ids), {"ids": [r["submission_id"] for r in chunk]})
 
     def stored_figures(self, release_id: int | None = None) -> Iterator[dict[str, Any]]:
         """Every stored figures row (of one release), in submission order."""
@@ -614,7 +172,7 @@ class BoardRepo(Repository):
             query = query.where(entry_figures.c.release_id == release_id)
         with self.read() as conn:
             for row in conn.execution_options(yield_per=5000).execute(query):
-                yield self._info(row)
+                yield normalised(row._mapping)
 
     @staticmethod
     def unfigured(release_id: int, method: str) -> sa.Select[Any]:
@@ -666,8 +224,8 @@ class BoardRepo(Repository):
                       .outerjoin(ds, sa.and_(ds.c.submission_id == s.c.id, ds.c.digest_version == digest_version)))
             handle, note, digest = ah.c.handle, vn.c.text, ds.c.digest
         else:
-            handle = cls._latest(account_handles, "handle", account_handles.c.account, s.c.account)
-            note = cls._latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
+            handle = latest(account_handles, "handle", account_handles.c.account, s.c.account)
+            note = latest(variance_notes, "text", variance_notes.c.submission_id, s.c.id)
             digest = (sa.select(digest_stamps.c.digest)
                       .where(digest_stamps.c.submission_id == s.c.id, digest_stamps.c.digest_version == digest_version)
                       .scalar_subquery())
@@ -687,7 +245,7 @@ class BoardRepo(Repository):
         if listed:  # the stored flag, kept by `relist`: an index range, whatever the board's size
             query = query.where(e.c.listed)
         else:  # published, complete and handled, but unlisted: by id only, read from the events
-            published = cls._latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
+            published = latest(publication_events, "published", publication_events.c.submission_id, s.c.id)
             unlisted = sa.exists().where(unlisted_submissions.c.submission_id == s.c.id)
             query = query.where(e.c.complete, published == sa.true(), handle.is_not(None), unlisted)
         if release_id is not None:
@@ -713,7 +271,7 @@ class BoardRepo(Repository):
             query = query.where(e.c.order_key > after)
         if search:
             needle = search.lower()
-            handle = self._latest(account_handles, "handle", account_handles.c.account, submissions.c.account)
+            handle = latest(account_handles, "handle", account_handles.c.account, submissions.c.account)
             query = query.where(sa.or_(sa.func.lower(submissions.c.label).contains(needle, autoescape=True),
                                        sa.func.lower(handle).contains(needle, autoescape=True)))
         if limit is not None:
@@ -744,7 +302,7 @@ class BoardRepo(Repository):
             entry_figures.c.submission_id == submission_id)
         with self.read() as conn:
             row = conn.execute(query).first()
-        return self._info(row) if row is not None else None
+        return normalised(row._mapping) if row is not None else None
 
     @classmethod
     @functools.cache

@@ -196,7 +196,7 @@ unlisted_submissions = sa.Table(
 #: of it); `rank_low`/`rank_high` are the ranking figure's rounded interval of a `ranked` entry, from
 #: which a statistical rank is counted at read time; `listed` says whether the public board lists
 #: it now (complete, published, its account holding a handle, not unlisted), recomputed from the
-#: event rows whenever one of them is appended (`BoardRepo.relist`).
+#: event rows whenever one of them is appended (`board_repo.relist`).
 entry_figures = sa.Table(
     "entry_figures",
     metadata,

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from assay.store.usage_schema import run_usage
 
 from assay.stats.digest import DIGEST_VERSION
-from assay.store.board_repo import BoardRepo
+from assay.store.releases_repo import ReleasesRepo
 from assay.store.board_schema import (
     account_handles,
     accounts,
@@ -80,7 +80,7 @@ def ordered(table: sa.Table, dialect: str) -> list[sa.ColumnElement[Any]]:
     return terms
 
 
-class ExportRepo(BoardRepo):
+class ExportRepo(ReleasesRepo):
     """Whole-table reads in a consistent snapshot, and the digests' reads and appends."""
 
     # -- exports ------------------------------------------------------------------------------

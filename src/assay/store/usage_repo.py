@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.store.board_repo import BoardRepo
+from assay.store.config_repo import ConfigRepo
 from assay.store.schema import planned_runs, utcnow
 from assay.store.usage_schema import run_usage
 
@@ -16,7 +16,7 @@ USAGE_COLUMNS = ("run_id", "role", "model", "prompt_tokens", "completion_tokens"
 _CHUNK = 500
 
 
-class UsageRepo(BoardRepo):
+class UsageRepo(ConfigRepo):
     """Append-only access to `run_usage`, over the board's engine and transactions."""
 
     def add(self, rows: list[dict[str, Any]]) -> None:
