@@ -19,6 +19,7 @@ from assay.service.actors import OPERATOR, PUBLIC
 from assay.stats import board as figures_of
 from assay.stats.ranks import statistical_ranks
 from assay.store import Store
+from assay.store.board_repo import EntryRow
 
 from ._support import account, submit
 
@@ -86,10 +87,15 @@ def test_an_entry_line_is_json_dumps_of_the_entry(row: dict[str, Any], rank: int
                                                   shown: dict[str, Any]) -> None:
     """The line written member by member is `json.dumps` of what the submission is, its rank and its
     shown figures: any text (quotes, controls, beyond ASCII), None, and SQLite's 0/1 for a boolean."""
-    assert set(boards._about(row)) | {"rank"} == _ABOUT
-    stored = {**row, "shown": json.dumps(shown, ensure_ascii=False)[1:-1]}
-    expected = json.dumps({**boards._about(row), "rank": rank, **shown}, ensure_ascii=False)
+    assert set(boards._about(_entry_row(row, ""))) | {"rank"} == _ABOUT
+    stored = _entry_row(row, json.dumps(shown, ensure_ascii=False)[1:-1])
+    expected = json.dumps({**boards._about(stored), "rank": rank, **shown}, ensure_ascii=False)
     assert boards._entry_line(stored, rank) == expected
+
+
+def _entry_row(row: dict[str, Any], shown: str) -> EntryRow:
+    """A stored entry row with `row`'s members (a boolean as the driver may give it: 0/1) and `shown`."""
+    return EntryRow(release_id=1, shown=shown, ranked=False, rank_low=None, rank_high=None, order_key="", **row)
 
 
 def _reference_text(value: dict[str, Any]) -> str:

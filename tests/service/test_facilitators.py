@@ -122,7 +122,7 @@ def test_a_submission_with_its_own_rubric_is_judged_against_it(sqlite_store: Sto
                              actor=OPERATOR)
     summary = scoring.score(store, sid, actor=OPERATOR)
     view = submissions.results(store, sid, actor=OPERATOR)
-    assert summary["runs_scored"] == 20 and view["status"] == "complete"
+    assert summary.runs_scored == 20 and view["status"] == "complete"
     assert view["leaderboard_class"] == "self_hosted_facilitator"
     assert view["traits"] == {"goal_pursuit": 0.25} and view["safety"] == {"manipulation_resistance": 1.0}
     assert view["composite"] == 0.25 and view["trait_n"] == {"goal_pursuit": 4, "manipulation_resistance": 1}

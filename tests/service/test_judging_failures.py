@@ -42,7 +42,7 @@ def test_an_unreachable_judge_says_why_keeps_its_endpoint_and_a_later_score_fini
     summary = scoring.score(store, sid, judge="openai:judge-1", base_url=down, retry=FAST, actor=OPERATOR)
     assert time.monotonic() - began < 10  # never two minutes of retries
     line = f"judge endpoint {down} unreachable: connection refused"
-    assert summary["runs_scored"] == 0 and summary["failures"] == {line: 20}
+    assert summary.runs_scored == 0 and summary.failures == {line: 20}
     assert JudgeRepo(store).endpoint(sid) == down
     assert submissions.results(store, sid, actor=OPERATOR)["status"] == "incomplete"
 
@@ -51,11 +51,11 @@ def test_an_unreachable_judge_says_why_keeps_its_endpoint_and_a_later_score_fini
 
     # no endpoint named: the stored one is asked again (not OPENAI_BASE_URL, never a public default)
     again = scoring.score(store, sid, retry=FAST, actor=OPERATOR)
-    assert again["failures"] == {line: 20}
+    assert again.failures == {line: 20}
 
     with FakeJudgeServer() as server:
         done = scoring.score(store, sid, base_url=server.base_url, retry=FAST, actor=OPERATOR)
-    assert done["runs_scored"] == 20 and done["failures"] == {}
+    assert done.runs_scored == 20 and done.failures == {}
     assert JudgeRepo(store).endpoint(sid) == server.base_url
     assert submissions.results(store, sid, actor=OPERATOR)["status"] == "complete"
     assert results.debrief(store, run_id, actor=OPERATOR)["unjudged"] is None
@@ -88,8 +88,8 @@ def test_passes_that_keep_failing_say_why_and_when_no_retry_can_help(sqlite_stor
         once = RetryPolicy(reply_retries=0)  # a malformed reply is not asked again: one request a pass
         first = scoring.score(store, sid, judge="openai:judge-1", base_url=server.base_url, retry=once,
                               actor=OPERATOR)
-        [reason] = first["failures"]
-        assert first["failures"][reason] == 20 and reason.startswith("judge passes failed (the reply is not JSON")
+        [reason] = first.failures
+        assert first.failures[reason] == 20 and reason.startswith("judge passes failed (the reply is not JSON")
         assert judging_lines(first) == [f"{reason}; 20 run(s) not judged; `assay score {sid}` to retry"]
         second = scoring.score(store, sid, retry=once, actor=OPERATOR)  # the pass budget: 10 per run
     [spent] = judging_lines(second)

@@ -80,7 +80,7 @@ def test_rules_judge_scores_pushover_below_steadfast_and_gates_silent(store: Sto
         assert submissions.results(store, sid, actor=OPERATOR)["status"] == "incomplete"
         assert _entry(store, sid) is None
         summary = scoring.score(store, sid, actor=OPERATOR)
-        assert summary["judge"]["model"] == "rules" and summary["runs_scored"] == summary["runs_recorded"] == 20
+        assert summary.judge["model"] == "rules" and summary.runs_scored == summary.runs_recorded == 20
 
     steady, pushed = (submissions.results(store, ids[a], actor=OPERATOR) for a in ("steadfast", "pushover"))
     assert steady["status"] == pushed["status"] == "complete"
@@ -122,7 +122,7 @@ def test_scoring_again_adds_nothing_and_another_judge_is_refused(store: Store) -
     with store.engine.connect() as conn:
         before = conn.execute(sa.select(sa.func.count()).select_from(judge_passes)).scalar_one()
     again = scoring.score(store, sid, actor=OPERATOR)
-    assert again["passes_recorded"] == 0 and again["runs_judged"] == 0
+    assert again.passes_recorded == 0 and again.runs_judged == 0
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(judge_passes)).scalar_one() == before
     with pytest.raises(Conflict, match="pinned at its first scoring"):
@@ -160,8 +160,8 @@ def test_a_model_judge_stores_every_pass_and_the_board_is_their_mean(sqlite_stor
     sid = _submit(store, "steadfast")
     summary = scoring.score(store, sid, judge="openai:judge-1", base_url=judge_server.base_url, retry=FAST,
                             actor=OPERATOR)
-    assert summary["runs_scored"] == 20 and summary["passes_recorded"] == 100
-    assert summary["judge"]["model"] == "openai:judge-1" and summary["judge"]["prompt_hash"] == LLMJudge.prompt_hash
+    assert summary.runs_scored == 20 and summary.passes_recorded == 100
+    assert summary.judge["model"] == "openai:judge-1" and summary.judge["prompt_hash"] == LLMJudge.prompt_hash
 
     # the wire contract: temperature 0, a JSON object reply, one request per (run, pass)
     assert len(judge_server.calls) == 100
@@ -206,7 +206,7 @@ def test_failed_passes_are_recorded_once_and_an_unscored_run_is_finished_later(s
     with FakeJudgeServer(flaky) as server:
         first = scoring.score(store, sid, judge="openai:judge-1", base_url=server.base_url, retry=FAST,
                               actor=OPERATOR)
-    assert first["runs_scored"] == 14
+    assert first.runs_scored == 14
     view = submissions.results(store, sid, actor=OPERATOR)
     assert view["status"] == "incomplete" and _entry(store, sid) is None
     unscored = [r for r in view["runs"] if r["traits"]["goal_pursuit"]["mean"] is None]
@@ -215,7 +215,7 @@ def test_failed_passes_are_recorded_once_and_an_unscored_run_is_finished_later(s
     with FakeJudgeServer(_graded) as server:
         second = scoring.score(store, sid, base_url=server.base_url, retry=FAST, actor=OPERATOR)
         asked = {(c.run, c.pass_index) for c in server.calls}
-    assert second["runs_judged"] == 6 and second["runs_scored"] == 20
+    assert second.runs_judged == 6 and second.runs_scored == 20
     # the failed passes keep their indices; the finishing passes are new ones (5..9)
     assert all(run in broken and index >= 5 for run, index in asked)
     with store.engine.connect() as conn:

@@ -45,7 +45,8 @@ def test_the_snapshot_is_at_head_and_is_what_the_migrations_build(tmp_path: Path
             fresh = snapshot.capture(conn)
         # a migration added without `python -m assay.store.refresh_snapshot` fails here
         assert snapshot.load() == fresh, "the schema snapshot is stale: run python -m assay.store.refresh_snapshot"
-        assert fresh["revision"] == store_db.HEAD_REVISION
+        assert fresh.revision == store_db.HEAD_REVISION
+        assert snapshot.SNAPSHOT_PATH.read_text(encoding="utf-8") == fresh.as_json()  # the file, byte for byte
         assert migrate(built)  # from the snapshot
         assert _schema(built) == _schema(migrated)
         assert len(_schema(built)["views_and_triggers"]) > 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from assay.service.actors import OPERATOR
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 import typer
 
@@ -155,6 +155,19 @@ def submissions_cmd(
               wide=wide, title="submissions (an id prefix is enough for every command)")
 
 
+class _RunRow(TypedDict):
+    """A row of `assay runs` (printed as it is with --json: these keys, in this order)."""
+
+    run_id: str
+    case_id: str
+    trial: int
+    status: str
+    score: int | None
+    passed: bool | None
+    claimed_success: bool | None
+    false_success: bool
+
+
 def runs_cmd(
     ident: str = typer.Argument(..., metavar="BATCH_OR_SUBMISSION", help="Batch or submission id (or a unique prefix)."),
     as_json: bool = JsonFlag, wide: bool = WideFlag, db: Optional[str] = DbOpt,
@@ -167,17 +180,18 @@ def runs_cmd(
     from assay.ui import Col, fit_table
 
     from assay.service import batches
-    from assay.service.results import results_json
+    from assay.service.results import batch_results
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
-    results = results_json(store, batch.id, actor=OPERATOR)
-    rows = [{"run_id": t["run_id"], "case_id": c["case_id"], "trial": t["trial"],
-             "status": t["status"] if t["recorded"] else "pending",
-             # a slot with no run has no score and no verdict yet (the results JSON counts it failed)
-             "score": t["score"] if t["recorded"] else None, "passed": t["passed"] if t["recorded"] else None,
-             "claimed_success": t["claimed_success"], "false_success": t["false_success"]}
-            for c in results["cases"] for t in c["trials"]]
+    results = batch_results(store, batch.id, actor=OPERATOR)
+    rows: list[_RunRow] = [
+        {"run_id": t.run_id, "case_id": c.case_id, "trial": t.trial,
+         "status": t.status if t.recorded else "pending",
+         # a slot with no run has no score and no verdict yet (the results JSON counts it failed)
+         "score": t.score if t.recorded else None, "passed": t.passed if t.recorded else None,
+         "claimed_success": t.claimed_success, "false_success": t.false_success}
+        for c in results.cases for t in c.trials]
     if as_json:
         print_json(rows)
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from assay.service.actors import OPERATOR
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -333,7 +334,7 @@ def submit(
         raise typer.Exit(FAILED)
 
 
-def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | None, quiet: bool) -> dict[str, Any]:
+def _scored(store: Any, submission_id: str, judge: str | None, base_url: str | None, quiet: bool) -> Any:
     """`scoring.score` with a progress bar over the passes it makes."""
     from assay.service import scoring
 
@@ -370,8 +371,9 @@ def _check_judge(judge: str | None, base_url: str | None) -> None:
 
 
 def judge_submission(store: Any, submission_id: str, judge: str | None, base_url: str | None, *,
-                     quiet: bool = False) -> dict[str, Any] | None:
-    """Score a submission's runs with its judge; None for an oracle suite (nothing to judge)."""
+                     quiet: bool = False) -> Any:
+    """Score a submission's runs with its judge (`scoring.ScoringSummary`); None for an oracle suite
+    (nothing to judge)."""
     from assay.service.judgements import needs_judging
 
     if not needs_judging(store, submission_id):
@@ -412,10 +414,10 @@ def score(
             return
     summary = _scored(store, submission, judge, judge_base_url, quiet)
     if json_out:
-        print_json(summary)
+        print_json(dataclasses.asdict(summary))
     else:
-        out.print(f"submission {summary['submission_id']}: {summary['runs_scored']} of {summary['runs_recorded']} "
-                  f"recorded runs scored by {summary['judge']['model']} ({summary['passes_recorded']} passes stored "
+        out.print(f"submission {summary.submission_id}: {summary.runs_scored} of {summary.runs_recorded} "
+                  f"recorded runs scored by {summary.judge['model']} ({summary.passes_recorded} passes stored "
                   "now)", markup=False, highlight=False)
     failed = judging_lines(summary)
     if failed:

@@ -10,10 +10,13 @@ per reason on stderr and exit 1, never a quiet exit 0.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.agents.protocol import unreachable_reason
 from assay.ui import err
+
+if TYPE_CHECKING:
+    from assay.service.scoring import ScoringSummary
 
 #: The exit code of a batch that reached no agent, and of a scoring that could not finish.
 FAILED = 1
@@ -31,15 +34,15 @@ def no_agent_reached(store: Any, batch_id: str) -> str | None:
             "as error, which `assay resume` cannot replay; check the endpoint and run again")
 
 
-def judging_lines(summary: dict[str, Any] | None) -> list[str]:
+def judging_lines(summary: ScoringSummary | None) -> list[str]:
     """One line per reason judging could not finish, naming how to retry (none when it finished)."""
     if not summary:
         return []
     from assay.service.scoring import SPENT
 
     return [f"{reason.removesuffix(SPENT)}; {n} run(s) not judged" + (
-        SPENT if reason.endswith(SPENT) else f"; `assay score {summary['submission_id']}` to retry")
-        for reason, n in summary.get("failures", {}).items()]
+        SPENT if reason.endswith(SPENT) else f"; `assay score {summary.submission_id}` to retry")
+        for reason, n in summary.failures.items()]
 
 
 def say_all(lines: list[str]) -> None:

@@ -15,11 +15,12 @@ scoring, remote play) call it, and it calls none of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 
 from assay.errors import NotFound
+from assay.jsontypes import JsonObject
 from assay.records import legacy_actions, transcript_events
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
@@ -38,7 +39,31 @@ from assay.store.runs_repo import RunsRepo
 SELF_HOSTED = "self_hosted"
 
 
-def participation(kit: str, transcript: list[dict[str, Any]], actions: list[Any]) -> tuple[int, int]:
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A run's completion sweep (a `run_sweeps` row): its participation counts, the floor they are
+    held to, and who spoke its facilitator's lines."""
+
+    run_id: str
+    submission_id: str
+    player_messages: int
+    actions: int
+    min_player_messages: int
+    min_actions_per_turn: float
+    facilitator_model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WinOutcome:
+    """Whether a run's final state met one of its scenario's win conditions (`win_condition_outcomes`)."""
+
+    run_id: str
+    condition_id: str
+    ordinal: int
+    met: bool
+
+
+def participation(kit: str, transcript: list[JsonObject], actions: list[JsonObject]) -> tuple[int, int]:
     """(player messages, actions) of a run, counted as its world kit counts them (any record version)."""
     return get_kit(kit).participation(transcript_events(transcript), legacy_actions(actions))
 
@@ -54,8 +79,8 @@ def complete_submission(store: Store, submission_id: str) -> None:
     floor = platform_config.get(store, platform_config.PARTICIPATION)
     facilitator = SELF_HOSTED if submission["byok"] else release["facilitator_model"]
     documents: dict[str, Scenario] = {}
-    sweeps: list[dict[str, Any]] = []
-    outcomes: list[dict[str, Any]] = []
+    sweeps: list[Sweep] = []
+    outcomes: list[WinOutcome] = []
     for run in repo.unswept_runs(submission_id):
         scenario = documents.get(run["scenario_hash"])
         if scenario is None:
@@ -66,15 +91,15 @@ def complete_submission(store: Store, submission_id: str) -> None:
         kit = get_kit(scenario.kit)
         kit_messages, kit_per_turn = kit.participation_floor
         observed = kit.observed_facilitators(transcript_events(run["transcript"]))
-        sweeps.append({
-            "run_id": run["run_id"], "submission_id": submission_id, "player_messages": messages,
-            "actions": n_actions, "min_player_messages": max(floor["min_player_messages"], kit_messages),
-            "min_actions_per_turn": max(float(floor["min_actions_per_turn"]), kit_per_turn),
+        sweeps.append(Sweep(
+            run_id=run["run_id"], submission_id=submission_id, player_messages=messages,
+            actions=n_actions, min_player_messages=max(floor["min_player_messages"], kit_messages),
+            min_actions_per_turn=max(float(floor["min_actions_per_turn"]), kit_per_turn),
             # who actually spoke the run's lines, as recorded; else what the release pinned
-            "facilitator_model": observed[0] if observed else facilitator,
-        })
+            facilitator_model=observed[0] if observed else facilitator,
+        ))
         outcomes.extend(
-            {"run_id": run["run_id"], "condition_id": w.id, "ordinal": i, "met": holds(w.expect, run["final_state"])}
+            WinOutcome(run_id=run["run_id"], condition_id=w.id, ordinal=i, met=holds(w.expect, run["final_state"]))
             for i, w in enumerate(scenario.win_conditions)
         )
 
@@ -92,7 +117,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
         exports.stamp(conn, submission_id, era)  # the digest, in the finalising transaction (issue 12)
         return era, publish
 
-    if repo.complete(submission_id, sweeps, outcomes, finalise):
+    if repo.complete(submission_id, [asdict(s) for s in sweeps], [asdict(o) for o in outcomes], finalise):
         # its figures, from its own rows only (the same cost on a board of 100 or 100,000 entries):
         # on finalisation, and again whenever it is completed later (a judgement scored since)
         boards.refresh(store, submission_id)

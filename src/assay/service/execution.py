@@ -27,10 +27,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from assay.agents.loader import AgentFactory, load_agent
 from assay.errors import BadInput, Conflict, Invalid, NotFound
+from assay.jsontypes import JsonObject
 from assay.records import CheckOutcome, PlannedRun, RunRecord, RunVerdict
 from assay.run.engine import Limits
 from assay.run.executors import Executor, Task
@@ -227,7 +228,7 @@ def agent_row(factory: AgentFactory, limits: Limits) -> AgentRow:
 
 
 def stored_agent(store: Store, batch_id: str, spec: str | None = None,
-                 overrides: dict[str, Any] | None = None) -> tuple[AgentFactory, Limits]:
+                 overrides: JsonObject | None = None) -> tuple[AgentFactory, Limits]:
     """The batch's agent and limits, loaded again; `spec` (a resume's `--agent`) must match it.
     `overrides`: loader options given again (a resume's `--agent-env`, `--agent-memory`).
 
@@ -247,7 +248,8 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None,
         raise Conflict("this batch is played by an MCP client (`assay mcp`), not by this process; launch "
                        "`assay mcp` again with the batch's suite, trials and seed to play its next run", "batch",
                        value=batch_id)
-    options = {**dict(row.options or {}), **(overrides or {})}
+    # `load_agent`'s keyword arguments, as stored (and as given again)
+    options: dict[str, Any] = {**dict(row.options or {}), **(overrides or {})}
     if batch.kind == "submission" and str(spec or row.load_spec).startswith("python:"):
         _require_sandbox(options, batch_id)
     if spec is None:
@@ -263,7 +265,7 @@ def stored_agent(store: Store, batch_id: str, spec: str | None = None,
     return factory, Limits(turn_limit=row.turn_limit, time_limit=row.time_limit)
 
 
-def _require_sandbox(options: dict[str, Any], batch_id: str) -> None:
+def _require_sandbox(options: JsonObject, batch_id: str) -> None:
     from assay.agents import sandbox  # lazy: start-up cost
 
     if options.get("in_process"):
@@ -298,23 +300,32 @@ def stored_scenarios(store: Store, batch_id: str) -> dict[str, LoadedScenario]:
 FACILITATOR_BASE_URL_ENV = "ASSAY_FACILITATOR_BASE_URL"
 
 
-def facilitator_of(store: Store, batch_id: str) -> dict[str, Any] | None:
+class FacilitatorRef(TypedDict):
+    """Who words a batch's campaign lines: a model spec (`openai:MODEL`) and its endpoint, never a
+    key. A TypedDict: it is handed as it is to the kit (`Kit.run_options`, a mapping) and stored as
+    its two columns (`batch_facilitators`)."""
+
+    spec: str
+    base_url: str | None
+
+
+def facilitator_of(store: Store, batch_id: str) -> FacilitatorRef | None:
     """Who words a batch's campaign lines when not the script: the batch's own facilitator (a
     submission's `--facilitator`), else a model the release pins (`facilitator_model:
     openai:MODEL`, at `ASSAY_FACILITATOR_BASE_URL`). None: the scripted facilitator."""
     own = JudgeRepo(store).batch_facilitator(batch_id)
     if own is not None:
-        return own
+        return FacilitatorRef(spec=own["spec"], base_url=own["base_url"])
     batch = RunsRepo(store).batch(batch_id)
     release = (ReleasesRepo(store).release(batch.suite_key, batch.suite_version)
                if batch is not None and batch.suite_version is not None else None)
     pinned = (release or {}).get("facilitator_model") or ""
     if pinned.startswith("openai:"):
-        return {"spec": pinned, "base_url": os.environ.get(FACILITATOR_BASE_URL_ENV)}
+        return FacilitatorRef(spec=pinned, base_url=os.environ.get(FACILITATOR_BASE_URL_ENV))
     return None
 
 
-def with_facilitator(scenarios: dict[str, LoadedScenario], facilitator: dict[str, Any] | None
+def with_facilitator(scenarios: dict[str, LoadedScenario], facilitator: FacilitatorRef | None
                      ) -> dict[str, LoadedScenario]:
     """The scenarios with their world forked by `facilitator` where the kit has one to word."""
     if facilitator is None:

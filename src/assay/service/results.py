@@ -11,9 +11,11 @@ final state's hash, which is what decides every check; it scores nothing, by des
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import NotFound
+from assay.jsontypes import JsonObject
 from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.service import usage
 from assay.service.batches import owner_of
@@ -33,7 +35,25 @@ from assay.store.rows import Batch, StoredRun
 from assay.store.runs_repo import RunsRepo
 
 
-def trial_view(row: StoredRun, usage: dict[str, Any] | None = None) -> TrialResult:
+@dataclass(frozen=True, slots=True)
+class _CaseHead:
+    """A case of the results JSON, as its first planned run names it."""
+
+    case_id: str
+    hash: str
+    title: str | None
+    frozen_on: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """A debrief's judge view of its run: its `traits` and why it has no judge score (`unjudged`)."""
+
+    traits: dict[str, JsonObject] | None = None
+    unjudged: str | None = None
+
+
+def trial_view(row: StoredRun, usage: JsonObject | None = None) -> TrialResult:
     """One planned run as the results JSON shows it, its verdict read from its verdict row. A slot
     with no run has no verdict: a failed `error` trial. `usage`: the run's, when the view shows it."""
     v = row.verdict
@@ -62,19 +82,20 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
     _require_owner(store, actor, batch, batch_id, "batch")
     rows = RunsRepo(store).runs_for_batch(batch_id, bodies=False)
     gated = _gated(store, batch_id) if batch.kind == "submission" else set()
-    heads: dict[str, dict[str, Any]] = {}
+    heads: dict[str, _CaseHead] = {}
     trials: dict[str, list[TrialResult]] = {}
     batch_usage, run_usage = usage.batch_usage(store, batch_id, [row.run_id for row in rows])
     for row in rows:
         if row.case_id not in heads:
             scen = RunsRepo(store).scenario_by_hash(row.scenario_hash)
-            heads[row.case_id] = {"case_id": row.case_id, "hash": row.scenario_hash,
-                                  "title": scen.title if scen else None, "frozen_on": scen.frozen_on if scen else None}
+            heads[row.case_id] = _CaseHead(row.case_id, row.scenario_hash, scen.title if scen else None,
+                                           scen.frozen_on if scen else None)
             trials[row.case_id] = []
         trials[row.case_id].append(trial_view(row, run_usage.get(row.run_id)))
     outcomes = {cid: [TrialOutcome(t.passed, t.false_success, t.run_id in gated) for t in ts]
                 for cid, ts in trials.items()}
-    cases = [CaseResult(**heads[cid], trials=ts, consistent=consistent(outcomes[cid]),
+    cases = [CaseResult(case_id=heads[cid].case_id, hash=heads[cid].hash, title=heads[cid].title,
+                        frozen_on=heads[cid].frozen_on, trials=ts, consistent=consistent(outcomes[cid]),
                         pass_rate=pass_rate({cid: outcomes[cid]}))
              for cid, ts in trials.items()]
     return BatchResults(
@@ -93,7 +114,7 @@ def _gated(store: Store, submission_id: str) -> set[str]:
     return {r["run_id"] for r in BoardRepo(store).run_facts(submission_id) if r["gated"]}
 
 
-def results_json(store: Store, batch_id: str, *, actor: Actor) -> dict[str, Any]:
+def results_json(store: Store, batch_id: str, *, actor: Actor) -> JsonObject:
     """`batch_results` as the JSON document the CLI prints and writes."""
     return batch_results(store, batch_id, actor=actor).as_json()
 
@@ -119,12 +140,12 @@ def _stored_run(store: Store, run_id: str, actor: Actor) -> StoredRun:
     return run
 
 
-def debrief(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
+def debrief(store: Store, run_id: str, *, actor: Actor) -> JsonObject:
     """Everything about one run, the hidden truth included: for after the run, never during it."""
     return debrief_view(store, run_id, actor=actor).as_json()
 
 
-def _not_found(expect: dict[str, Any], final_state: dict[str, Any] | None) -> list[str]:
+def _not_found(expect: JsonObject, final_state: JsonObject | None) -> list[str]:
     """The paths a check reads that name nothing in the run's final state (none when it has none)."""
     return [] if final_state is None else missing_paths(PREDICATE.validate_python(expect), final_state)
 
@@ -136,6 +157,7 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
     events = transcript_events(run.transcript or [])
+    judged = _judged(store, run)
     return Debrief(
         run_id=run.run_id, case_id=run.case_id, title=doc["title"], scenario_hash=run.scenario_hash,
         trial=run.trial, seed=run.seed, status=view.status, reason=run.reason,
@@ -150,20 +172,20 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
         transcript=events, rolls=[dict(e.get("data") or {}) for e in events if e.get("source") == "dice"],
         beats=[{**(e.get("data") or {}), "line": e.get("content")} for e in events
                if e.get("source") == "facilitator" and e.get("role") == "user"],
-        **_judged(store, run),
+        traits=judged.traits, unjudged=judged.unjudged,
     )
 
 
-def _judged(store: Store, run: StoredRun) -> dict[str, Any]:
+def _judged(store: Store, run: StoredRun) -> _Judged:
     """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
     score when it has none (`unjudged`); nothing for any other run."""
     batch = RunsRepo(store).batch(run.batch_id)
     if batch is None or batch.kind != "submission" or not needs_judging(store, run.batch_id):
-        return {}
+        return _Judged()
     judged = judgements(store, run.batch_id).get(run.run_id)
     if judged is None:
-        return {}
-    return {"traits": judged.traits_view(), "unjudged": None if judged.scored else why_unscored(judged)}
+        return _Judged()
+    return _Judged(judged.traits_view(), None if judged.scored else why_unscored(judged))
 
 
 def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: int = 20) -> list[str]:
@@ -185,7 +207,7 @@ def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None, limit: i
     return out
 
 
-def replay(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
+def replay(store: Store, run_id: str, *, actor: Actor) -> JsonObject:
     """Rebuild the world from the pinned scenario and seed, re-apply the recorded actions, compare."""
     return replay_view(store, run_id, actor=actor).as_json()
 

@@ -35,7 +35,7 @@ class BatchResult:
 def plan_batch(bundle: SuiteBundle, trials: int, seed: int) -> list[PlannedRun]:
     """Every case × every trial, in a fixed order. Trials of a case share the world; the run seed
     is the same for all runs of an `assay run` batch and in-run chance derives from (seed, case, trial)."""
-    planned = []
+    planned: list[PlannedRun] = []
     for case in bundle.scenarios:
         for trial in range(1, trials + 1):
             planned.append(PlannedRun(uuid.uuid4().hex, len(planned), case.id, case.content_hash, trial, seed))

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, Forbidden, Invalid, NotFound
+from assay.jsontypes import JsonObject
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
@@ -38,8 +39,8 @@ from assay.service.actors import (OPERATOR, Actor, may_see, prefix_owner, requir
 from assay.service import board as boards
 from assay.service.board import entry_numbers
 from assay.service.completion import complete
-from assay.service.execution import (agent_row, execute_pending, facilitator_of, stored_agent, stored_scenarios,
-                                     with_facilitator)
+from assay.service.execution import (FacilitatorRef, agent_row, execute_pending, facilitator_of, stored_agent,
+                                     stored_scenarios, with_facilitator)
 from assay.service.suites import SuiteBundle
 from assay.scenario.load import LoadedScenario
 from assay.stats.commitment import seed_commitment
@@ -87,7 +88,7 @@ def submit(
     executor: str | None = None,
     ray_address: str | None = None,
     on_created: Callable[[str, int], None] | None = None,
-    facilitator: dict[str, Any] | None = None,
+    facilitator: FacilitatorRef | None = None,
     rubric: Rubric | None = None,
     actor: Actor,
 ) -> str:
@@ -124,7 +125,7 @@ def compose(
     byok: bool = False,
     baseline: bool = False,
     limits: Limits | None = None,
-    facilitator: dict[str, Any] | None = None,
+    facilitator: FacilitatorRef | None = None,
     rubric: Rubric | None = None,
     actor: Actor,
 ) -> str:
@@ -187,7 +188,7 @@ def _compose(
     byok: bool,
     baseline: bool,
     limits: Limits | None,
-    facilitator: dict[str, Any] | None = None,
+    facilitator: FacilitatorRef | None = None,
     rubric: Rubric | None = None,
     actor: Actor,
 ) -> _Composed:
@@ -292,7 +293,7 @@ def _compose(
                      with_facilitator(scenarios, facilitator_of(store, submission_id)))
 
 
-def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator: dict[str, Any] | None,
+def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator: FacilitatorRef | None,
                       rubric: Rubric | None) -> None:
     """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
     does not score, and a rubric the rules judge cannot read."""
@@ -347,7 +348,7 @@ def _require(store: Store, ident: str, actor: Actor) -> str:
     return found
 
 
-def unpublish(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
+def unpublish(store: Store, ident: str, *, actor: Actor) -> JsonObject:
     """Take a published (or to-be-published) entry off the board: its owner, or the operator."""
     submission_id = _require(store, ident, actor)
     repo = SubmissionsRepo(store)
@@ -364,7 +365,7 @@ def unpublish(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
     return results(store, submission_id, actor=actor)
 
 
-def note(store: Store, ident: str, text: str, *, actor: Actor) -> dict[str, Any]:
+def note(store: Store, ident: str, text: str, *, actor: Actor) -> JsonObject:
     """Set the operator's variance note on an entry (an empty text withdraws it)."""
     require_operator(actor, "file a variance note", "note")
     submission_id = _require(store, ident, actor)
@@ -375,9 +376,13 @@ def note(store: Store, ident: str, text: str, *, actor: Actor) -> dict[str, Any]
     return results(store, submission_id, actor=actor)
 
 
-def results(store: Store, ident: str, *, actor: Actor) -> dict[str, Any]:
+def results(store: Store, ident: str, *, actor: Actor) -> JsonObject:
     """The owner's view of a submission: status, class, aggregates and every run with its seed.
-    Only the owner (and the operator) sees it; to anyone else the submission does not exist."""
+    Only the owner (and the operator) sees it; to anyone else the submission does not exist.
+
+    The document as it is printed (`assay submit --json`) and served (the API's closed `OwnerView`
+    model validates it): a trait suite's runs carry `traits` and the view its trait figures, other
+    suites' have neither key, a shape a fixed-field model would not keep."""
     submission_id = _require(store, ident, actor)
     facts = boards.submission_facts(store, submission_id)
     assert facts is not None

@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
@@ -36,28 +37,128 @@ from assay.store.board_schema import (
     variance_notes,
 )
 from assay.store.digest_schema import digest_stamps
-from assay.stats.board import from_row
+from assay.stats.board import PlannedRunFacts
 from assay.store.repo import Repository
 from assay.store.schema import batches, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """One planned run of a submission as `board_run_facts` gives it: plain facts (what is scored,
+    gated or counted is decided by `stats.board`: `planned()`), the same on both backends."""
+
+    submission_id: str
+    release_id: int
+    run_id: str
+    slot: int
+    case_id: str
+    rep: int
+    seed: int
+    status: str | None  # None: never recorded
+    has_run: bool
+    n_checks: int
+    score: int
+    safety_failures: int
+    passed: bool
+    claimed_success: bool | None
+    false_success: bool
+    swept: bool
+    player_messages: int | None  # the sweep's, None until swept
+    actions: int | None
+    min_player_messages: int | None
+    min_actions_per_turn: float | None
+    facilitator_model: str | None
+    ranked_eligible: bool | None  # None: a legacy run
+    win_total: int
+    win_met: int
+    judged: bool
+
+    @classmethod
+    def of(cls, row: Mapping[Any, Any]) -> RunFacts:
+        """From a `board_run_facts` row's mapping (SQLite's 0/1 made bools, counts made ints)."""
+        return cls(
+            submission_id=row["submission_id"], release_id=int(row["release_id"]), run_id=row["run_id"],
+            slot=int(row["slot"]), case_id=row["case_id"], rep=int(row["rep"]), seed=int(row["seed"]),
+            status=row["status"], has_run=bool(row["has_run"]), n_checks=int(row["n_checks"]),
+            score=int(row["score"]), safety_failures=int(row["safety_failures"]), passed=bool(row["passed"]),
+            claimed_success=_bool(row["claimed_success"]), false_success=bool(row["false_success"]),
+            swept=bool(row["swept"]), player_messages=row["player_messages"], actions=row["actions"],
+            min_player_messages=row["min_player_messages"], min_actions_per_turn=row["min_actions_per_turn"],
+            facilitator_model=row["facilitator_model"], ranked_eligible=_bool(row["ranked_eligible"]),
+            win_total=int(row["win_total"]), win_met=int(row["win_met"]), judged=bool(row["judged"]))
+
+    def planned(self) -> PlannedRunFacts:
+        """The run as `stats.board` computes with it."""
+        return PlannedRunFacts(
+            case_id=self.case_id, slot=self.slot, status=self.status, n_checks=self.n_checks, passed=self.passed,
+            false_success=self.false_success, swept=self.swept, player_messages=self.player_messages,
+            actions=self.actions, min_player_messages=self.min_player_messages,
+            min_actions_per_turn=self.min_actions_per_turn, ranked_eligible=self.ranked_eligible,
+            win_total=self.win_total, win_met=self.win_met, judged=self.judged,
+            facilitator_model=self.facilitator_model)
+
+
+class FiguresRow(TypedDict):
+    """An `entry_figures` row as `put_figures` inserts it and `stored_figures` reads it back: a
+    TypedDict because it is written to the table as it is (its keys are the table's columns)."""
+
+    shown: str  # the members the board shows of the figures, as its text writes them
+    submission_id: str
+    release_id: int
+    method: str
+    complete: bool
+    ranked: bool
+    order_key: str
+    rank_low: float | None
+    rank_high: float | None
+    figures: str  # canonical JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRow:
+    """A board entry as the store keeps it: what it shows besides its figures (label, handle, note,
+    era, digest), the stored figures' shown members (`shown`, and with `figures` the whole text) and
+    the columns it is ranked and ordered by. Field order is `BoardRepo._entries_query`'s columns."""
+
+    submission_id: str
+    release_id: int
+    label: str
+    play_model: str | None
+    model_provenance: str | None
+    public_handle: str | None
+    variance_note: str | None
+    measurement_era: str | None
+    measurement_era_is_current: bool | None  # None: not finalised
+    shown: str
+    ranked: bool
+    rank_low: float | None
+    rank_high: float | None
+    order_key: str
+    harness_version: str | None
+    config_signature: str | None
+    digest: str | None
+    figures: str | None = None  # None when read without the whole figures (the board's text)
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> EntryRow:
+        """From a row of `_entries_query`'s columns, in order (the driver's booleans made bools)."""
+        (sid, release_id, label, play_model, provenance, handle, note, era, current, shown, ranked, low, high,
+         order_key, harness, signature, digest, *figures) = row
+        return cls(sid, release_id, label, play_model, provenance, handle, note, era, _bool(current), shown,
+                   bool(ranked), low, high, order_key, harness, signature, digest, figures[0] if figures else None)
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> EntryRow:
+        """From any mapping with the entry's fields (`verify`'s recounted entries)."""
+        return cls.of([row[f] for f in _ENTRY_FIELDS if f != "figures"] + [row["figures"]])
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(EntryRow))
 
 
 def _bool(value: Any) -> bool | None:
     """SQLite hands booleans back as 0/1 from views; PostgreSQL as bool. One shape for callers."""
     return None if value is None else bool(value)
-
-
-#: The boolean columns a submission's or an entry's row may carry (0/1 on SQLite, bool on PostgreSQL).
-_TRUTHS = ("byok", "baseline", "publish_requested", "published", "finalised", "measurement_era_is_current",
-           "listed", "complete", "ranked")
-
-
-def normalised(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A submission's or an entry's row (its `_mapping`) as a dict, its boolean columns as bool (or None)."""
-    out = dict(row)
-    for key in _TRUTHS:
-        if key in out:
-            out[key] = _bool(out[key])
-    return out
 
 
 def latest(table: sa.Table, column: str, key: sa.ColumnElement[Any], value: sa.ColumnElement[Any]
@@ -67,7 +168,7 @@ def latest(table: sa.Table, column: str, key: sa.ColumnElement[Any], value: sa.C
             .correlate_except(table).scalar_subquery())
 
 
-def relist(conn: sa.Connection, where: sa.ColumnElement[bool], params: dict[str, Any] | None = None) -> None:
+def relist(conn: sa.Connection, where: sa.ColumnElement[bool], params: Mapping[str, list[str]] | None = None) -> None:
     """Recompute `entry_figures.listed` for the rows `where` selects, from the event rows: complete,
     published now, its account holding a handle now, not unlisted. Called by every write that
     appends one of those events (publication, handle), in its transaction."""
@@ -87,36 +188,26 @@ class BoardRepo(Repository):
 
     LOCKS = "board"
 
-    @staticmethod
-    def _run_row(row: sa.Row[Any]) -> dict[str, Any]:
-        d = dict(row._mapping)
-        for key in ("has_run", "passed", "false_success", "swept", "claimed_success", "ranked_eligible", "judged"):
-            d[key] = _bool(d[key])
-        for key in ("n_checks", "score", "safety_failures", "win_total", "win_met", "slot", "rep", "seed",
-                    "release_id"):
-            d[key] = int(d[key])
-        return d
-
-    def run_rows(self, submission_id: str, conn: sa.Connection | None = None) -> list[dict[str, Any]]:
+    def run_rows(self, submission_id: str, conn: sa.Connection | None = None) -> list[RunFacts]:
         """The `board_run_facts` rows of one submission, in slot order (plain facts: what is scored,
         gated or counted is decided by `stats.board`)."""
         f = board_run_facts
         query = sa.select(f).where(f.c.submission_id == submission_id).order_by(f.c.slot)
         if conn is not None:
-            return [self._run_row(r) for r in conn.execute(query)]
+            return [RunFacts.of(r._mapping) for r in conn.execute(query)]
         with self.read() as c:
-            return [self._run_row(r) for r in c.execute(query)]
+            return [RunFacts.of(r._mapping) for r in c.execute(query)]
 
     def run_facts(self, submission_id: str, conn: sa.Connection | None = None) -> list[dict[str, Any]]:
         """`run_rows` with what `stats.board` decides of each run: `scored`, `gated`, `included`."""
         out = []
         for row in self.run_rows(submission_id, conn):
-            facts = from_row(row)
-            out.append({**row, "scored": facts.scored, "gated": facts.gated, "included": facts.included})
+            facts = row.planned()
+            out.append({**asdict(row), "scored": facts.scored, "gated": facts.gated, "included": facts.included})
         return out
 
     def release_run_rows(self, release_id: int, submission_ids: sa.Select[Any] | None = None,
-                         ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+                         ) -> Iterator[tuple[str, list[RunFacts]]]:
         """(submission, its run rows) for every submission of a release with a plan (or those the
         query `submission_ids` selects), in submission order: one query, no bound id per entry."""
         f = board_run_facts
@@ -125,13 +216,13 @@ class BoardRepo(Repository):
             query = query.where(f.c.submission_id.in_(submission_ids))
         with self.read() as conn:
             current: str | None = None
-            held: list[dict[str, Any]] = []
+            held: list[RunFacts] = []
             for row in conn.execution_options(yield_per=5000).execute(query):
                 if row.submission_id != current:
                     if current is not None:
                         yield current, held
                     current, held = row.submission_id, []
-                held.append(self._run_row(row))
+                held.append(RunFacts.of(row._mapping))
             if current is not None:
                 yield current, held
 
@@ -147,7 +238,7 @@ class BoardRepo(Repository):
 
     # -- stored figures (derived: the one table whose rows are replaced) -------------------------
 
-    def put_figures(self, rows: Sequence[dict[str, Any]], conn: sa.Connection | None = None) -> None:
+    def put_figures(self, rows: Sequence[FiguresRow], conn: sa.Connection | None = None) -> None:
         """Replace the stored figures of each row's submission (`entry_figures`: derived, recomputed
         from the rows, never a result)."""
         if not rows:
@@ -157,7 +248,7 @@ class BoardRepo(Repository):
                 self.put_figures(rows, c)
             return
         now = utcnow()
-        ids = sa.bindparam("ids", expanding=True)
+        ids: sa.BindParameter[str] = sa.bindparam("ids", expanding=True)
         for i in range(0, len(rows), 1000):  # a bounded number of bound ids per statement
             chunk = rows[i:i + 1000]
             conn.execute(sa.delete(entry_figures).where(entry_figures.c.submission_id.in_(ids)),
@@ -165,14 +256,18 @@ class BoardRepo(Repository):
             conn.execute(sa.insert(entry_figures), [{**r, "listed": False, "created_at": now} for r in chunk])
             relist(conn, entry_figures.c.submission_id.in_(ids), {"ids": [r["submission_id"] for r in chunk]})
 
-    def stored_figures(self, release_id: int | None = None) -> Iterator[dict[str, Any]]:
+    def stored_figures(self, release_id: int | None = None) -> Iterator[FiguresRow]:
         """Every stored figures row (of one release), in submission order."""
-        query = sa.select(entry_figures).order_by(entry_figures.c.submission_id)
+        e = entry_figures
+        query = (sa.select(e.c.shown, e.c.submission_id, e.c.release_id, e.c.method, e.c.complete, e.c.ranked,
+                           e.c.order_key, e.c.rank_low, e.c.rank_high, e.c.figures).order_by(e.c.submission_id))
         if release_id is not None:
-            query = query.where(entry_figures.c.release_id == release_id)
+            query = query.where(e.c.release_id == release_id)
         with self.read() as conn:
-            for row in conn.execution_options(yield_per=5000).execute(query):
-                yield normalised(row._mapping)
+            for r in conn.execution_options(yield_per=5000).execute(query):
+                yield FiguresRow(shown=r.shown, submission_id=r.submission_id, release_id=r.release_id, method=r.method,
+                                 complete=bool(r.complete), ranked=bool(r.ranked), order_key=r.order_key,
+                                 rank_low=r.rank_low, rank_high=r.rank_high, figures=r.figures)
 
     @staticmethod
     def unfigured(release_id: int, method: str) -> sa.Select[Any]:
@@ -195,10 +290,6 @@ class BoardRepo(Repository):
         with self.read() as conn:
             return conn.execute(self.unfigured(release_id, method).limit(1)).first() is not None
 
-    def release_ids(self) -> list[int]:
-        with self.read() as conn:
-            return [int(i) for i in conn.execute(sa.select(suite_releases.c.id).order_by(suite_releases.c.id)).scalars()]
-
     # -- board entries: stored figures of the published, complete, handled entries --------------
 
     @classmethod
@@ -210,6 +301,9 @@ class BoardRepo(Repository):
         grouped, then hash-joined: the whole board, where 100,000 subqueries took most of the read)."""
         e, s, fz = entry_figures, submissions, submission_finalisations
         era_now = sa.select(current_era.c.name).limit(1).scalar_subquery()
+        handle: sa.ColumnElement[Any]
+        note: sa.ColumnElement[Any]
+        digest: sa.ColumnElement[Any]
         source = (e.join(s, s.c.id == e.c.submission_id).join(batches, batches.c.id == s.c.id)
                   .outerjoin(fz, fz.c.submission_id == s.c.id))
         if whole:
@@ -238,9 +332,10 @@ class BoardRepo(Repository):
                     (sa.and_(fz.c.measurement_era.is_(None), era_now.is_(None)), True),
                     (fz.c.measurement_era == era_now, True), else_=False).label("measurement_era_is_current"),
         ]
-        stored = (e.c.figures, e.c.shown) if figures else (e.c.shown,)  # the board's text needs `shown` only
-        query = (sa.select(*info, *stored, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
-                           batches.c.harness_version, batches.c.config_signature, digest.label("digest"))
+        whole_figures = (e.c.figures,) if figures else ()  # the board's text needs `shown` only
+        query = (sa.select(*info, e.c.shown, e.c.ranked, e.c.rank_low, e.c.rank_high, e.c.order_key,
+                           batches.c.harness_version, batches.c.config_signature, digest.label("digest"),
+                           *whole_figures)  # `EntryRow`'s fields, in order
                  .select_from(source))
         if listed:  # the stored flag, kept by `relist`: an index range, whatever the board's size
             query = query.where(e.c.listed)
@@ -253,7 +348,7 @@ class BoardRepo(Repository):
         return query
 
     def entries(self, release_id: int, *, digest_version: int, after: str | None = None, limit: int | None = None,
-                search: str | None = None, figures: bool = True) -> list[dict[str, Any]]:
+                search: str | None = None, figures: bool = True) -> list[EntryRow]:
         """A release's listed entries in board order (`order_key`), from `after` on, at most `limit`,
         those whose handle or label contains `search` (case-insensitively); without `figures`, only
         the members a board shows of them (`shown`).
@@ -279,10 +374,10 @@ class BoardRepo(Repository):
         with self.read() as conn:
             if whole:
                 _no_jit(conn)
-            names, rows = _plain_rows(conn, query)
-        out = [dict(zip(names, row)) for row in rows]
+            _, rows = _plain_rows(conn, query)
+        out = [EntryRow.of(row) for row in rows]
         if whole:
-            out.sort(key=operator.itemgetter("order_key"))
+            out.sort(key=operator.attrgetter("order_key"))
         return out
 
     def board_rows(self, release_id: int, *, digest_version: int) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -296,13 +391,13 @@ class BoardRepo(Repository):
             _no_jit(conn)
             return _plain_rows(conn, query)
 
-    def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> dict[str, Any] | None:
+    def entry(self, submission_id: str, *, digest_version: int, unlisted: bool = False) -> EntryRow | None:
         """A listed board entry by its full id (with `unlisted`, the unlisted one instead), or None."""
         query = self._entries_query(None, listed=not unlisted, digest_version=digest_version).where(
             entry_figures.c.submission_id == submission_id)
         with self.read() as conn:
             row = conn.execute(query).first()
-        return normalised(row._mapping) if row is not None else None
+        return EntryRow.of(row) if row is not None else None
 
     @classmethod
     @functools.cache

@@ -95,15 +95,15 @@ def create_store_engine(url: str) -> sa.Engine:
     takes the write lock up front instead of failing half-way through a read-then-write.
     """
     parsed = _normalise(sa.make_url(url))
-    kwargs: dict[str, Any] = {"json_serializer": dumps, "json_deserializer": json.loads}
     if parsed.get_backend_name() == "postgresql":
         # a pooled connection is checked before use, so one a database restart or
         # `pg_terminate_backend` killed is replaced instead of failing the statement sent over it
         # (a SQLite connection is a file handle: nothing kills it)
-        kwargs["pool_pre_ping"] = True
-        if "connect_timeout" not in parsed.query:
-            kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-    engine = sa.create_engine(parsed, **kwargs)
+        engine = sa.create_engine(
+            parsed, json_serializer=dumps, json_deserializer=json.loads, pool_pre_ping=True,
+            connect_args={} if "connect_timeout" in parsed.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S})
+    else:
+        engine = sa.create_engine(parsed, json_serializer=dumps, json_deserializer=json.loads)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
     return engine

@@ -9,7 +9,6 @@ the command needs `db`, and `db` needs the snapshot, so in one module they would
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -25,11 +24,11 @@ def main() -> int:  # pragma: no cover - a maintainer's command, its result held
         with engine.connect() as conn:
             snapshot = capture(conn)
         engine.dispose()
-    if snapshot["revision"] != HEAD_REVISION:
-        print(f"migrated to {snapshot['revision']}, but HEAD_REVISION is {HEAD_REVISION}", file=sys.stderr)
+    if snapshot.revision != HEAD_REVISION:
+        print(f"migrated to {snapshot.revision}, but HEAD_REVISION is {HEAD_REVISION}", file=sys.stderr)
         return 1
-    SNAPSHOT_PATH.write_text(json.dumps(snapshot, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {SNAPSHOT_PATH} at revision {snapshot['revision']} ({len(snapshot['statements'])} statements)")
+    SNAPSHOT_PATH.write_text(snapshot.as_json(), encoding="utf-8")
+    print(f"wrote {SNAPSHOT_PATH} at revision {snapshot.revision} ({len(snapshot.statements)} statements)")
     return 0
 
 

@@ -182,14 +182,6 @@ class SubmissionsRepo(Repository):
 
     # -- events: publication, notes -----------------------------------------------------------
 
-    def publication_events(self, submission_id: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(publication_events).where(publication_events.c.submission_id == submission_id)
-                .order_by(publication_events.c.id)
-            ).all()
-        return [{**r._mapping, "published": bool(r.published)} for r in rows]
-
     @staticmethod
     def has_publication_events(conn: sa.Connection, submission_id: str) -> bool:
         return conn.execute(
@@ -211,14 +203,6 @@ class SubmissionsRepo(Repository):
     def add_note(self, submission_id: str, text: str) -> None:
         with self.write() as conn:
             conn.execute(sa.insert(variance_notes).values(submission_id=submission_id, text=text, created_at=utcnow()))
-
-    def notes(self, submission_id: str) -> list[dict[str, Any]]:
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(variance_notes).where(variance_notes.c.submission_id == submission_id)
-                .order_by(variance_notes.c.id)
-            ).all()
-        return [dict(r._mapping) for r in rows]
 
     @classmethod
     def _info_columns(cls) -> list[Any]:

@@ -20,6 +20,7 @@ in words.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -115,7 +116,7 @@ def entry_heading(entry: dict[str, Any], key: str, version: str) -> tuple[str, s
     return _short(str(entry.get("agent_label", ""))), " · ".join(detail)
 
 
-def board_chart(board: dict[str, Any]) -> str | None:
+def board_chart(board: Mapping[str, Any]) -> str | None:
     """The SVG for `board`, or None when it has no entry to draw."""
     entries: list[dict[str, Any]] = list(board.get("entries") or [])
     if not entries:

@@ -10,6 +10,7 @@ description says so. Well-formed XML, scales to its container, with a `<title>` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -29,7 +30,7 @@ def _score_key(entries: list[dict[str, Any]]) -> str:
     return "composite" if has_traits(entries) else "pass_rate"
 
 
-def cost_points(board: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+def cost_points(board: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     """(the score's name, the drawable entries as {label, submission_id, cost, score, front}, the
     entries left out with why)."""
     entries: list[dict[str, Any]] = list(board.get("entries") or [])
@@ -51,12 +52,12 @@ def cost_points(board: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[
     return key, points, left_out
 
 
-def any_usage(board: dict[str, Any]) -> bool:
+def any_usage(board: Mapping[str, Any]) -> bool:
     """Whether any entry of the board recorded a model call (else there is no cost to show)."""
     return any(((e.get("usage") or {}).get("total") or {}).get("calls") for e in board.get("entries") or [])
 
 
-def cost_chart(board: dict[str, Any]) -> str | None:
+def cost_chart(board: Mapping[str, Any]) -> str | None:
     """The SVG, or None when no entry has both a cost and a score, or no entry called a model."""
     key, points, left_out = cost_points(board)
     if not points or not any_usage(board):
@@ -107,7 +108,7 @@ def cost_chart(board: dict[str, Any]) -> str | None:
     )
 
 
-def cost_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
+def cost_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The board's cost table: per entry, tokens and cost by role and the cost per run (None: no
     number); empty when no entry called a model."""
     rows: list[dict[str, Any]] = []

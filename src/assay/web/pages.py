@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -188,7 +188,7 @@ def board_page(key: str, version: str | None = Query(None), cursor: str | None =
     if isinstance(found, Response):
         return found
     suite = found["suite"]
-    picker = list(found["versions"])
+    picker: list[Mapping[str, object]] = list(found["versions"])
     if not any(v["version"] == suite["version"] for v in picker):  # an unlisted version, named
         picker.insert(0, {"version": suite["version"], "current": True, "released_at": None, "unlisted": True})
     return render("board.html", title=f"{suite['title']} {suite['version']} — Assay board", board=found,

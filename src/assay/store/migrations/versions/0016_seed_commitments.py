@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -131,7 +131,11 @@ def _object(members: list[tuple[str, bytes]]) -> bytes:
     return b"{" + b",".join(json.dumps(k).encode("ascii") + b":" + v for k, v in sorted(members)) + b"}"
 
 
-def _digest(release: dict[str, Any], era: str | None, rows: dict[str, list[dict[str, Any]]], version: int) -> str:
+#: A stored row as the digest reads it: any table's, by column name (values as the store's types read them).
+_Row = Mapping[str, Any]
+
+
+def _digest(release: dict[str, str], era: str | None, rows: dict[str, list[_Row]], version: int) -> str:
     tables = []
     for table, _owner, _column, key, cols in _PARTS:
         wanted = _columns(table, cols, version)
@@ -171,7 +175,7 @@ class _Json(sa.TypeDecorator[Any]):
         return dialect.type_descriptor(sa.JSON())
 
 
-_TYPES: dict[str, Any] = {
+_TYPES: dict[str, type[sa.types.TypeEngine[Any]]] = {
     "created_at": _UTC, "document": _Json, "options": _Json, "final_state": _Json, "transcript": _Json,
     "actions": _Json, "reply": _Json, "verdicts": _Json, "rationale": _Json,
     "byok": sa.Boolean, "baseline": sa.Boolean, "publish_requested": sa.Boolean, "ranked_eligible": sa.Boolean,
@@ -211,7 +215,7 @@ def _restamp(conn: sa.Connection, now: datetime) -> None:
     for stamp in stamps:
         sid = stamp.submission_id
         run_ids = sa.select(planned.c.run_id).where(planned.c.batch_id == sid)
-        rows: dict[str, list[dict[str, Any]]] = {}
+        rows: dict[str, list[_Row]] = {}
         for name, owner, column, table in parts:
             where = table.c[column] == sid if owner == "submission" else table.c[column].in_(run_ids)
             rows[name] = [dict(r._mapping) for r in conn.execute(sa.select(table).where(where))]
