@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from assay.canonical import canonical_hash
 from assay.errors import BadInput, Conflict, Forbidden, Invalid, NotFound, Problems
@@ -40,6 +40,11 @@ from assay.service.suites import (
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
+
+#: A release as the releases repository reads it: a `suite_releases` row with the document of the
+#: rubric it pins (`rubric`, or None). Not yet a read model: its readers span the board,
+#: submissions, scoring and judgements; named once here so that typing it is one change.
+ReleaseRow: TypeAlias = dict[str, Any]
 
 #: The owner recorded for built-in suites: the platform operator's account name.
 BUILTIN_OWNER = "operator"

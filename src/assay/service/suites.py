@@ -192,13 +192,14 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
     loaded = _one_per_id(found, problems)
     rubric = None
     if suite is not None and suite.rubric is not None:
-        target = _attempt(lambda: inside_suite(path.parent, suite.rubric, "rubric file", str(path)), problems)
-        if target is None:
+        named = suite.rubric
+        rubric_file = _attempt(lambda: inside_suite(path.parent, named, "rubric file", str(path)), problems)
+        if rubric_file is None:
             pass  # refused: outside the suite's directory
-        elif not target.is_file():
+        elif not rubric_file.is_file():
             problems.append(BadInput(f"rubric file '{suite.rubric}' not found next to the suite", str(path)))
         else:
-            rubric = _attempt(lambda: load_rubric(target), problems)
+            rubric = _attempt(lambda: load_rubric(rubric_file), problems)
     if problems or suite is None:
         return Findings(tuple(loaded), tuple(problems), None, suite)
     return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path), rubric),

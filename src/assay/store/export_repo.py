@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import sqlalchemy as sa
 
 from assay.store.usage_schema import run_usage
 
-from assay.stats.digest import DIGEST_VERSION
+from assay.stats.digest import DIGEST_VERSION, Row
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import (
     account_handles,
@@ -63,12 +63,24 @@ from assay.store.schema import (
 BATCH = 500
 
 
+class DigestRelease(TypedDict):
+    """What a digest pins of a submission's release (`stats.digest.RELEASE_FIELDS`; a TypedDict:
+    hashed as it is)."""
+
+    suite_key: str
+    version: str
+    release_hash: str
+
+
 class PartSpec(Protocol):
     """What the store needs to know of a digest part (`assay.stats.digest.Part`)."""
 
-    table: str
-    owner: str
-    column: str
+    @property
+    def table(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def column(self) -> str: ...
 
 
 def ordered(table: sa.Table, dialect: str) -> list[sa.ColumnElement[Any]]:
@@ -108,7 +120,7 @@ class ExportRepo(BoardRepo):
 
     @staticmethod
     def stream(conn: sa.Connection, table: sa.Table,
-               where: sa.ColumnElement[bool] | None = None) -> Iterator[dict[str, Any]]:
+               where: sa.ColumnElement[bool] | None = None) -> Iterator[Row]:
         """Every row of `table` (matching `where`), in primary-key order, a batch at a time."""
         query = sa.select(table).order_by(*ordered(table, conn.dialect.name))
         if where is not None:
@@ -212,10 +224,10 @@ class ExportRepo(BoardRepo):
     # -- digests ------------------------------------------------------------------------------
 
     @staticmethod
-    def digest_rows(conn: sa.Connection, submission_id: str, parts: Iterable[PartSpec]) -> dict[str, list[dict[str, Any]]]:
+    def digest_rows(conn: sa.Connection, submission_id: str, parts: Iterable[PartSpec]) -> dict[str, list[Row]]:
         """{table: the submission's rows of it} for each digest part, as `conn` sees them now."""
         run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id == submission_id)
-        found: dict[str, list[dict[str, Any]]] = {}
+        found: dict[str, list[Row]] = {}
         for part in parts:
             table = metadata.tables[part.table]
             column = table.c[part.column]
@@ -224,13 +236,13 @@ class ExportRepo(BoardRepo):
         return found
 
     @staticmethod
-    def release_of(conn: sa.Connection, submission_id: str) -> dict[str, Any]:
+    def release_of(conn: sa.Connection, submission_id: str) -> DigestRelease:
         row = conn.execute(
             sa.select(suite_releases.c.suite_key, suite_releases.c.version, suite_releases.c.release_hash)
             .join(submissions, submissions.c.release_id == suite_releases.c.id)
             .where(submissions.c.id == submission_id)
         ).one()
-        return dict(row._mapping)
+        return DigestRelease(suite_key=row.suite_key, version=row.version, release_hash=row.release_hash)
 
     @staticmethod
     def salts(conn: sa.Connection, batch_ids: list[str]) -> dict[str, str]:
