@@ -10,7 +10,7 @@ export and a digest list rows in the order a pure function would sort them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TypedDict
 
@@ -192,13 +192,15 @@ class ExportRepo(BoardRepo):
         }
 
     @staticmethod
-    def public_scope(key: str | None, submission_ids: list[str]) -> dict[str, sa.ColumnElement[bool]]:
-        """{table: the condition its rows meet to be in a public export}: the public releases of
-        suite `key` (of every suite when None; every version, since a board names them all) with
+    def public_scope(key: str | None, submission_ids: list[str],
+                     visibilities: Collection[str]) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: the condition its rows meet to be in a public export}: the releases of suite `key`
+        (of every suite when None) of the `visibilities` listed to the public (the service's rule:
+        `actors.listed_visibilities`; every version, since a board names them all) with
         their pinned scenarios and rubrics, the submissions `submission_ids` (the entries of their
         public boards) with everything recorded for them, and the platform's config and eras.
         Which columns of these rows the public sees is the caller's to say."""
-        release = suite_releases.c.visibility == "public"
+        release: sa.ColumnElement[bool] = suite_releases.c.visibility.in_(sorted(visibilities))
         if key is not None:
             release = sa.and_(release, suite_releases.c.suite_key == key)
         return ExportRepo._scope(sa.select(suite_releases.c.id).where(release), list(submission_ids))
