@@ -81,7 +81,7 @@ def listed_visibilities(actor: Actor) -> frozenset[str]:
     return frozenset({"public"})
 
 
-def listed(actor: Actor, release: Mapping[str, Any]) -> bool:
+def is_listed(actor: Actor, release: Mapping[str, Any]) -> bool:
     """Whether `actor`'s index lists `release` (`listed_visibilities`). Listed to `PUBLIC`: a public
     version, the versions with a public board (and in a public export)."""
     return release["visibility"] in listed_visibilities(actor)

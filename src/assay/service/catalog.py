@@ -10,7 +10,7 @@ version among those listed to the actor.
 from __future__ import annotations
 
 from assay.service import releases
-from assay.service.actors import Actor, listed
+from assay.service.actors import Actor, is_listed
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 
@@ -19,7 +19,7 @@ def suites(store: Store, *, actor: Actor) -> list[releases.SummaryView]:
     """One entry per suite the actor's index lists (its latest listed version), by key."""
     latest: dict[str, releases.ReleaseRow] = {}
     for release in BoardRepo(store).releases():
-        if not listed(actor, release):
+        if not is_listed(actor, release):
             continue
         held = latest.get(release["suite_key"])
         if held is None or releases.version_key(release["version"]) > releases.version_key(held["version"]):

@@ -58,7 +58,7 @@ from assay.canonical import canonical_bytes, sha256_hex
 from assay.errors import BadInput, Conflict, NotFound
 from assay.service import board as boards
 from assay.service import releases
-from assay.service.actors import PUBLIC, Actor, listed, listed_visibilities, require_staff
+from assay.service.actors import PUBLIC, Actor, is_listed, listed_visibilities, require_staff
 from assay.jsontypes import JsonObject
 from assay.stats.digest import DIGEST_VERSION, PARTS_V1, PARTS_V2, Row, row_bytes, submission_digest, with_commitments
 from assay.store.db import Store
@@ -260,7 +260,7 @@ def _boards(store: Store, keys: Iterable[str], version: str | None = None) -> li
     repo = ExportRepo(store)
     found: list[BoardShown] = []
     for key in sorted(set(keys)):
-        for release in sorted((r for r in repo.releases(key) if listed(PUBLIC, r)),
+        for release in sorted((r for r in repo.releases(key) if is_listed(PUBLIC, r)),
                               key=lambda r: releases.version_key(r["version"])):
             if version is not None and release["version"] != version:
                 continue
@@ -344,7 +344,7 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
     target = _target(Path(out))
     repo = ExportRepo(store)
     if public:
-        public_releases = [r for r in repo.releases(suite) if listed(PUBLIC, r)] if suite is not None else []
+        public_releases = [r for r in repo.releases(suite) if is_listed(PUBLIC, r)] if suite is not None else []
         if suite is not None and not any(version in (None, r["version"]) for r in public_releases):
             what = "no public release of that suite" + (f" at version {version}" if version is not None else "")
             raise NotFound(what, "suite", value=suite if version is None else f"{suite} {version}")

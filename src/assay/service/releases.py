@@ -28,7 +28,7 @@ from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.score.judge import RulesJudge
-from assay.service.actors import PUBLIC, Actor, listed, may_see, require_staff
+from assay.service.actors import PUBLIC, Actor, is_listed, may_see, require_staff
 from assay.service.panel import taxonomy
 from assay.service.suites import (
     Findings,
@@ -350,7 +350,7 @@ def find_release(
                 return r
         raise unknown
     if public:
-        shown = [r for r in releases if listed(PUBLIC, r)]
+        shown = [r for r in releases if is_listed(PUBLIC, r)]
         if not shown:
             raise NotFound(f"suite '{key}' has no public version; name one", "version")
         releases = shown
@@ -486,8 +486,8 @@ def release_view(store: Store, release: ReleaseRow) -> ReleaseView:
 
 def list_releases(store: Store, *, actor: Actor) -> list[SummaryView]:
     """Every release for the staff; the public versions only for the public (the actor's index:
-    `actors.listed`)."""
-    return [summary_view(r) for r in BoardRepo(store).releases() if listed(actor, r)]
+    `actors.is_listed`)."""
+    return [summary_view(r) for r in BoardRepo(store).releases() if is_listed(actor, r)]
 
 
 def versions(store: Store, key: str, *, actor: Actor) -> list[VersionView]:

@@ -58,7 +58,7 @@ from assay.score.judge import JudgePass, summarize
 from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
 from assay.service import platform_config, releases
-from assay.service.actors import PUBLIC, listed
+from assay.service.actors import PUBLIC, is_listed
 from assay.service.releases import ReleaseRow
 from assay.service.judgements import judge_provenance
 from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, FileEntry, line_hash,
@@ -898,7 +898,7 @@ def _boards(manifest: _Manifest, tables: Tables) -> tuple[int, int]:
 
 
 def _check_board(where: str, value: JsonObject, rows: _Rows, release: ReleaseRow) -> None:
-    public = sorted((r for r in rows.releases if r["suite_key"] == release["suite_key"] and listed(PUBLIC, r)),
+    public = sorted((r for r in rows.releases if r["suite_key"] == release["suite_key"] and is_listed(PUBLIC, r)),
                     key=lambda r: releases.version_key(r["version"]), reverse=True)
     latest = public[0]["version"] if public else None
     suite = {"key": release["suite_key"], "version": release["version"], "title": release["title"],
