@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from assay.store.usage_schema import run_usage
 
-from assay.stats.digest import DIGEST_VERSION, Row
+from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import (
     account_handles,
@@ -58,6 +58,7 @@ from assay.store.schema import (
     scenario_versions,
     utcnow,
 )
+from assay.stats.digest import Row
 
 #: Rows fetched per round trip when streaming a table.
 BATCH = 500
