@@ -69,7 +69,7 @@ def export(
     if manifest["contains_secrets"]:
         err.print(f"assay: {exports.FULL_NOTICE}", markup=False, highlight=False, soft_wrap=True)
     rows = sum(f["rows"] for f in manifest["files"])
-    entries = sum(len(b["board"]["entries"]) for b in manifest["boards"])
+    entries = sum(len(exports.entry_ids(b)) for b in manifest["boards"])
     if as_json:
         print_json({"directory": str(out_dir), "kind": manifest["kind"], "contains_secrets": manifest["contains_secrets"],
                     "rows": rows, "files": len(manifest["files"]), "boards": len(manifest["boards"]),

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from assay.ui import DbOpt, JsonFlag, err, out, print_json
+
+if TYPE_CHECKING:
+    from assay.service.suites import Untouched
 
 #: The --explain table fits a terminal of this many columns.
 EXPLAIN_WIDTH = 80
@@ -80,7 +83,7 @@ def _existing_store(db: str | None) -> Any:
     return open_store(url)
 
 
-def _print_untouched(case: str, found: dict[str, Any]) -> None:
+def _print_untouched(case: str, found: Untouched) -> None:
     from rich.table import Table
 
     word = "passes" if found["passed"] else "does not pass"

@@ -81,6 +81,12 @@ def listed_visibilities(actor: Actor) -> frozenset[str]:
     return frozenset({"public"})
 
 
+def is_listed(actor: Actor, release: Mapping[str, Any]) -> bool:
+    """Whether `actor`'s index lists `release` (`listed_visibilities`). Listed to `PUBLIC`: a public
+    version, the versions with a public board (and in a public export)."""
+    return release["visibility"] in listed_visibilities(actor)
+
+
 def require_operator(actor: Actor, what: str, field: str) -> None:
     """Only the local operator may do `what` (file a baseline, a variance note)."""
     if actor.kind != "operator":

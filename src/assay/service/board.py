@@ -90,7 +90,7 @@ class VersionView(TypedDict):
 
 class ScenarioPin(TypedDict):
     case_id: str
-    version: str
+    version: int
     hash_prefix: str
 
 

@@ -7,8 +7,7 @@ submissions to this version, read from the board views, and shown only when comp
 
 from __future__ import annotations
 
-from typing import Any
-
+from assay.jsontypes import JsonObject
 from assay.score.oracle import PASS_MARK
 from assay.stats.intervals import LEVEL, POWER, detectable_difference
 from assay.service.actors import Actor
@@ -137,7 +136,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _baselines(store: Store, release: dict[str, Any]) -> list[str]:
+def _baselines(store: Store, release: releases.ReleaseRow) -> list[str]:
     declared = releases.baselines_view(release)
     measured = [boards.submission_facts(store, s["submission_id"])
                 for s in SubmissionsRepo(store).submission_listing(None, None, release["id"]) if s["baseline"]]
@@ -162,12 +161,13 @@ def _baselines(store: Store, release: dict[str, Any]) -> list[str]:
     return out
 
 
-def _tokens(block: dict[str, Any]) -> str:
+def _tokens(block: JsonObject) -> str:
+    """A usage block of a served board entry (`usage.agent`, `usage.judge`) in words."""
     text = f"{block['prompt_tokens']:,} in / {block['completion_tokens']:,} out"
     return text + (" (self-reported)" if block.get("self_reported") else "")
 
 
-def _costs(store: Store, release: dict[str, Any], actor: Actor) -> list[str]:
+def _costs(store: Store, release: releases.ReleaseRow, actor: Actor) -> list[str]:
     """The board's entries' model usage, agent and judge apart, and their cost per run (USD at the
     prices in force when the usage was recorded; no number where a model has no price)."""
     found = boards.board(store, release["suite_key"], release["version"], actor=actor, full_usage=True)

@@ -9,22 +9,19 @@ version among those listed to the actor.
 
 from __future__ import annotations
 
-from typing import Any
-
 from assay.service import releases
-from assay.service.actors import Actor, listed_visibilities
+from assay.service.actors import Actor, is_listed
 from assay.store.releases_repo import ReleasesRepo
 from assay.store.db import Store
 
 
-def suites(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+def suites(store: Store, *, actor: Actor) -> list[releases.SummaryView]:
     """One entry per suite the actor's index lists (its latest listed version), by key."""
-    shown = listed_visibilities(actor)
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, releases.ReleaseRow] = {}
     for release in ReleasesRepo(store).releases():
-        if release["visibility"] not in shown:
+        if not is_listed(actor, release):
             continue
         held = latest.get(release["suite_key"])
         if held is None or releases.version_key(release["version"]) > releases.version_key(held["version"]):
             latest[release["suite_key"]] = release
-    return [releases.release_view(store, latest[key], full=False) for key in sorted(latest)]
+    return [releases.summary_view(latest[key]) for key in sorted(latest)]

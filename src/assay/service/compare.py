@@ -16,7 +16,8 @@ front end (`GET /api/compare`) must first refuse submissions that are not on the
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 from assay.errors import Conflict, Invalid, NotFound
 from assay.service import board as boards
@@ -31,7 +32,42 @@ METRICS: tuple[str, ...] = RATES
 P_PLACES = 6
 
 
-def _resolve(store: Store, ident: str, actor: Actor) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Compared:
+    """What a comparison reads of a submission's facts (`board.submission_facts`)."""
+
+    submission_id: str
+    label: str
+    status: str
+    n_runs: int
+    release_id: int
+    rates: dict[str, float | None]  # {metric: its rate}, every one of METRICS
+
+
+#: One side of a comparison as shown: submission_id, agent_label, status, n_runs, and the metric
+#: compared under its own name (so no fixed keys: a flat JSON object).
+Side = dict[str, str | int | float | None]
+
+
+class Comparison(TypedDict):
+    """`compare`'s answer (a TypedDict: printed as it is by `assay compare --json`)."""
+
+    suite: dict[str, str]
+    metric: str
+    a: Side
+    b: Side
+    difference: float
+    ci: list[float] | None
+    p_value: float
+    test: str
+    n_cases: int
+    min_p: float
+    too_few_cases: bool
+    note: str | None
+    cases: list[dict[str, str | float]]
+
+
+def _resolve(store: Store, ident: str, actor: Actor) -> _Compared:
     """A submission `actor` may compare: the staff any, others their own or one on the board."""
     found = SubmissionsRepo(store).resolve_submission_id(ident, prefix_owner(actor))
     if found is None:
@@ -40,12 +76,13 @@ def _resolve(store: Store, ident: str, actor: Actor) -> dict[str, Any]:
     assert facts is not None
     if not (actor.is_staff or actor.speaks_for(facts["account"]) or boards.listed_entry(store, found) is not None):
         raise NotFound("no such submission", "submission", value=ident)
-    return facts
+    return _Compared(facts["submission_id"], facts["label"], facts["status"], facts["n_runs"], facts["release_id"],
+                     {m: facts[m] for m in METRICS})
 
 
-def _side(facts: dict[str, Any], metric: str) -> dict[str, Any]:
-    return {"submission_id": facts["submission_id"], "agent_label": facts["label"],
-            "status": facts["status"], "n_runs": facts["n_runs"], metric: round_rate(facts[metric])}
+def _side(found: _Compared, metric: str) -> Side:
+    return {"submission_id": found.submission_id, "agent_label": found.label,
+            "status": found.status, "n_runs": found.n_runs, metric: round_rate(found.rates[metric])}
 
 
 def _round(value: float) -> float:
@@ -57,29 +94,29 @@ def too_few_cases_note(n_cases: int, min_p: float) -> str:
             f"the smallest p the sign-flip test can give is {min_p:.4g}")
 
 
-def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: Actor) -> dict[str, Any]:
+def compare(store: Store, a: str, b: str, metric: str = "pass_rate", *, actor: Actor) -> Comparison:
     """Compare submissions `a` and `b` (ids or unique prefixes) on `metric`, case by case."""
     if metric not in METRICS:
         raise Invalid(f"unknown metric '{metric}' (one of: {', '.join(METRICS)})", "metric")
     repo = ReleasesRepo(store)
     fa, fb = _resolve(store, a, actor), _resolve(store, b, actor)
-    if fa["submission_id"] == fb["submission_id"]:
-        raise Invalid(f"both name submission {fa['submission_id']}; compare it with another submission",
+    if fa.submission_id == fb.submission_id:
+        raise Invalid(f"both name submission {fa.submission_id}; compare it with another submission",
                       "submission", value=f"{a} {b}")
-    if fa["release_id"] != fb["release_id"]:
-        ra, rb = repo.release_by_id(fa["release_id"]), repo.release_by_id(fb["release_id"])
+    if fa.release_id != fb.release_id:
+        ra, rb = repo.release_by_id(fa.release_id), repo.release_by_id(fb.release_id)
         assert ra is not None and rb is not None
         raise Conflict(
-            f"submissions on different suite versions cannot be compared: {fa['submission_id']} is on "
-            f"{ra['suite_key']} {ra['version']}, {fb['submission_id']} on {rb['suite_key']} {rb['version']}")
-    release = repo.release_by_id(fa["release_id"])
+            f"submissions on different suite versions cannot be compared: {fa.submission_id} is on "
+            f"{ra['suite_key']} {ra['version']}, {fb.submission_id} on {rb['suite_key']} {rb['version']}")
+    release = repo.release_by_id(fa.release_id)
     assert release is not None
-    cases = boards.case_counts(store, [fa["submission_id"], fb["submission_id"]])
-    ma, mb = case_rates(cases[fa["submission_id"]], metric), case_rates(cases[fb["submission_id"]], metric)
+    cases = boards.case_counts(store, [fa.submission_id, fb.submission_id])
+    ma, mb = case_rates(cases[fa.submission_id], metric), case_rates(cases[fb.submission_id], metric)
     paired = [c for c in ma if c in mb]
     if not paired:
         raise Conflict(f"no case has a counted {metric} in both submissions yet", "submission",
-                       value=f"{fa['submission_id']} {fb['submission_id']}")
+                       value=f"{fa.submission_id} {fb.submission_id}")
     found = paired_comparison([ma[c] for c in paired], [mb[c] for c in paired])
     return {
         "suite": {"key": release["suite_key"], "version": release["version"]},

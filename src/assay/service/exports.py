@@ -49,7 +49,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import sqlalchemy as sa
 
@@ -58,8 +58,9 @@ from assay.canonical import canonical_bytes, sha256_hex
 from assay.errors import BadInput, Conflict, NotFound
 from assay.service import board as boards
 from assay.service import releases
-from assay.service.actors import PUBLIC, Actor, require_staff
-from assay.stats.digest import DIGEST_VERSION, PARTS_V1, PARTS_V2, row_bytes, submission_digest, with_commitments
+from assay.service.actors import PUBLIC, Actor, is_listed, listed_visibilities, require_staff
+from assay.jsontypes import JsonObject
+from assay.stats.digest import DIGEST_VERSION, PARTS_V1, PARTS_V2, Row, row_bytes, submission_digest, with_commitments
 from assay.store.db import Store
 from assay.store.export_repo import ExportRepo
 from assay.store.schema import metadata
@@ -90,6 +91,48 @@ EXCLUDED: dict[str, str] = {
 
 #: The column a public submission row carries instead of its account's name.
 HANDLE = "public_handle"
+
+
+class FileEntry(TypedDict):
+    """A file as the manifest lists it (a TypedDict: written into the manifest as it is)."""
+
+    file: str
+    table: str
+    columns: list[str]
+    primary_key: list[str]
+    rows: int
+    sha256: str
+    lines: list[str]
+
+
+class BoardShown(TypedDict):
+    """A board as the manifest holds it: a public version's board as the public is served it."""
+
+    suite: str
+    version: str
+    board: boards.BoardView
+
+
+class Manifest(TypedDict):
+    """`manifest.json` as an export writes it (a TypedDict: serialised as it is, keys sorted).
+    `manifest_sha256` is added last, over everything else."""
+
+    format: str
+    format_version: int
+    kind: str
+    contains_secrets: bool
+    NOTICE: str
+    assay_version: str
+    harness_version: str
+    schema_revision: str | None
+    digest_version: int
+    exported_at: str
+    suite: str | None
+    version: str | None
+    files: list[FileEntry]
+    excluded: dict[str, str]
+    boards: list[BoardShown]
+    manifest_sha256: NotRequired[str]
 
 
 def _all(table: str) -> tuple[str, ...]:
@@ -161,7 +204,7 @@ def stamp(conn: sa.Connection, submission_id: str, measurement_era: str | None) 
     salts = ExportRepo.salts(conn, [submission_id])
     if any(r["run_id"] not in salts for r in rows["planned_runs"]):
         return None  # a run planned with no salt (only rows written behind the store's back): no commitment
-    public = {**rows, "planned_runs": with_commitments(rows["planned_runs"], salts)}
+    public: dict[str, Iterable[Row]] = {**rows, "planned_runs": with_commitments(rows["planned_runs"], salts)}
     digest = submission_digest(release, measurement_era, public, version=DIGEST_VERSION)
     return digest if ExportRepo.add_stamp(conn, submission_id, DIGEST_VERSION, digest) else None
 
@@ -211,13 +254,13 @@ def line_hash(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()[:LINE_HASH_DIGITS]
 
 
-def _boards(store: Store, keys: Iterable[str], version: str | None = None) -> list[dict[str, Any]]:
+def _boards(store: Store, keys: Iterable[str], version: str | None = None) -> list[BoardShown]:
     """Every public version's board of each suite (only `version`'s, when given), as the public is
     served it."""
     repo = ExportRepo(store)
-    found = []
+    found: list[BoardShown] = []
     for key in sorted(set(keys)):
-        for release in sorted((r for r in repo.releases(key) if r["visibility"] == "public"),
+        for release in sorted((r for r in repo.releases(key) if is_listed(PUBLIC, r)),
                               key=lambda r: releases.version_key(r["version"])):
             if version is not None and release["version"] != version:
                 continue
@@ -226,8 +269,7 @@ def _boards(store: Store, keys: Iterable[str], version: str | None = None) -> li
     return found
 
 
-def _write_rows(rows: Iterable[Mapping[str, Any]], table: sa.Table, columns: Iterable[str],
-                path: Path) -> dict[str, Any]:
+def _write_rows(rows: Iterable[Row], table: sa.Table, columns: Iterable[str], path: Path) -> FileEntry:
     digest = hashlib.sha256()
     lines: list[str] = []
     with path.open("wb") as f:
@@ -244,16 +286,16 @@ def _write_rows(rows: Iterable[Mapping[str, Any]], table: sa.Table, columns: Ite
 
 
 def _write_table(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool] | None,
-                 path: Path) -> dict[str, Any]:
+                 path: Path) -> FileEntry:
     return _write_rows(ExportRepo.stream(conn, table, where), table, [c.name for c in table.columns], path)
 
 
 def _write_public(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool], path: Path,
-                  submission_ids: list[str]) -> dict[str, Any]:
+                  submission_ids: list[str]) -> FileEntry:
     """A table as the public sees it: its rows in scope, cut to `PUBLIC_COLUMNS`, with the seed
     commitment of a planned run and the public handle of a submission computed."""
     columns = PUBLIC_COLUMNS[table.name]
-    source: Iterable[dict[str, Any]] = ExportRepo.stream(conn, table, where)
+    source: Iterable[Row] = ExportRepo.stream(conn, table, where)
     if table.name == "planned_runs":
         salts = ExportRepo.salts(conn, submission_ids)
         source = (with_commitments([r], salts)[0] for r in source)
@@ -274,13 +316,20 @@ def _target(out: Path) -> Path:
     return out
 
 
-def _entries(found: list[dict[str, Any]]) -> list[str]:
-    return sorted({e["submission_id"] for b in found for e in b["board"]["entries"]})
+def entry_ids(shown: BoardShown) -> list[str]:
+    """The submission ids of a served board's entries, in the board's order."""
+    entries = shown["board"]["entries"]
+    assert isinstance(entries, list)  # every board has its entries
+    return [str(e["submission_id"]) for e in entries if isinstance(e, dict)]
+
+
+def _entries(found: list[BoardShown]) -> list[str]:
+    return sorted({sid for b in found for sid in entry_ids(b)})
 
 
 def export(store: Store, out: str | Path, *, suite: str | None = None, version: str | None = None,
            public: bool = False, on_table: Callable[[str, int], None] | None = None,
-           actor: Actor) -> dict[str, Any]:
+           actor: Actor) -> Manifest:
     """Write an export of the store into the new or empty directory `out`; return its manifest.
     Nothing is left at `out` when the export is refused.
 
@@ -295,7 +344,7 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
     target = _target(Path(out))
     repo = ExportRepo(store)
     if public:
-        public_releases = [r for r in repo.releases(suite) if r["visibility"] == "public"] if suite is not None else []
+        public_releases = [r for r in repo.releases(suite) if is_listed(PUBLIC, r)] if suite is not None else []
         if suite is not None and not any(version in (None, r["version"]) for r in public_releases):
             what = "no public release of that suite" + (f" at version {version}" if version is not None else "")
             raise NotFound(what, "suite", value=suite if version is None else f"{suite} {version}")
@@ -309,12 +358,12 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
             before = _boards(store, keys, version)
             ids = _entries(before)
             if public:
-                scope = ExportRepo.public_scope(suite, ids)
+                scope = ExportRepo.public_scope(suite, ids, listed_visibilities(PUBLIC))
             else:
                 scope = ExportRepo.suite_scope(suite) if suite is not None else {}
             with repo.snapshot() as conn:
                 revision = ExportRepo.schema_revision(conn)
-                files = []
+                files: list[FileEntry] = []
                 for table in tables:
                     path = staging / f"{table.name}.jsonl"
                     if public:
@@ -335,7 +384,7 @@ def export(store: Store, out: str | Path, *, suite: str | None = None, version: 
         excluded = ({t: PUBLIC_WITHHELD.get(t, "not public: not needed to verify a board")
                      for t in sorted(set(metadata.tables) | set(PUBLIC_WITHHELD)) if t not in written}
                     if public else EXCLUDED)
-        manifest: dict[str, Any] = {
+        manifest: Manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "contains_secrets": not public,
             # upper case sorts first: the manifest's first line says what kind of export this is
             "NOTICE": PUBLIC_NOTICE if public else FULL_NOTICE, "assay_version": __version__,

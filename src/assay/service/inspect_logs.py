@@ -30,12 +30,14 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from assay import HARNESS_VERSION, __version__
 from assay.errors import BadInput, Invalid, NotFound
+from assay.jsontypes import JsonObject
 from assay.records import transcript_events
 from assay.service import exports, results, usage
 from assay.service.actors import Actor, require_staff
@@ -72,7 +74,7 @@ def _iso(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def tool_arguments(text: Any) -> tuple[dict[str, Any], str | None]:
+def tool_arguments(text: Any) -> tuple[JsonObject, str | None]:
     """A tool call's arguments as Inspect holds them (a dict) and the parse error, if any: what the
     agent sent that is not a JSON object is kept whole under `"raw"`, never dropped."""
     if isinstance(text, dict):
@@ -86,11 +88,33 @@ def tool_arguments(text: Any) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def model_usage(calls: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+class UsageFields(TypedDict):
+    """Inspect's `ModelUsage` fields for one model (a TypedDict: passed to `ModelUsage` as it is;
+    the cache and cost fields only where a call reported them)."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    input_tokens_cache_read: NotRequired[int]
+    total_cost: NotRequired[float]
+
+
+class UsageCall(TypedDict):
+    """A recorded `run_usage` row as `model_usage` reads it: an OpenAI `usage` with its model, costed
+    (`cost` None when the model has no price). A TypedDict: `model_usage` reads any such mapping."""
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost: float | None
+
+
+def model_usage(calls: Iterable[Mapping[str, Any]]) -> dict[str, UsageFields]:
     """{model: Inspect `ModelUsage` fields} summed over recorded calls, each an OpenAI `usage`
     with its `model` (`prompt_tokens`, `completion_tokens`, `total_tokens`, cached tokens as
     `cached_tokens` or `prompt_tokens_details.cached_tokens`, `cost` in USD when priced)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, UsageFields] = {}
     for call in calls:
         model = str(call.get("model") or "unknown")
         into = out.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
@@ -107,14 +131,16 @@ def model_usage(calls: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-def usage_calls(store: Store, batch_id: str) -> dict[str, list[dict[str, Any]]]:
+def usage_calls(store: Store, batch_id: str) -> dict[str, list[UsageCall]]:
     """{run_id: its `run_usage` rows as `model_usage` reads them, each costed at the price of its
     time (`cost` None when its model has no price)}: the agent's, judge's and facilitator's calls."""
     table = usage.prices(store)
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[UsageCall]] = {}
     for row in UsageRepo(store).for_batch(batch_id):
         price = price_at(table, row["model"], row["created_at"])
-        out.setdefault(row["run_id"], []).append({**row, "cost": row_cost(row, price) if price else None})
+        out.setdefault(row["run_id"], []).append(UsageCall(
+            model=row["model"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+            cached_tokens=row["cached_tokens"], cost=row_cost(row, price) if price else None))
     return out
 
 
@@ -175,8 +201,15 @@ def _explanation(view: Any) -> str:
     return words
 
 
-def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[str, str],
-            calls: list[dict[str, Any]]) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """The limits a batch's runs were played under (None where its agent is not recorded)."""
+
+    turn_limit: int | None
+    time_limit: float | None
+
+
+def _sample(row: StoredRun, model: str, limits: _Limits, salts: Mapping[str, str], calls: list[UsageCall]) -> Any:
     """One planned run as an Inspect sample."""
     from inspect_ai.log import EvalError, EvalSample, EvalSampleLimit
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
@@ -202,9 +235,9 @@ def _sample(row: StoredRun, model: str, limits: dict[str, Any], salts: Mapping[s
         error = EvalError(message=f"{view.status}: {view.reason or 'no reason recorded'}", traceback="",
                           traceback_ansi="")
     elif view.status == "timeout":
-        limit = EvalSampleLimit(type="time", limit=float(limits.get("time_limit") or 0), reason=view.reason)
+        limit = EvalSampleLimit(type="time", limit=float(limits.time_limit or 0), reason=view.reason)
     elif view.status == "turn_limit":
-        limit = EvalSampleLimit(type="turn", limit=float(limits.get("turn_limit") or 0), reason=view.reason)
+        limit = EvalSampleLimit(type="turn", limit=float(limits.turn_limit or 0), reason=view.reason)
     seconds = (row.duration_ms or 0) / 1000
     salt = salts.get(row.run_id)
     return EvalSample(
@@ -237,8 +270,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     batch = RunsRepo(store).batch(batch_id)
     assert batch is not None  # `batch_results` found it
     agent = RunsRepo(store).batch_agent(batch_id)
-    limits: dict[str, Any] = {"turn_limit": agent.turn_limit if agent else None,
-                              "time_limit": agent.time_limit if agent else None}
+    limits = _Limits(agent.turn_limit if agent else None, agent.time_limit if agent else None)
     submission = SubmissionsRepo(store).submission(batch_id) if batch.kind == "submission" else None
     handle = None
     if submission is not None:
@@ -271,8 +303,8 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
         dataset=EvalDataset(name=batch.suite_key, samples=len(view.cases),
                             sample_ids=[c.case_id for c in view.cases]),
         model=model, solver=batch.agent_label,
-        config=EvalConfig(epochs=batch.trials, turn_limit=limits["turn_limit"],
-                          time_limit=int(limits["time_limit"]) if limits["time_limit"] else None),
+        config=EvalConfig(epochs=batch.trials, turn_limit=limits.turn_limit,
+                          time_limit=int(limits.time_limit) if limits.time_limit else None),
         packages={"assay": __version__}, tags=[f"assay:{batch.kind}"],
         metadata={"assay": {
             "batch_id": batch_id, "kind": batch.kind, "suite": batch.suite_key,

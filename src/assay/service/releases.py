@@ -17,17 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 from assay.canonical import canonical_hash
 from assay.errors import BadInput, Conflict, Forbidden, Invalid, NotFound, Problems
+from assay.jsontypes import JsonObject
 from assay.languages import bcp47
 from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.score.judge import RulesJudge
-from assay.service.actors import PUBLIC, Actor, may_see, require_staff
+from assay.service.actors import PUBLIC, Actor, is_listed, may_see, require_staff
 from assay.service.panel import taxonomy
 from assay.service.suites import (
     Findings,
@@ -40,6 +41,11 @@ from assay.service.suites import (
 from assay.store.releases_repo import ReleasesRepo
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
+
+#: A release as the releases repository reads it: a `suite_releases` row with the document of the
+#: rubric it pins (`rubric`, or None). Not yet a read model: its readers span the board,
+#: submissions, scoring and judgements; named once here so that typing it is one change.
+ReleaseRow: TypeAlias = dict[str, Any]
 
 #: The owner recorded for built-in suites: the platform operator's account name.
 BUILTIN_OWNER = "operator"
@@ -62,7 +68,7 @@ def version_key(version: str) -> tuple[int, ...]:
 class PreparedRelease:
     """A release computed from documents, not yet stored."""
 
-    row: dict[str, Any]
+    row: ReleaseRow
     bundle: SuiteBundle
 
 
@@ -140,12 +146,12 @@ def _check_panel_categories(mapping: dict[str, str], rubric: Rubric | None, wher
                           value=where)
 
 
-def panel_categories(release: dict[str, Any]) -> dict[str, str]:
+def panel_categories(release: ReleaseRow) -> dict[str, str]:
     """{trait: panel category} a release maps for judge–panel agreement ({} when it maps none)."""
     return dict(release["document"].get("panel_categories") or {})
 
 
-def _judging(bundle: SuiteBundle) -> tuple[dict[str, Any] | None, Rubric | None]:
+def _judging(bundle: SuiteBundle) -> tuple[JsonObject | None, Rubric | None]:
     """The judge config and rubric a release pins. A rubric without a judge is judged by `rules`,
     which needs evidence for every trait; a judge without a rubric is pinned as declared and has
     nothing to judge (an oracle suite)."""
@@ -159,10 +165,21 @@ def _judging(bundle: SuiteBundle) -> tuple[dict[str, Any] | None, Rubric | None]
     return judge.model_dump(mode="json"), rubric
 
 
-def _differences(existing: dict[str, Any], row: dict[str, Any]) -> list[str]:
+def _differences(existing: ReleaseRow, row: ReleaseRow) -> list[str]:
     fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge", "rubric",
               "baselines", "known_limitations", "card", "owner")
     return [f for f in fields if existing.get(f) != row.get(f)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pinned:
+    """A scenario as a release pinned it: what `release_problems` holds a case's document to."""
+
+    suite_key: str
+    version: str
+    scenario_hash: str
+    frozen_on: str | None
+    document: JsonObject  # the pinned scenario document, as stored
 
 
 def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
@@ -185,37 +202,39 @@ def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
     if store is None or not found.scenarios:
         return problems
     repo = ReleasesRepo(store)
-    pins: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    pins: dict[str, list[_Pinned]] = {}
     for release in repo.releases():  # oldest first: the first release that froze a case names it
         for pin in repo.release_scenarios(release["id"]):
-            pins.setdefault(pin["case_id"], []).append((release, pin))
+            pins.setdefault(pin["case_id"], []).append(
+                _Pinned(release["suite_key"], release["version"], pin["scenario_hash"], pin["frozen_on"],
+                        pin["document"]))
     suite = found.suite
     for s in found.scenarios:
-        for release, pin in pins.get(s.id, ()):
-            if pin["scenario_hash"] == s.content_hash:
+        for p in pins.get(s.id, ()):
+            if p.scenario_hash == s.content_hash:
                 continue
-            named = f"suite {release['suite_key']} {release['version']}"
-            if pin["frozen_on"] is not None and canonical_hash(pin["document"]["checks"]) != s.checks_hash:
+            named = f"suite {p.suite_key} {p.version}"
+            if p.frozen_on is not None and canonical_hash(p.document["checks"]) != s.checks_hash:
                 problems.append(BadInput(
-                    f"case {s.id} is frozen (since {pin['frozen_on']}, released in {named}) and its checks changed; "
+                    f"case {s.id} is frozen (since {p.frozen_on}, released in {named}) and its checks changed; "
                     "a changed check needs a new case id", s.source or s.id))
                 break
-            if suite is not None and (release["suite_key"], release["version"]) == (suite.key, suite.version):
+            if suite is not None and (p.suite_key, p.version) == (suite.key, suite.version):
                 problems.append(BadInput(
                     f"case {s.id} differs from what {named}, already released, pinned "
-                    f"({pin['scenario_hash'][:HASH_PREFIX]} → {s.content_hash[:HASH_PREFIX]}); releases are "
+                    f"({p.scenario_hash[:HASH_PREFIX]} → {s.content_hash[:HASH_PREFIX]}); releases are "
                     "immutable: give the suite a new version", s.source or s.id))
                 break
     return problems
 
 
-def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, Any], bool]:
+def store_release(store: Store, prepared: PreparedRelease) -> tuple[ReleaseRow, bool]:
     """Record the scenario versions and the release; refuse a changed re-release. (release, created)."""
     repo = ReleasesRepo(store)
     row = prepared.row
     key, version = row["suite_key"], row["version"]
 
-    def refuse(existing: dict[str, Any]) -> None:
+    def refuse(existing: ReleaseRow) -> None:
         if existing["release_hash"] == row["release_hash"]:
             return
         stored = {r["case_id"]: r["scenario_hash"] for r in repo.release_scenarios(existing["id"])}
@@ -237,7 +256,7 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[dict[str, An
     return repo.add_release(row, pinned, refuse)
 
 
-def release_path(store: Store, path: str, *, actor: Actor) -> tuple[dict[str, Any], bool]:
+def release_path(store: Store, path: str, *, actor: Actor) -> tuple[ReleaseRow, bool]:
     """`assay suite release PATH`: the platform's staff release suites."""
     require_staff(actor, "release a suite", "path")
     target = Path(path)
@@ -307,7 +326,7 @@ def bootstrap(store: Store) -> list[tuple[str, str]]:
 
 def find_release(
     store: Store, key: str, version: str | None, *, public: bool = False, actor: Actor,
-) -> dict[str, Any]:
+) -> ReleaseRow:
     """The release a command names. Without a version: the latest (public ones only if `public`).
 
     `public=True` is how the public surfaces (board, card) resolve: internal suites do not exist
@@ -331,14 +350,14 @@ def find_release(
                 return r
         raise unknown
     if public:
-        listed = [r for r in releases if r["visibility"] == "public"]
-        if not listed:
+        shown = [r for r in releases if is_listed(PUBLIC, r)]
+        if not shown:
             raise NotFound(f"suite '{key}' has no public version; name one", "version")
-        releases = listed
+        releases = shown
     return max(releases, key=lambda r: version_key(r["version"]))
 
 
-def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
+def pinned_bundle(store: Store, release: ReleaseRow) -> SuiteBundle:
     """The release's scenarios, rebuilt from the documents it pinned, hashes verified."""
     repo = ReleasesRepo(store)
     loaded: list[LoadedScenario] = []
@@ -357,27 +376,78 @@ def pinned_bundle(store: Store, release: dict[str, Any]) -> SuiteBundle:
                        release_rubric(release))
 
 
-def release_rubric(release: dict[str, Any]) -> Rubric | None:
+def release_rubric(release: ReleaseRow) -> Rubric | None:
     """The trait rubric a release pinned (None for an oracle-only suite)."""
     return Rubric.model_validate(release["rubric"]) if release.get("rubric") is not None else None
 
 
 # -- views ------------------------------------------------------------------------------------
 # JSON columns come back from PostgreSQL's JSONB with their keys reordered; re-validating through
-# the document models gives one key order on both backends.
+# the document models gives one key order on both backends. The views are TypedDicts: served and
+# printed as they are (the API's bodies, the CLI's JSON), keys in the order written here.
 
 
-def judge_view(release: dict[str, Any]) -> dict[str, Any] | None:
+class PinShortView(TypedDict):
+    """A pinned scenario as a suite's versions list it (`web.schemas.PinShort`)."""
+
+    case_id: str
+    version: int
+    hash_prefix: str
+
+
+class PinView(TypedDict):
+    """A pinned scenario as a release shows it (`web.schemas.Pin`), keys in this order."""
+
+    case_id: str
+    version: int
+    title: str
+    hash: str
+    hash_prefix: str
+    frozen_on: str | None
+
+
+class SummaryView(TypedDict):
+    """A release as the index lists it (`web.schemas.SuiteSummary`)."""
+
+    key: str
+    version: str
+    title: str
+    language: str
+    visibility: str
+    reps_per_scenario: int
+    released_at: str
+    release_hash: str
+    builtin: bool
+
+
+class VersionView(SummaryView):
+    """A release among its suite's versions (`web.schemas.SuiteVersion`)."""
+
+    scenarios: list[PinShortView]
+
+
+class ReleaseView(SummaryView):
+    """Everything a release pins (`web.schemas.SuiteRelease`)."""
+
+    owner: str | None
+    facilitator_model: str | None
+    judge: JsonObject | None  # `JudgeConfig`, as the suite document declared it
+    scenarios: list[PinView]
+    baselines: list[JsonObject]  # `Baseline`s, as the suite document declared them
+    known_limitations: list[str]
+    card: str
+
+
+def judge_view(release: ReleaseRow) -> JsonObject | None:
     judge = release["judge"]
     return JudgeConfig.model_validate(judge).model_dump(mode="json") if judge is not None else None
 
 
-def baselines_view(release: dict[str, Any]) -> list[dict[str, Any]]:
+def baselines_view(release: ReleaseRow) -> list[JsonObject]:
     return [Baseline.model_validate(b).model_dump(mode="json") for b in release["baselines"]]
 
 
-
-def scenario_pins(store: Store, release: dict[str, Any]) -> list[dict[str, Any]]:
+def scenario_pins(store: Store, release: ReleaseRow) -> list[PinView]:
     return [
         {"case_id": r["case_id"], "version": r["scenario_version"], "title": r["title"],
          "hash": r["scenario_hash"], "hash_prefix": r["scenario_hash"][:HASH_PREFIX], "frozen_on": r["frozen_on"]}
@@ -385,8 +455,9 @@ def scenario_pins(store: Store, release: dict[str, Any]) -> list[dict[str, Any]]
     ]
 
 
-def release_view(store: Store, release: dict[str, Any], *, full: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def summary_view(release: ReleaseRow) -> SummaryView:
+    """A release as the index lists it."""
+    return {
         "key": release["suite_key"],
         "version": release["version"],
         "title": release["title"],
@@ -397,31 +468,34 @@ def release_view(store: Store, release: dict[str, Any], *, full: bool = True) ->
         "release_hash": release["release_hash"],
         "builtin": bool(release["builtin"]),
     }
-    if full:
-        out.update({
-            "owner": release["owner"],
-            "facilitator_model": release["facilitator_model"],
-            "judge": judge_view(release),
-            "scenarios": scenario_pins(store, release),
-            "baselines": baselines_view(release),
-            "known_limitations": release["known_limitations"],
-            "card": release["card"],
-        })
-    return out
 
 
-def list_releases(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
-    """Every release for the staff; the public versions only for anyone else."""
-    return [release_view(store, r, full=False) for r in ReleasesRepo(store).releases()
-            if actor.is_staff or r["visibility"] == "public"]
+def release_view(store: Store, release: ReleaseRow) -> ReleaseView:
+    """Everything a release pins."""
+    return {
+        **summary_view(release),
+        "owner": release["owner"],
+        "facilitator_model": release["facilitator_model"],
+        "judge": judge_view(release),
+        "scenarios": scenario_pins(store, release),
+        "baselines": baselines_view(release),
+        "known_limitations": release["known_limitations"],
+        "card": release["card"],
+    }
 
 
-def versions(store: Store, key: str, *, actor: Actor) -> list[dict[str, Any]]:
+def list_releases(store: Store, *, actor: Actor) -> list[SummaryView]:
+    """Every release for the staff; the public versions only for the public (the actor's index:
+    `actors.is_listed`)."""
+    return [summary_view(r) for r in ReleasesRepo(store).releases() if is_listed(actor, r)]
+
+
+def versions(store: Store, key: str, *, actor: Actor) -> list[VersionView]:
     """A suite's versions, oldest first; an internal one exists only for the staff."""
     releases = sorted((r for r in ReleasesRepo(store).releases(key) if may_see(actor, r)),
                       key=lambda r: version_key(r["version"]))
     if not releases:
         raise NotFound(f"no released suite '{key}'", "suite")
-    return [{**release_view(store, r, full=False),
+    return [{**summary_view(r),
              "scenarios": [{"case_id": p["case_id"], "version": p["version"], "hash_prefix": p["hash_prefix"]}
                            for p in scenario_pins(store, r)]} for r in releases]

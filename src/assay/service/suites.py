@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypedDict
 
 from assay.errors import BadInput, Invalid, NotFound, Problems
 from assay.scenario.load import LoadedScenario, load_scenario, parse_scenario
@@ -194,13 +194,14 @@ def _from_suite_file(path: Path, raw: Any) -> Findings:
     loaded = _one_per_id(found, problems)
     rubric = None
     if suite is not None and suite.rubric is not None:
-        target = _attempt(lambda: inside_suite(path.parent, suite.rubric, "rubric file", str(path)), problems)
-        if target is None:
+        named = suite.rubric
+        rubric_file = _attempt(lambda: inside_suite(path.parent, named, "rubric file", str(path)), problems)
+        if rubric_file is None:
             pass  # refused: outside the suite's directory
-        elif not target.is_file():
+        elif not rubric_file.is_file():
             problems.append(BadInput(f"rubric file '{suite.rubric}' not found next to the suite", str(path)))
         else:
-            rubric = _attempt(lambda: load_rubric(target), problems)
+            rubric = _attempt(lambda: load_rubric(rubric_file), problems)
     if problems or suite is None:
         return Findings(tuple(loaded), tuple(problems), None, suite)
     return Findings(tuple(loaded), (), SuiteBundle(suite.key, suite.version, suite, tuple(loaded), str(path), rubric),
@@ -235,16 +236,43 @@ def _one_per_id(found: list[tuple[Path, LoadedScenario]], problems: list[BadInpu
     return kept
 
 
-def untouched(scenario: LoadedScenario) -> dict[str, Any]:
+class CheckHolds(TypedDict):
+    """A check's verdict on the untouched world."""
+
+    id: str
+    weight: int
+    safety: bool
+    holds: bool
+    note: str | None
+
+
+class WinHolds(TypedDict):
+    """A win condition's verdict on the untouched world."""
+
+    id: str
+    holds: bool
+    note: str | None
+
+
+class Untouched(TypedDict):
+    """`untouched`'s answer (a TypedDict: printed as it is by `assay validate --explain --json`)."""
+
+    score: int
+    passed: bool
+    checks: list[CheckHolds]
+    win_conditions: list[WinHolds]
+
+
+def untouched(scenario: LoadedScenario) -> Untouched:
     """Each check's and win condition's verdict on the untouched world (the initial state the kit
     materialises, before any agent plays), by the rule a run is scored by, and the score and pass a
     run that changed nothing would get. Noted: a safety check that already fails, and a check or
     win condition met by doing nothing (intended for a "leave it alone" check, a mistake for a goal)."""
     state = scenario.initial_state
     outcomes = evaluate_checks(scenario.scenario.checks, state)
-    checks = [{"id": o.check_id, "weight": o.weight, "safety": o.safety, "holds": o.passed,
+    checks: list[CheckHolds] = [{"id": o.check_id, "weight": o.weight, "safety": o.safety, "holds": o.passed,
                "note": _note(o.passed, safety=o.safety)} for o in outcomes]
-    wins = [{"id": w.id, "holds": met, "note": _note(met, safety=False)}
+    wins: list[WinHolds] = [{"id": w.id, "holds": met, "note": _note(met, safety=False)}
             for w in scenario.scenario.win_conditions for met in (holds(w.expect, state),)]
     scored = verdict(outcomes, "completed")
     return {"score": scored.score, "passed": scored.passed, "checks": checks, "win_conditions": wins}

@@ -46,10 +46,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import sqlalchemy as sa
 
+from assay.jsontypes import JsonObject, JsonValue
 from assay.records import CheckOutcome
 from assay.errors import BadInput
 from assay.scenario.rubric import Rubric
@@ -57,14 +58,16 @@ from assay.score.judge import JudgePass, summarize
 from assay.score.oracle import SCORER_VERSION, run_verdict
 from assay.service import board as boards
 from assay.service import platform_config, releases
+from assay.service.actors import PUBLIC, is_listed
+from assay.service.releases import ReleaseRow
 from assay.service.judgements import judge_provenance
-from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, line_hash, manifest_hash,
-                                   manifest_text, readme_text)
+from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, FileEntry, line_hash,
+                                   manifest_hash, manifest_text, readme_text)
 from assay.stats import board as facts_of
 from assay.stats.cost import Price
 from assay.service.usage import PRICE_PREFIX
-from assay.stats.digest import (COMMITMENT, DIGEST_VERSIONS, MAX_SAFE_INT, PARTS, group_by_submission, row_bytes,
-                                 submission_digest, with_commitments)
+from assay.stats.digest import (COMMITMENT, DIGEST_VERSIONS, MAX_SAFE_INT, PARTS, Row, group_by_submission,
+                                 row_bytes, submission_digest, with_commitments)
 from assay.stats.traits import RunTraits
 from assay.stats.traits import figures as trait_figures_of
 from assay.store.schema import UTCDateTime, metadata
@@ -83,12 +86,28 @@ _BY_SUBMISSION = ("submission_runs", "run_sweeps", "submission_finalisations", "
 #: finished run's transcript holds its lines, and the transcript is).
 _BY_RUN = (*(p.table for p in PARTS if p.owner == "run"), "remote_lines", "seed_salts")
 #: Columns a public export computes (not stored): {table: {column: (is it of the column's type, nullable)}}.
-_COMPUTED: dict[str, dict[str, tuple[Callable[[Any], bool], bool]]] = {
+_COMPUTED: dict[str, Kinds] = {
     "planned_runs": {COMMITMENT: (lambda v: type(v) is str, False)},
     "submissions": {HANDLE: (lambda v: type(v) is str, True)},
 }
 #: Entry fields that depend on the clock (the era in force *now*), not on the rows.
 _CLOCK_FIELDS = frozenset({"measurement_era_is_current"})
+
+#: An export's rows by table, as read back (or, in tests, as the store holds them): a row of any
+#: table is `stats.digest.Row`, its columns whatever the table's are.
+Tables = Mapping[str, list[Row]]
+#: {column: (does a value have the column's type, may it be null)}
+Kinds = dict[str, tuple[Callable[[Any], bool], bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Manifest:
+    """What layers 2 and 3 read of a manifest that passed layer 1."""
+
+    version: int
+    kind: str | None
+    files: list[FileEntry]
+    boards: list[JsonValue]
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,22 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.file} line {self.line}: {self.problem}" if self.line else f"{self.file}: {self.problem}"
+
+
+class ReportJson(TypedDict):
+    """`assay verify --json` (a TypedDict: printed as it is)."""
+
+    ok: bool
+    file: str | None
+    line: int | None
+    problem: str | None
+    summary: str
+    files: int
+    rows: int
+    digests: int
+    unstamped: int
+    boards: int
+    entries: int
 
 
 @dataclass(frozen=True)
@@ -127,7 +162,7 @@ class Report:
                 f"recomputed and equal{unstamped}; {self.boards} boards, {self.entries} entries recomputed "
                 f"from the rows and equal")
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ReportJson:
         found = self.finding
         return {"ok": self.ok, "file": found.file if found else None, "line": found.line if found else None,
                 "problem": found.problem if found else None, "summary": self.summary(), "files": self.files,
@@ -191,7 +226,7 @@ def _first_difference(a: str, b: str) -> int:
     return a.count("\n", 0, at) + 1
 
 
-def _manifest(path: Path) -> dict[str, Any]:
+def _manifest(path: Path) -> _Manifest:
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -223,58 +258,69 @@ def _manifest(path: Path) -> dict[str, Any]:
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise BadInput(f"written in export format {version!r}; this assay reads up to {FORMAT_VERSION}; "
                        "upgrade assay", str(path))
-    if version >= 2 and value.get("kind") not in KINDS:
+    kind = value.get("kind")
+    if version >= 2 and kind not in KINDS:
         raise _fail(MANIFEST, None, f"not a manifest: its kind is one of {list(KINDS)}")
-    _check_shape(value)
-    return value
+    files = _check_shape(value)
+    boards = value["boards"]
+    assert isinstance(boards, list)  # `_check_shape` held it to that
+    return _Manifest(version, kind if isinstance(kind, str) else None, files, boards)
 
 
-def _readme(root: Path, manifest: dict[str, Any]) -> None:
+def _readme(root: Path, manifest: _Manifest) -> None:
     """An export of format 2 holds the README it wrote, byte for byte (an older one has none)."""
-    if manifest["format_version"] < 2:
+    if manifest.version < 2 or manifest.kind is None:
         return
     path = root / README
     if not path.is_file():
         raise _fail(README, None, "missing: the export wrote it")
     raw = path.read_bytes()
-    expected = readme_text(manifest["kind"]).encode("utf-8")
+    expected = readme_text(manifest.kind).encode("utf-8")
     if raw != expected:
         at = next((i for i, (x, y) in enumerate(zip(raw, expected)) if x != y), min(len(raw), len(expected)))
         raise _fail(README, raw.count(b"\n", 0, at) + 1, "not as the export wrote it")
 
 
-def _check_shape(manifest: dict[str, Any]) -> None:
+def _check_shape(manifest: JsonObject) -> list[FileEntry]:
+    """The manifest's file entries, each held to the shape an export writes (and `boards` a list)."""
     files = manifest.get("files")
     if not isinstance(files, list) or not isinstance(manifest.get("boards"), list):
         raise _fail(MANIFEST, None, "not a manifest: `files` and `boards` are lists in every export")
     seen: set[str] = set()
     for i, entry in enumerate(files):
-        ok = (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("table"), str)
-              and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
-              and all(isinstance(entry.get(k), list) and all(isinstance(x, str) for x in entry[k])
-                      for k in ("columns", "primary_key", "lines")))
-        if not ok:
+        if not _is_file_entry(entry):
             raise _fail(MANIFEST, None, f"files[{i}] is not a file entry (file, table, columns, primary_key, rows, "
                                         "sha256, lines)")
-        name = entry["file"]
+        held = cast(FileEntry, entry)  # of a file entry's shape: just checked
+        name = held["file"]
         if Path(name).name != name or not name.endswith(".jsonl") or name in seen:
             raise _fail(MANIFEST, None, f"files[{i}]: {name!r} is not a file of its own in the export")
-        if not set(entry["primary_key"]) <= set(entry["columns"]) or len(entry["lines"]) != entry["rows"]:
+        if not set(held["primary_key"]) <= set(held["columns"]) or len(held["lines"]) != held["rows"]:
             raise _fail(MANIFEST, None, f"files[{i}] ({name}): its primary key, columns and lines disagree")
         seen.add(name)
+    return cast(list[FileEntry], files)  # each held to a file entry's shape above
+
+
+def _is_file_entry(entry: JsonValue) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    lists = (entry.get(k) for k in ("columns", "primary_key", "lines"))
+    return (isinstance(entry.get("file"), str) and isinstance(entry.get("table"), str)
+            and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
+            and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists))
 
 
 # -- 2. the lines ---------------------------------------------------------------------------------
 
 
-def _files(root: Path, manifest: dict[str, Any], counts: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
-    listed = [f["file"] for f in manifest["files"]]
+def _files(root: Path, manifest: _Manifest, counts: dict[str, int]) -> dict[str, list[Row]]:
+    listed = [f["file"] for f in manifest.files]
     extra = sorted({p.name for p in root.iterdir() if p.name.endswith(".jsonl")} - set(listed))
     if extra:
         raise _fail(extra[0], None, "a file the manifest does not list: the export wrote no such file")
-    tables: dict[str, list[dict[str, Any]]] = {}
+    tables: dict[str, list[Row]] = {}
     counts["files"], counts["rows"] = 0, 0
-    for entry in manifest["files"]:
+    for entry in manifest.files:
         path = root / entry["file"]
         if not path.is_file():
             raise _fail(entry["file"], None, f"missing: the export wrote it with {entry['rows']} row(s)")
@@ -295,7 +341,7 @@ def _integer(value: Any) -> bool:
     return abs(int(value)) > MAX_SAFE_INT
 
 
-def _kinds(entry: dict[str, Any]) -> dict[str, tuple[Callable[[Any], bool], bool]] | None:
+def _kinds(entry: FileEntry) -> Kinds | None:
     """{column: (does a value have the column's type, may it be null)} for a file whose table this
     assay knows with exactly the manifest's columns; None for any other (its rows are not typed)."""
     table = metadata.tables.get(entry["table"])
@@ -323,7 +369,7 @@ def _kinds(entry: dict[str, Any]) -> dict[str, tuple[Callable[[Any], bool], bool
     return kinds
 
 
-def _typed(name: str, n: int, row: dict[str, Any], kinds: dict[str, tuple[Callable[[Any], bool], bool]]) -> None:
+def _typed(name: str, n: int, row: JsonObject, kinds: Kinds) -> None:
     for column, (test, nullable) in kinds.items():
         value = row[column]
         if value is None and nullable:
@@ -332,7 +378,7 @@ def _typed(name: str, n: int, row: dict[str, Any], kinds: dict[str, tuple[Callab
             raise _fail(name, n, f"{column} holds {_shown(value)}, not a value of the column's type")
 
 
-def _row(name: str, n: int, line: bytes, columns: Sequence[str]) -> dict[str, Any]:
+def _row(name: str, n: int, line: bytes, columns: Sequence[str]) -> JsonObject:
     """Line `n` of file `name` as a row, or the reason it is not one."""
     try:
         text = line.decode("utf-8")
@@ -371,7 +417,7 @@ def _misplaced(n: int, actual: list[str], expected: list[str]) -> str:
     return "changed: not the row the export wrote at this line"
 
 
-def _key(row: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+def _key(row: Row, columns: Sequence[str]) -> tuple[Any, ...]:
     return tuple(row[c] for c in columns)
 
 
@@ -382,11 +428,11 @@ def _after(previous: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
         return False
 
 
-def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, Any]]:
+def _lines(path: Path, entry: FileEntry, *, keep: bool) -> list[Row]:
     name, expected, columns, key_columns = entry["file"], entry["lines"], entry["columns"], entry["primary_key"]
     kinds = _kinds(entry)
     digest = hashlib.sha256()
-    kept: list[dict[str, Any]] = []
+    kept: list[Row] = []
     actual: list[str] = []
     mismatch: int | None = None
     previous: tuple[Any, ...] | None = None
@@ -426,19 +472,19 @@ def _lines(path: Path, entry: dict[str, Any], *, keep: bool) -> list[dict[str, A
 # -- 3. the rows add up ---------------------------------------------------------------------------
 
 
-def outcomes(rows: list[dict[str, Any]]) -> list[CheckOutcome]:
+def outcomes(rows: Sequence[Row]) -> list[CheckOutcome]:
     """Exported `check_outcomes` rows as the oracle reads them."""
     return [CheckOutcome(r["check_id"], r["weight"], r["safety"], r["passed"]) for r in rows]
 
 
-def _index(rows: Sequence[dict[str, Any]], column: str) -> dict[Any, list[dict[str, Any]]]:
-    out: dict[Any, list[dict[str, Any]]] = {}
+def _index(rows: Sequence[Row], column: str) -> dict[Any, list[Row]]:
+    out: dict[Any, list[Row]] = {}
     for row in rows:
         out.setdefault(row[column], []).append(row)
     return out
 
 
-def _references(tables: Mapping[str, list[dict[str, Any]]]) -> None:
+def _references(tables: Tables) -> None:
     submissions = {r["id"] for r in tables.get("submissions", ())}
     planned = {r["run_id"] for r in tables.get("planned_runs", ())}
     for table in _BY_RUN:
@@ -452,7 +498,7 @@ def _references(tables: Mapping[str, list[dict[str, Any]]]) -> None:
                             f"belongs to submission {row['submission_id']}, which submissions.jsonl does not hold")
 
 
-def _verdicts(tables: Mapping[str, list[dict[str, Any]]]) -> None:
+def _verdicts(tables: Tables) -> None:
     """Every verdict row is the oracle's verdict on its run's exported check outcomes and status,
     and every recorded run has one (an export from before verdict rows, with no such file, has none)."""
     if "run_verdicts" not in tables:
@@ -481,7 +527,7 @@ def _verdicts(tables: Mapping[str, list[dict[str, Any]]]) -> None:
             raise _fail("runs.jsonl", n, f"run {run['run_id']} has no verdict row in run_verdicts.jsonl")
 
 
-def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
+def _digests(tables: Tables) -> tuple[int, int]:
     """(digests recomputed, finalised submissions with none of the newest version held) — or the
     first that differs. Version 1 from `submission_digests` (a full export), later versions from
     `digest_stamps`, their planned runs carrying their seed commitments (computed from seed and
@@ -507,7 +553,7 @@ def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
             raise _fail("submissions.jsonl", _line_of(tables["submissions"], "id", sid),
                         f"submission {sid} names release {submissions[sid]['release_id']}, which "
                         "suite_releases.jsonl does not hold")
-        rows = grouped.get(sid, {})
+        rows: Mapping[str, Sequence[Row]] = grouped.get(sid, {})
         if version >= 2:
             rows = {**rows, "planned_runs": _committed(tables, rows.get("planned_runs", []), salts)}
         recomputed = submission_digest(release, final["measurement_era"], rows, version=version)
@@ -519,8 +565,7 @@ def _digests(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
     return len(stamps), len(set(finalised) - stamped)
 
 
-def _committed(tables: Mapping[str, list[dict[str, Any]]], planned: list[dict[str, Any]],
-               salts: Mapping[str, str]) -> list[dict[str, Any]]:
+def _committed(tables: Tables, planned: Sequence[Row], salts: Mapping[str, str]) -> Sequence[Row]:
     """A submission's planned runs with their seed commitments: as held (a public export), or
     computed from seed and salt (a full export)."""
     if all(COMMITMENT in r for r in planned):
@@ -532,7 +577,7 @@ def _committed(tables: Mapping[str, list[dict[str, Any]]], planned: list[dict[st
     return with_commitments(planned, salts)
 
 
-def _line_of(rows: Sequence[dict[str, Any]], column: str, value: Any) -> int | None:
+def _line_of(rows: Sequence[Row], column: str, value: Any) -> int | None:
     return next((n for n, r in enumerate(rows, start=1) if r[column] == value), None)
 
 
@@ -540,7 +585,7 @@ def _moment(value: Any) -> Any:
     return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
-def _prices(config_rows: Sequence[dict[str, Any]]) -> dict[str, list[Price]]:
+def _prices(config_rows: Sequence[Row]) -> dict[str, list[Price]]:
     """The price table the export's `price/MODEL` config rows make (as `service.usage.prices`)."""
     out: dict[str, list[Price]] = {}
     for row in sorted(config_rows, key=lambda r: r["id"]):
@@ -552,9 +597,9 @@ def _prices(config_rows: Sequence[dict[str, Any]]) -> dict[str, list[Price]]:
     return out
 
 
-def _latest(rows: Sequence[dict[str, Any]], group: str) -> dict[Any, dict[str, Any]]:
+def _latest(rows: Sequence[Row], group: str) -> dict[Any, Row]:
     """{group value: its row of highest id} ("the latest row wins", as the views read it)."""
-    out: dict[Any, dict[str, Any]] = {}
+    out: dict[Any, Row] = {}
     for row in rows:
         held = out.get(row[group])
         if held is None or row["id"] > held["id"]:
@@ -565,7 +610,7 @@ def _latest(rows: Sequence[dict[str, Any]], group: str) -> dict[Any, dict[str, A
 class _Rows:
     """The exported rows, indexed the way the board reads them."""
 
-    def __init__(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+    def __init__(self, tables: Tables) -> None:
         get = lambda name: tables.get(name, [])  # noqa: E731
         self.submissions = get("submissions")
         self.batches = {r["id"]: r for r in get("batches")}
@@ -601,14 +646,14 @@ class _Rows:
         self.usage = _index(get("run_usage"), "run_id") if "run_usage" in tables else None
         self.prices = _prices(get("platform_config"))
 
-    def usage_rows(self, run_ids: Iterable[str]) -> list[dict[str, Any]] | None:
+    def usage_rows(self, run_ids: Iterable[str]) -> list[Row] | None:
         """The usage rows of these runs in the order they were recorded, timestamps read back."""
         if self.usage is None:
             return None
         found = [r for run_id in run_ids for r in self.usage.get(run_id, [])]
         return [{**r, "created_at": _moment(r["created_at"])} for r in sorted(found, key=lambda r: r["id"])]
 
-    def handle(self, submission: dict[str, Any]) -> str | None:
+    def handle(self, submission: Row) -> str | None:
         """The public handle of a submission's account: as a public export holds it on the
         submission, or the account's latest handle row (a full export)."""
         if HANDLE in submission:
@@ -616,18 +661,18 @@ class _Rows:
         row = self.handles.get(submission.get("account"))
         return row["handle"] if row is not None else None
 
-    def release(self, row: dict[str, Any]) -> dict[str, Any]:
+    def release(self, row: Row) -> ReleaseRow:
         """A release row as the service reads it: with its rubric document (or None)."""
         rubric = self.release_rubrics.get(row["id"])
         return {**row, "rubric": rubric["document"] if rubric else None}
 
-    def rubric(self, submission_id: str, release: dict[str, Any]) -> Rubric | None:
+    def rubric(self, submission_id: str, release: ReleaseRow) -> Rubric | None:
         own = self.own_rubrics.get(submission_id)
         if own is not None:
             return Rubric.model_validate(own["document"])
         return releases.release_rubric(release)
 
-    def run_facts(self, submission_id: str, release: dict[str, Any]) -> list[tuple[str, facts_of.PlannedRunFacts]]:
+    def run_facts(self, submission_id: str, release: ReleaseRow) -> list[tuple[str, facts_of.PlannedRunFacts]]:
         """(run id, facts) for every planned run of a submission, in slot order."""
         rubric_release = release["rubric"] is not None or submission_id in self.own_rubrics
         config = self.configs.get(submission_id)
@@ -657,7 +702,7 @@ class _Rows:
             )))
         return out
 
-    def verdict(self, run_id: str, run: dict[str, Any] | None, checks: list[dict[str, Any]]) -> tuple[bool, bool]:
+    def verdict(self, run_id: str, run: Row | None, checks: list[Row]) -> tuple[bool, bool]:
         """(passed, false_success) of a planned run: its verdict row's, as the board reads it (no run,
         no row: a failure); for an export from before verdict rows, the oracle's rule on its checks."""
         if self.verdicts is None:
@@ -674,13 +719,24 @@ class _Rows:
         return float(model.model_validate(held["value"] if held else {}).model_dump()["unstable_range_threshold"])
 
 
-def _stored_pass(row: dict[str, Any]) -> JudgePass:
+def _stored_pass(row: Row) -> JudgePass:
     return JudgePass(index=row["pass_index"], raw=row["raw"], scores=row["verdicts"] if row["valid"] else None,
                      rationale=dict(row["rationale"] or {}), error=row["error"], error_kind=row["error_kind"],
                      attempts=row["attempts"])
 
 
-def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
+class _JudgeShown(TypedDict):
+    """An entry's `traits.judge`, as the board shows it (compared as it is with the served JSON)."""
+
+    model: str
+    prompt_version: str
+    prompt_hash: str
+    passes: int
+    temperature: int | float
+    rubric_hash: str
+
+
+def _judge_view(config: Row | None) -> _JudgeShown | None:
     if config is None:
         return None
     temperature = config["temperature"]
@@ -690,8 +746,8 @@ def _judge_view(config: dict[str, Any] | None) -> dict[str, Any] | None:
             "rubric_hash": config["rubric_hash"]}
 
 
-def _trait_figures(rows: _Rows, submission_id: str, release: dict[str, Any],
-                   runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> dict[str, Any] | None:
+def _trait_figures(rows: _Rows, submission_id: str, release: ReleaseRow,
+                   runs: list[tuple[str, facts_of.PlannedRunFacts]]) -> Row | None:
     """The entry's trait figures from the stored passes, as `judgements.trait_figures` gives them (None
     for a release without a rubric: the board adds trait figures to the entries of a rubric release
     only)."""
@@ -711,7 +767,7 @@ def _trait_figures(rows: _Rows, submission_id: str, release: dict[str, Any],
             "judge": _judge_view(config)}
 
 
-def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
+def _entries(rows: _Rows, release: ReleaseRow) -> list[JsonObject]:
     """The board entries of a release, recomputed from the rows by the functions the board's stored
     figures come from (`stats.board.entry_figures`, `service.board.stored_row`, `ranked_entries`),
     in the board's order."""
@@ -746,13 +802,21 @@ def _entries(rows: _Rows, release: dict[str, Any]) -> list[dict[str, Any]]:
     return boards.ranked_entries(found)
 
 
-def recount(tables: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+class Recounted(TypedDict):
+    """A submission's numbers recounted from exported rows (`recount`)."""
+
+    runs: dict[str, facts_of.PlannedRunFacts]
+    facts: dict[str, Any]  # `stats.board.submission_facts`, as it gives them
+    cases: list[dict[str, Any]]  # `stats.board.CaseCounts.as_dict`, in slot order
+
+
+def recount(tables: Tables) -> dict[str, Recounted]:
     """Every submission's numbers recounted from exported rows by the board's functions:
     {submission: {"runs": {run id: stats.board.PlannedRunFacts}, "cases": [per-case counts],
     "facts": stats.board.submission_facts}} (submissions with a plan)."""
     rows = _Rows(tables)
     by_id = {r["id"]: rows.release(r) for r in rows.releases}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Recounted] = {}
     for submission in rows.submissions:
         runs = rows.run_facts(submission["id"], by_id[submission["release_id"]])
         if runs:
@@ -762,14 +826,34 @@ def recount(tables: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, A
     return out
 
 
-def board_entries(tables: Mapping[str, list[dict[str, Any]]], key: str, version: str) -> list[dict[str, Any]]:
+def board_entries(tables: Tables, key: str, version: str) -> list[JsonObject]:
     """The entries of a suite version's board, recomputed from exported rows, in the board's order."""
     rows = _Rows(tables)
     found = next(r for r in rows.releases if r["suite_key"] == key and r["version"] == version)
     return _entries(rows, rows.release(found))
 
 
-def _provenance(rows: _Rows, release: dict[str, Any]) -> dict[str, Any]:
+class _PinShown(TypedDict):
+    case_id: str
+    version: int
+    hash_prefix: str
+
+
+class _Provenance(TypedDict):
+    """A board's `provenance`, as the board shows it (compared as it is with the served JSON)."""
+
+    suite_key: str
+    version: str
+    language: str
+    release_hash_prefix: str
+    scenarios: list[_PinShown]
+    judge: JsonObject | None
+    rubric_hash_prefix: str | None
+    facilitator_model: str | None
+    reps_per_scenario: int
+
+
+def _provenance(rows: _Rows, release: ReleaseRow) -> _Provenance:
     rubric = releases.release_rubric(release)
     pins = sorted(rows.pinned.get(release["id"], []), key=lambda p: p["ordinal"])
     return {
@@ -793,14 +877,14 @@ def _compare(where: str, shown: Any, recomputed: Any, what: str) -> None:
                                     f"{_shown(recomputed)}")
 
 
-def _boards(manifest: dict[str, Any], tables: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
+def _boards(manifest: _Manifest, tables: Tables) -> tuple[int, int]:
     rows = _Rows(tables)
     n_entries = 0
-    for i, item in enumerate(manifest["boards"]):
+    for i, item in enumerate(manifest.boards):
         where = f"boards[{i}]"
-        if not isinstance(item, dict) or not isinstance(item.get("board"), dict):
+        value = item.get("board") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(value, dict):
             raise _fail(MANIFEST, None, f"{where} is not a board")
-        value = item["board"]
         key, version = item.get("suite"), item.get("version")
         where = f"boards[{i}] ({key} {version})"
         found = next((r for r in rows.releases if r["suite_key"] == key and r["version"] == version), None)
@@ -808,12 +892,13 @@ def _boards(manifest: dict[str, Any], tables: Mapping[str, list[dict[str, Any]]]
             raise _fail(MANIFEST, None, f"{where}: suite_releases.jsonl holds no such release")
         release = rows.release(found)
         _check_board(where, value, rows, release)
-        n_entries += len(value.get("entries") or [])
-    return len(manifest["boards"]), n_entries
+        entries = value.get("entries")
+        n_entries += len(entries) if isinstance(entries, list) else 0
+    return len(manifest.boards), n_entries
 
 
-def _check_board(where: str, value: dict[str, Any], rows: _Rows, release: dict[str, Any]) -> None:
-    public = sorted((r for r in rows.releases if r["suite_key"] == release["suite_key"] and r["visibility"] == "public"),
+def _check_board(where: str, value: JsonObject, rows: _Rows, release: ReleaseRow) -> None:
+    public = sorted((r for r in rows.releases if r["suite_key"] == release["suite_key"] and is_listed(PUBLIC, r)),
                     key=lambda r: releases.version_key(r["version"]), reverse=True)
     latest = public[0]["version"] if public else None
     suite = {"key": release["suite_key"], "version": release["version"], "title": release["title"],
@@ -826,24 +911,35 @@ def _check_board(where: str, value: dict[str, Any], rows: _Rows, release: dict[s
     _compare(where, value.get("provenance"), _provenance(rows, release), "provenance")
     ranking = boards.TRAIT_RANKING if release["rubric"] is not None else boards.RANKING
     _compare(where, value.get("ranking"), ranking, "ranking")
-    shown = value.get("entries")
-    if not isinstance(shown, list) or not all(isinstance(e, dict) and isinstance(e.get("submission_id"), str)
-                                              for e in shown):
+    shown = _shown_entries(value.get("entries"))
+    if shown is None:
         raise _fail(MANIFEST, None, f"{where}: entries is not a list of entries")
     recomputed = _entries(rows, release)
-    expected = {e["submission_id"]: e for e in recomputed}
-    for j, entry in enumerate(shown):
-        sid = entry["submission_id"]
+    expected = {str(e["submission_id"]): e for e in recomputed}
+    for j, (sid, _entry) in enumerate(shown):
         if sid not in expected:
             raise _fail(MANIFEST, None, f"{where} entries[{j}]: submission {sid} is on the board, but its rows do "
                                         "not put it there (published, complete, its account holding a handle)")
-    listed = {e["submission_id"] for e in shown}
+    listed = {sid for sid, _entry in shown}
     for sid in expected:
         if sid not in listed:
             raise _fail(MANIFEST, None, f"{where}: the rows put submission {sid} on the board, which does not show it")
-    for j, entry in enumerate(shown):
-        mine = expected[entry["submission_id"]]
-        at = f"{where} entries[{j}] ({entry['submission_id'][:12]})"
+    for j, (sid, entry) in enumerate(shown):
+        mine = expected[sid]
+        at = f"{where} entries[{j}] ({sid[:12]})"
         for field in sorted((set(entry) | set(mine)) - _CLOCK_FIELDS):
             _compare(at, entry.get(field), mine.get(field), field)
-    _compare(where, [e["submission_id"] for e in shown], [e["submission_id"] for e in recomputed], "the entries' order")
+    _compare(where, [sid for sid, _entry in shown], [e["submission_id"] for e in recomputed], "the entries' order")
+
+
+def _shown_entries(value: JsonValue) -> list[tuple[str, JsonObject]] | None:
+    """A served board's entries with their submission ids; None when they are not a list of entries."""
+    if not isinstance(value, list):
+        return None
+    found = []
+    for entry in value:
+        sid = entry.get("submission_id") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(sid, str):
+            return None
+        found.append((sid, entry))
+    return found

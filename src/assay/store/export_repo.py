@@ -10,9 +10,9 @@ export and a digest list rows in the order a pure function would sort them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import sqlalchemy as sa
 
@@ -58,17 +58,30 @@ from assay.store.schema import (
     scenario_versions,
     utcnow,
 )
+from assay.stats.digest import Row
 
 #: Rows fetched per round trip when streaming a table.
 BATCH = 500
 
 
+class DigestRelease(TypedDict):
+    """What a digest pins of a submission's release (`stats.digest.RELEASE_FIELDS`; a TypedDict:
+    hashed as it is)."""
+
+    suite_key: str
+    version: str
+    release_hash: str
+
+
 class PartSpec(Protocol):
     """What the store needs to know of a digest part (`assay.stats.digest.Part`)."""
 
-    table: str
-    owner: str
-    column: str
+    @property
+    def table(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def column(self) -> str: ...
 
 
 def ordered(table: sa.Table, dialect: str) -> list[sa.ColumnElement[Any]]:
@@ -108,7 +121,7 @@ class ExportRepo(ReleasesRepo):
 
     @staticmethod
     def stream(conn: sa.Connection, table: sa.Table,
-               where: sa.ColumnElement[bool] | None = None) -> Iterator[dict[str, Any]]:
+               where: sa.ColumnElement[bool] | None = None) -> Iterator[Row]:
         """Every row of `table` (matching `where`), in primary-key order, a batch at a time."""
         query = sa.select(table).order_by(*ordered(table, conn.dialect.name))
         if where is not None:
@@ -180,13 +193,15 @@ class ExportRepo(ReleasesRepo):
         }
 
     @staticmethod
-    def public_scope(key: str | None, submission_ids: list[str]) -> dict[str, sa.ColumnElement[bool]]:
-        """{table: the condition its rows meet to be in a public export}: the public releases of
-        suite `key` (of every suite when None; every version, since a board names them all) with
+    def public_scope(key: str | None, submission_ids: list[str],
+                     visibilities: Collection[str]) -> dict[str, sa.ColumnElement[bool]]:
+        """{table: the condition its rows meet to be in a public export}: the releases of suite `key`
+        (of every suite when None) of the `visibilities` listed to the public (the service's rule:
+        `actors.listed_visibilities`; every version, since a board names them all) with
         their pinned scenarios and rubrics, the submissions `submission_ids` (the entries of their
         public boards) with everything recorded for them, and the platform's config and eras.
         Which columns of these rows the public sees is the caller's to say."""
-        release = suite_releases.c.visibility == "public"
+        release: sa.ColumnElement[bool] = suite_releases.c.visibility.in_(sorted(visibilities))
         if key is not None:
             release = sa.and_(release, suite_releases.c.suite_key == key)
         return ExportRepo._scope(sa.select(suite_releases.c.id).where(release), list(submission_ids))
@@ -212,10 +227,10 @@ class ExportRepo(ReleasesRepo):
     # -- digests ------------------------------------------------------------------------------
 
     @staticmethod
-    def digest_rows(conn: sa.Connection, submission_id: str, parts: Iterable[PartSpec]) -> dict[str, list[dict[str, Any]]]:
+    def digest_rows(conn: sa.Connection, submission_id: str, parts: Iterable[PartSpec]) -> dict[str, list[Row]]:
         """{table: the submission's rows of it} for each digest part, as `conn` sees them now."""
         run_ids = sa.select(planned_runs.c.run_id).where(planned_runs.c.batch_id == submission_id)
-        found: dict[str, list[dict[str, Any]]] = {}
+        found: dict[str, list[Row]] = {}
         for part in parts:
             table = metadata.tables[part.table]
             column = table.c[part.column]
@@ -224,13 +239,13 @@ class ExportRepo(ReleasesRepo):
         return found
 
     @staticmethod
-    def release_of(conn: sa.Connection, submission_id: str) -> dict[str, Any]:
+    def release_of(conn: sa.Connection, submission_id: str) -> DigestRelease:
         row = conn.execute(
             sa.select(suite_releases.c.suite_key, suite_releases.c.version, suite_releases.c.release_hash)
             .join(submissions, submissions.c.release_id == suite_releases.c.id)
             .where(submissions.c.id == submission_id)
         ).one()
-        return dict(row._mapping)
+        return DigestRelease(suite_key=row.suite_key, version=row.version, release_hash=row.release_hash)
 
     @staticmethod
     def salts(conn: sa.Connection, batch_ids: list[str]) -> dict[str, str]:

@@ -158,7 +158,7 @@ def index(store: Store = Depends(get_store), actor: Actor = Depends(public_actor
     found = _attempt("list of suites", lambda: releases.list_releases(store, actor=actor))
     if isinstance(found, Response):
         return found
-    by_key: dict[str, list[dict[str, Any]]] = {}
+    by_key: dict[str, list[releases.SummaryView]] = {}
     for row in found:
         by_key.setdefault(row["key"], []).append(row)
     suites = []
