@@ -23,7 +23,7 @@ scored, non-gated runs; the composite the mean over capability traits; safety tr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from assay.endpoints import without_credentials
@@ -42,7 +42,7 @@ from assay.service.completion import complete_submission
 from assay.service.judgements import config_view, judgements, release_judge, release_of, rubric_of, why_unscored
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
-from assay.store.judge_repo import JudgeRepo
+from assay.store.judge_repo import JudgeConfigRow, JudgePassRow, JudgeRepo, NewJudgeConfig
 
 #: Passes in flight at once, over all runs of a scoring (one shared client, a bounded pool).
 DEFAULT_CONCURRENCY = 32
@@ -80,7 +80,7 @@ def check_judge(store: Store, key: str, version: str | None, judge: str | None, 
         judge_from_spec(spec, base_url)
 
 
-def _pin_row(judge: Judge, rubric: Rubric) -> dict[str, Any]:
+def _pin_row(judge: Judge, rubric: Rubric) -> NewJudgeConfig:
     return {"spec": judge.spec, "model": judge.spec, "prompt_version": judge.prompt_version,
             "prompt_hash": judge.prompt_hash, "passes": judge.passes, "min_valid": judge.min_valid,
             "temperature": float(judge.temperature), "rubric_hash": rubric_hash(rubric)}
@@ -96,13 +96,13 @@ def _owned(store: Store, ident: str, actor: Actor) -> str:
     return found  # type: ignore[return-value]
 
 
-def _pass_row(run_id: str, judged: JudgePass) -> dict[str, Any]:
+def _pass_row(run_id: str, judged: JudgePass) -> JudgePassRow:
     return {"run_id": run_id, "pass_index": judged.index, "valid": judged.valid, "verdicts": judged.scores,
             "rationale": dict(judged.rationale), "raw": judged.raw, "error": judged.error,
             "error_kind": judged.error_kind, "attempts": judged.attempts}
 
 
-def _missing(pinned: dict[str, Any], stored: list[dict[str, Any]]) -> list[int]:
+def _missing(pinned: JudgeConfigRow, stored: Sequence[JudgePassRow]) -> list[int]:
     """The pass indices still to make for a run: the judge's own first, then (when some failed)
     new ones until enough could be valid, within `MAX_PASS_FACTOR` × passes in all; a pass that
     failed because the endpoint could not be reached does not count against that (the judge never
@@ -192,7 +192,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     for run_id, judgement in judged.items():
         if not judgement.scored:
             reason = down if down is not None and run_id in asked else why_unscored(judgement)
-            if not _missing(pinned, [_pass_fields(p) for p in judgement.passes]):
+            if not _missing(pinned, [_pass_row(run_id, p) for p in judgement.passes]):
                 reason += SPENT  # another `score` would make no pass: said, not offered as a retry
             failures[reason] = failures.get(reason, 0) + 1
     return {"submission_id": submission_id, "judge": config_view(pinned), "runs_judged": len(jobs),
@@ -210,9 +210,6 @@ def _win_conditions(store: Store, submission_id: str) -> dict[str, tuple[int, in
 #: The end of a failure reason no later scoring can mend.
 SPENT = "; its judge passes are spent (it stays unscored)"
 
-
-def _pass_fields(judged: JudgePass) -> dict[str, Any]:
-    return {"pass_index": judged.index, "valid": judged.valid, "error_kind": judged.error_kind}
 
 
 def score_recorded(store: Store, submission_ids: list[str] | None = None, *,
