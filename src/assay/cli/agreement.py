@@ -8,12 +8,15 @@ scored, says so in words and exits 0; an unknown suite is the CLI's one-line ref
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from assay.service.actors import OPERATOR
 from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+
+if TYPE_CHECKING:  # the service is imported when the command runs (start-up cost)
+    from assay.service.agreement import AgreementReport
 
 VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest released).")
 
@@ -26,11 +29,11 @@ def _shown(value: float | None, interval: list[float] | None, reason: str | None
                              else f" (no interval: {reason})")
 
 
-def print_agreement(report: dict[str, Any]) -> None:
+def print_agreement(report: AgreementReport) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    judge = (report.get("judge") or {}).get("model")
+    judge = report["judge"]["model"] if report["judge"] else None
     against = f": the {judge} judge against the human panel ({report['scale']})" if judge else ""
     out.print(f"{report['suite']} {report['version']}{against}", markup=False, highlight=False, soft_wrap=True)
     if report["pairs"] and report["note"] is None:
@@ -44,8 +47,9 @@ def print_agreement(report: dict[str, Any]) -> None:
                                                     _shown(p["spearman"], p["spearman_ci"], p["spearman_ci_reason"]),
                                                     _shown(p["alpha"], p["alpha_ci"], p["alpha_ci_reason"]))))
         out.print(table)
-        shown = {p[k] for p in report["pairs"] for k in ("spearman_ci_reason", "alpha_ci_reason")
-                 if p[k.removesuffix("_ci_reason")] is not None}
+        shown = {reason for p in report["pairs"]
+                 for value, reason in ((p["spearman"], p["spearman_ci_reason"]), (p["alpha"], p["alpha_ci_reason"]))
+                 if value is not None}
         for p in report["pairs"]:
             for note in (n for n in p["notes"] if n not in shown):
                 out.print(f"{p['trait']} / {p['category']}: {note}", markup=False, highlight=False, soft_wrap=True)

@@ -8,7 +8,7 @@ account off the public board at once (the board view joins the handle in force n
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from assay.errors import Invalid, NotFound
 from assay.service.actors import Actor, require_owner, require_speaks_for, require_staff
@@ -17,6 +17,20 @@ from assay.store.db import Store
 
 ACCOUNT_NAME = re.compile(r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$")
 HANDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-\.]{0,38}[A-Za-z0-9]$")
+
+
+class HandleEvent(TypedDict):
+    handle: str | None  # None: revoked
+    at: str
+
+
+class AccountView(TypedDict):
+    """An account as it and the staff see it (a TypedDict: printed as it is by `assay account`, in this order)."""
+
+    name: str
+    public_handle: str | None
+    created_at: str
+    handle_history: list[HandleEvent]
 
 
 def check_name(name: str) -> str:
@@ -33,7 +47,7 @@ def check_handle(handle: str) -> str:
     return handle
 
 
-def create(store: Store, name: str, public_handle: str | None = None, *, actor: Actor) -> dict[str, Any]:
+def create(store: Store, name: str, public_handle: str | None = None, *, actor: Actor) -> AccountView:
     require_staff(actor, "create accounts", "account")
     check_name(name)
     if public_handle is not None:
@@ -43,7 +57,7 @@ def create(store: Store, name: str, public_handle: str | None = None, *, actor: 
     return view(store, name, actor=actor)
 
 
-def set_handle(store: Store, name: str, handle: str, *, actor: Actor) -> dict[str, Any]:
+def set_handle(store: Store, name: str, handle: str, *, actor: Actor) -> AccountView:
     if not actor.is_staff:
         require_speaks_for(actor, name, "set the public handle")
     check_handle(handle)
@@ -51,7 +65,7 @@ def set_handle(store: Store, name: str, handle: str, *, actor: Actor) -> dict[st
     return view(store, name, actor=actor)
 
 
-def revoke_handle(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
+def revoke_handle(store: Store, name: str, *, actor: Actor) -> AccountView:
     if not actor.is_staff:
         require_speaks_for(actor, name, "revoke the public handle")
     AccountsRepo(store).add_handle_event(name, None)
@@ -65,7 +79,7 @@ def get(store: Store, name: str) -> dict[str, Any]:
     return account
 
 
-def view(store: Store, name: str, *, actor: Actor) -> dict[str, Any]:
+def view(store: Store, name: str, *, actor: Actor) -> AccountView:
     """An account and its handle history: for the account itself and the platform's staff."""
     if not actor.is_staff:
         require_owner(actor, name, "account", name, "account")

@@ -30,14 +30,14 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from argon2 import PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from assay.errors import Forbidden, Invalid, Unauthenticated
 from assay.service.actors import ADMIN, Actor, require_staff
-from assay.store.admin_repo import AdminRepo
+from assay.store.admin_repo import AdminRepo, StoredAdmin
 from assay.store.db import Store
 from assay.store.schema import utcnow
 
@@ -97,12 +97,20 @@ def _check_password(password: str) -> str:
     return password
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+class AdminView(TypedDict):
+    """An admin as the staff may see it (a TypedDict: printed as it is by `assay admin`, in this order)."""
+
+    id: str
+    email: str
+    created_at: str
+
+
+def view(row: StoredAdmin) -> AdminView:
     """An admin as the staff may see it: never its hash."""
-    return {"id": row["id"], "email": row["email"], "created_at": row["created_at"].isoformat()}
+    return {"id": row.id, "email": row.email, "created_at": row.created_at.isoformat()}
 
 
-def create(store: Store, email: str, password: str, *, actor: Actor) -> dict[str, Any]:
+def create(store: Store, email: str, password: str, *, actor: Actor) -> AdminView:
     """A new admin with an Argon2id hash of `password` (the platform's staff only)."""
     require_staff(actor, "create admins", "email")
     clean = check_email(email)
@@ -110,7 +118,7 @@ def create(store: Store, email: str, password: str, *, actor: Actor) -> dict[str
     return view(AdminRepo(store).add_admin(admin_id=secrets.token_hex(8), email=clean, password_hash=password_hash))
 
 
-def list_admins(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+def list_admins(store: Store, *, actor: Actor) -> list[AdminView]:
     require_staff(actor, "list admins", "email")
     return [view(r) for r in AdminRepo(store).admins()]
 
@@ -163,18 +171,18 @@ def login(store: Store, secret: bytes, email: str, password: str, *, previous: s
     if found is None:
         _verify(_DUMMY_HASH, password)
         raise refusal()
-    if not _verify(found["password_hash"], password):
+    if not _verify(found.password_hash, password):
         raise refusal()
     rotate = None
     if previous and len(previous) <= MAX_TOKEN:
         old = repo.session(_digest(secret, previous))
-        rotate = old["id"] if old is not None else None
+        rotate = old.id if old is not None else None
     token = secrets.token_urlsafe(32)
     session_id = secrets.token_hex(8)
     expires = utcnow() + SESSION_TTL
-    repo.open_session(session_id=session_id, admin_id=found["id"], token_digest=_digest(secret, token),
+    repo.open_session(session_id=session_id, admin_id=found.id, token_digest=_digest(secret, token),
                       expires_at=expires, rotate=rotate)
-    session = AdminSession(admin_id=found["id"], email=found["email"], session_id=session_id, expires_at=expires,
+    session = AdminSession(admin_id=found.id, email=found.email, session_id=session_id, expires_at=expires,
                            token=token)
     return Login(session=session, token=token, csrf_token=csrf_token(secret, token))
 
@@ -184,10 +192,10 @@ def authenticate(store: Store, secret: bytes, token: str | None) -> AdminSession
     if not token or len(token) > MAX_TOKEN:
         raise session_refusal()
     row = AdminRepo(store).session(_digest(secret, token))
-    if row is None or row["ended_at"] is not None or row["expires_at"] <= utcnow():
+    if row is None or row.ended_at is not None or row.expires_at <= utcnow():
         raise session_refusal()
-    return AdminSession(admin_id=row["admin_id"], email=row["email"], session_id=row["id"],
-                        expires_at=row["expires_at"], token=token)
+    return AdminSession(admin_id=row.admin_id, email=row.email, session_id=row.id,
+                        expires_at=row.expires_at, token=token)
 
 
 def logout(store: Store, session: AdminSession) -> None:

@@ -24,10 +24,11 @@ and on the panel's runs, which only they see.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from assay.service import releases
-from assay.service.judgements import judge_provenance, judgements
+from assay.service.judgements import JudgeProvenance, judge_provenance, judgements
 from assay.service.actors import Actor, require_staff
 from assay.stats import agreement as stats
 from assay.store.db import Store
@@ -47,6 +48,53 @@ METHOD = ("Per mapped (trait, category): the runs that have both a judge trait m
           "every resample gives the same value (docs/statistics.md).")
 
 
+@dataclass(frozen=True, slots=True)
+class LinkedRun:
+    """An Assay run a scored panel run names: its submission, that panel run, and the panel's
+    median per category."""
+
+    submission_id: str
+    panel_run: str
+    medians: dict[str, float] = field(default_factory=dict)
+
+
+# The report is TypedDicts: `assay agreement --json` prints it as it is, with these keys in this order.
+
+
+class AgreementPair(TypedDict):
+    trait: str
+    category: str
+    n: int
+    spearman: float | None
+    spearman_ci: list[float] | None
+    spearman_ci_reason: str | None
+    alpha: float | None
+    alpha_ci: list[float] | None
+    alpha_ci_reason: str | None
+    notes: list[str]
+
+
+class AgreementReport(TypedDict):
+    suite: str
+    version: str
+    judge: JudgeProvenance | None
+    scale: str
+    mapping: dict[str, str]
+    n_linked_runs: int
+    excluded_runs: int
+    pairs: list[AgreementPair]
+    note: str | None
+    method: str
+
+
+class AgreementRun(TypedDict):
+    run: str
+    submission_id: str
+    panel_run: str
+    judge: dict[str, float]
+    panel: dict[str, float]
+
+
 def _figure(value: float | None) -> float | None:
     return None if value is None else round(value, PLACES)
 
@@ -60,18 +108,17 @@ def pair_seed(key: str, version: str, trait: str, category: str) -> int:
     return stats.seed_for(f"agreement:{key}:{version}:{trait}:{category}")
 
 
-def panel_medians(store: Store, release_id: int) -> dict[str, dict[str, Any]]:
+def panel_medians(store: Store, release_id: int) -> dict[str, LinkedRun]:
     """{assay run: {submission_id, panel_run, medians {category: median}}} for the release's runs
     that a scored panel run names (the latest created such panel run per Assay run)."""
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, LinkedRun] = {}
     for row in PanelRepo(store).linked_medians(release_id):  # ordered by run, then created
-        run = str(row["assay_run"])
+        run = row.assay_run
         current = chosen.get(run)
-        if current is None or current["panel_run"] != row["panel_run"]:
+        if current is None or current.panel_run != row.panel_run:
             # a later panel run of the same Assay run replaces an earlier one
-            current = chosen[run] = {"submission_id": str(row["submission_id"]), "panel_run": str(row["panel_run"]),
-                                     "medians": {}}
-        current["medians"][str(row["category"])] = float(row["median_rating"])
+            current = chosen[run] = LinkedRun(row.submission_id, row.panel_run)
+        current.medians[row.category] = row.median_rating
     return chosen
 
 
@@ -102,7 +149,7 @@ def judge_means(store: Store, release: Mapping[str, Any], submission_ids: set[st
     return means, other
 
 
-def agreement(store: Store, suite: str, version: str | None = None, *, actor: Actor) -> dict[str, Any]:
+def agreement(store: Store, suite: str, version: str | None = None, *, actor: Actor) -> AgreementReport:
     """The agreement report of a suite version (default: its latest): `suite`, `version`, `judge`,
     `mapping`, `n_linked_runs`, `excluded_runs`, `pairs` [{trait, category, n, spearman,
     spearman_ci, spearman_ci_reason, alpha, alpha_ci, alpha_ci_reason, notes}] (an interval is None
@@ -112,7 +159,7 @@ def agreement(store: Store, suite: str, version: str | None = None, *, actor: Ac
     release = releases.find_release(store, suite, version, actor=actor)
     key, ver = release["suite_key"], release["version"]
     mapping = releases.panel_categories(release)
-    report: dict[str, Any] = {"suite": key, "version": ver, "judge": judge_provenance(release),
+    report: AgreementReport = {"suite": key, "version": ver, "judge": judge_provenance(release),
                               "scale": f"judge trait mean x {stats.JUDGE_SCALE:g}, on the panel's 0..10",
                               "mapping": mapping, "n_linked_runs": 0, "excluded_runs": 0, "pairs": [],
                               "note": None, "method": METHOD}
@@ -121,13 +168,13 @@ def agreement(store: Store, suite: str, version: str | None = None, *, actor: Ac
                           "document), so there is nothing to compare")
         return report
     linked = panel_medians(store, int(release["id"]))
-    means, other = judge_means(store, release, {v["submission_id"] for v in linked.values()})
+    means, other = judge_means(store, release, {v.submission_id for v in linked.values()})
     report["n_linked_runs"] = len(linked)
-    report["excluded_runs"] = sum(1 for v in linked.values() if v["submission_id"] in other)
+    report["excluded_runs"] = sum(1 for v in linked.values() if v.submission_id in other)
     shared = sorted(run for run in linked if run in means)
     for trait, category in mapping.items():
-        pairs = [stats.on_one_scale(means[run][trait], linked[run]["medians"][category]) for run in shared
-                 if trait in means[run] and category in linked[run]["medians"]]
+        pairs = [stats.on_one_scale(means[run][trait], linked[run].medians[category]) for run in shared
+                 if trait in means[run] and category in linked[run].medians]
         found = stats.agreement(pairs, seed=pair_seed(key, ver, trait, category))
         notes = [n for n in (found.spearman.reason, found.alpha.reason, found.spearman_ci.reason,
                              found.alpha_ci.reason) if n]
@@ -145,15 +192,15 @@ def agreement(store: Store, suite: str, version: str | None = None, *, actor: Ac
     return report
 
 
-def agreement_runs(store: Store, suite: str, version: str | None = None, *, actor: Actor) -> list[dict[str, Any]]:
+def agreement_runs(store: Store, suite: str, version: str | None = None, *, actor: Actor) -> list[AgreementRun]:
     """The numbers behind `agreement`, run by run (for checking it): [{run, submission_id,
     panel_run, judge {trait: mean}, panel {category: median}}] over the runs both scored."""
     require_staff(actor, "read judge–panel agreement", "suite")
     release = releases.find_release(store, suite, version, actor=actor)
     linked = panel_medians(store, int(release["id"]))
-    means, _ = judge_means(store, release, {v["submission_id"] for v in linked.values()})
-    return [{"run": run, "submission_id": linked[run]["submission_id"], "panel_run": linked[run]["panel_run"],
-             "judge": means[run], "panel": linked[run]["medians"]} for run in sorted(linked) if run in means]
+    means, _ = judge_means(store, release, {v.submission_id for v in linked.values()})
+    return [{"run": run, "submission_id": linked[run].submission_id, "panel_run": linked[run].panel_run,
+             "judge": means[run], "panel": linked[run].medians} for run in sorted(linked) if run in means]
 
 
 __all__ = ["METHOD", "agreement", "agreement_runs", "judge_means", "pair_seed", "panel_medians"]

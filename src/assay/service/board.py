@@ -36,7 +36,7 @@ from assay.errors import BadInput, Invalid, NotFound
 from assay.jsontypes import JsonObject, JsonValue
 from assay.service import releases, usage
 from assay.service.actors import Actor, may_see, require_staff
-from assay.service.judgements import judge_provenance, trait_figures
+from assay.service.judgements import JudgeProvenance, judge_provenance, trait_figures
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo, EntryRow, FiguresRow, RunFacts
@@ -100,7 +100,7 @@ class ProvenanceView(TypedDict):
     language: str
     release_hash_prefix: str
     scenarios: list[ScenarioPin]
-    judge: JsonObject | None
+    judge: JudgeProvenance | None
     rubric_hash_prefix: str | None
     facilitator_model: str | None
     reps_per_scenario: int

@@ -59,7 +59,6 @@ from assay.errors import BadInput, Conflict, NotFound
 from assay.service import board as boards
 from assay.service import releases
 from assay.service.actors import PUBLIC, Actor, is_listed, listed_visibilities, require_staff
-from assay.jsontypes import JsonObject
 from assay.stats.digest import DIGEST_VERSION, PARTS_V1, PARTS_V2, Row, row_bytes, submission_digest, with_commitments
 from assay.store.db import Store
 from assay.store.export_repo import ExportRepo

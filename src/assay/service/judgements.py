@@ -11,26 +11,48 @@ the command that scores.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from assay.errors import NotFound
 from assay.scenario.rubric import Rubric
 from assay.scenario.suite import JudgeConfig
 from assay.score.judge import JudgePass, LLMJudge, RulesJudge, RunJudgement, summarize
+from assay.score.judge.base import ErrorKind
 from assay.service import platform_config, releases
 from assay.stats.traits import RunTraits, figures
 from assay.store.board_repo import BoardRepo
 from assay.store.releases_repo import ReleasesRepo
 from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
-from assay.store.judge_repo import JudgeRepo
+from assay.store.judge_repo import JudgeConfigRow, JudgePassRow, JudgeRepo
+
+class JudgeProvenance(TypedDict):
+    """The board's `provenance.judge` (a TypedDict: it is written into the board as it is)."""
+
+    model: str
+    prompt_version: int
+    prompt_hash: str
+    passes: int
+    temperature: float
+
+
+class JudgeConfigView(TypedDict):
+    """A pinned judge as the board and `assay score` show it (written as it is)."""
+
+    model: str
+    prompt_version: int
+    prompt_hash: str
+    passes: int
+    temperature: float
+    rubric_hash: str
+
 
 def release_judge(release: dict[str, Any]) -> JudgeConfig | None:
     """The judge a release pins (None for a release without one)."""
     return JudgeConfig.model_validate(release["judge"]) if release.get("judge") is not None else None
 
 
-def judge_provenance(release: dict[str, Any]) -> dict[str, Any] | None:
+def judge_provenance(release: dict[str, Any]) -> JudgeProvenance | None:
     """The board's `provenance.judge`: {model, prompt_version, prompt_hash, passes, temperature} of
     the judge the release pins, with the hash of the prompt this harness sends that judge."""
     config = release_judge(release)
@@ -70,9 +92,10 @@ def needs_judging(store: Store, submission_id: str) -> bool:
     return rubric_of(store, submission_id) is not None
 
 
-def stored_pass(row: dict[str, Any]) -> JudgePass:
+def stored_pass(row: JudgePassRow) -> JudgePass:
     return JudgePass(index=row["pass_index"], raw=row["raw"], scores=row["verdicts"] if row["valid"] else None,
-                     rationale=dict(row["rationale"] or {}), error=row["error"], error_kind=row["error_kind"],
+                     rationale=dict(row["rationale"] or {}), error=row["error"],
+                     error_kind=cast(ErrorKind | None, row["error_kind"]),  # as the judge wrote it
                      attempts=row["attempts"])
 
 
@@ -93,7 +116,7 @@ def why_unscored(judgement: RunJudgement) -> str:
     return f"judge passes failed ({_ATTEMPTS.sub('', last.error or last.error_kind or 'no reason recorded')})"
 
 
-def config_view(pinned: dict[str, Any]) -> dict[str, Any]:
+def config_view(pinned: JudgeConfigRow) -> JudgeConfigView:
     return {"model": pinned["model"], "prompt_version": pinned["prompt_version"],
             "prompt_hash": pinned["prompt_hash"], "passes": pinned["passes"],
             "temperature": int(pinned["temperature"]) if float(pinned["temperature"]).is_integer()

@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from assay.errors import Invalid, NotFound, Unauthenticated
 from assay.service import accounts
 from assay.service.actors import Actor, account_actor, agent_of, require_owner, require_speaks_for
 from assay.store.db import Store
-from assay.store.keys_repo import KeysRepo
+from assay.store.keys_repo import KeyCandidate, KeysRepo, StoredKey
 from assay.store.keys_schema import KEY_KINDS
 
 KeyKind = Literal["api", "agent"]
@@ -54,21 +54,33 @@ def _prefix(key: str) -> str:
     return key[: len("ak_") + PREFIX_CHARS]
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+class KeyView(TypedDict):
+    """A key as its owner may see it (a TypedDict: printed as it is by `assay key`, these keys in this order)."""
+
+    id: str
+    account: str
+    kind: str
+    prefix: str
+    created_at: str
+    revoked: bool
+    revoked_at: str | None
+
+
+def view(row: StoredKey) -> KeyView:
     """A key as its owner may see it: never the key, never its digest."""
-    revoked = row.get("revoked_at")
+    revoked = row.revoked_at
     return {
-        "id": row["id"],
-        "account": row["account"],
-        "kind": row["kind"],
-        "prefix": row["prefix"],
-        "created_at": row["created_at"].isoformat(),
+        "id": row.id,
+        "account": row.account,
+        "kind": row.kind,
+        "prefix": row.prefix,
+        "created_at": row.created_at.isoformat(),
         "revoked": revoked is not None,
         "revoked_at": revoked.isoformat() if revoked is not None else None,
     }
 
 
-def create(store: Store, account: str, kind: str, secret: bytes, *, actor: Actor) -> tuple[dict[str, Any], str]:
+def create(store: Store, account: str, kind: str, secret: bytes, *, actor: Actor) -> tuple[KeyView, str]:
     """Issue a key of `kind` for `account`: its view and the key itself, which is never shown again.
 
     The operator, an admin, or the account itself may issue its keys."""
@@ -82,7 +94,7 @@ def create(store: Store, account: str, kind: str, secret: bytes, *, actor: Actor
     return view(row), key
 
 
-def list_keys(store: Store, account: str, *, actor: Actor) -> list[dict[str, Any]]:
+def list_keys(store: Store, account: str, *, actor: Actor) -> list[KeyView]:
     """An account's keys, oldest first, revoked ones included (marked): for it and the staff."""
     if not actor.is_staff:
         require_owner(actor, account, "account", account, "account")
@@ -90,14 +102,14 @@ def list_keys(store: Store, account: str, *, actor: Actor) -> list[dict[str, Any
     return [view(r) for r in KeysRepo(store).for_account(account)]
 
 
-def revoke(store: Store, key_id: str, *, actor: Actor) -> dict[str, Any]:
+def revoke(store: Store, key_id: str, *, actor: Actor) -> KeyView:
     """Revoke a key (an appended revocation): refused from the next request on, for good."""
     repo = KeysRepo(store)
     found = repo.key(key_id)
     if found is None:
         raise NotFound("no such key", "key", value=key_id)
     if not actor.is_staff:
-        require_owner(actor, found["account"], "key", key_id, "key")
+        require_owner(actor, found.account, "key", key_id, "key")
     return view(repo.revoke(key_id))
 
 
@@ -107,13 +119,13 @@ def refusal(kind: str) -> Unauthenticated:
                            "(Authorization: Bearer KEY)", "key")
 
 
-def _match(store: Store, secret: bytes, presented: str) -> dict[str, Any] | None:
+def _match(store: Store, secret: bytes, presented: str) -> KeyCandidate | None:
     """The key row a presented key is (digest compared in constant time against every key issued
     with its display prefix), revoked or not; None when it is no key at all."""
     wanted = digest(secret, presented)
-    match: dict[str, Any] | None = None
+    match: KeyCandidate | None = None
     for row in KeysRepo(store).candidates(_prefix(presented)):
-        if hmac.compare_digest(row["digest"], wanted):
+        if hmac.compare_digest(row.digest, wanted):
             match = row
     return match
 
@@ -125,7 +137,7 @@ def identify(store: Store, secret: bytes, presented: str | None) -> str | None:
     if not presented or len(presented) > MAX_PRESENTED:
         return None
     match = _match(store, secret, presented)
-    return str(match["id"]) if match is not None and match["revoked_at"] is None else None
+    return match.id if match is not None and match.revoked_at is None else None
 
 
 def authenticate(store: Store, secret: bytes, presented: str | None, kind: str) -> Actor:
@@ -138,6 +150,6 @@ def authenticate(store: Store, secret: bytes, presented: str | None, kind: str) 
     if not presented or len(presented) > MAX_PRESENTED:
         raise refusal(kind)
     match = _match(store, secret, presented)
-    if match is None or match["revoked_at"] is not None or match["kind"] != kind:
+    if match is None or match.revoked_at is not None or match.kind != kind:
         raise refusal(kind)
-    return account_actor(match["account"]) if kind == "api" else agent_of(match["account"])
+    return account_actor(match.account) if kind == "api" else agent_of(match.account)

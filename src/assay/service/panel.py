@@ -42,9 +42,10 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic.config import JsonDict
 
 from assay.errors import BadInput, Forbidden, Invalid, NotFound
 from assay.scenario.load import describe_error
@@ -55,7 +56,7 @@ from assay.service.admins import check_email
 from assay.stats import panel as panel_stats
 from assay.stats.ranks import statistical_ranks
 from assay.store.db import Store
-from assay.store.panel_repo import PanelRepo
+from assay.store.panel_repo import BoardRow, PanelRepo, PanelRun, StoredApplication, StoredCategory
 
 TAXONOMY = Path(__file__).resolve().parent / "panel_categories.yaml"
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
@@ -84,6 +85,142 @@ PAIRWISE_RANKING = ("Pairwise: Bradley–Terry maximum-likelihood log-strengths 
                     "panelists involve it.")
 
 DECISIONS = {"approve": "approved", "reject": "rejected"}
+
+
+# -- what the service answers -----------------------------------------------------------------
+# TypedDicts, not dataclasses: each is serialised as it is (the API's closed models in
+# web/panel_api.py validate it, the pages read it), with fixed keys in this order.
+
+
+class CategoryView(TypedDict):
+    slug: str
+    name: str
+    description: str
+
+
+class Created(TypedDict):
+    id: str
+
+
+class ApplicationView(TypedDict):
+    id: str
+    email: str
+    specialty: str
+    years_experience: int
+    statement: str
+    applied_at: str
+    status: str
+    reviewed_at: str | None
+    reviewed_by: str | None
+
+
+class ModelRegistered(TypedDict):
+    model: str
+    name: str
+    vendor: str
+
+
+class EnvironmentRegistered(TypedDict):
+    environment: str
+    name: str
+
+
+class RunCreated(TypedDict):
+    run: str
+    status: str
+    assay_run: NotRequired[str]
+
+
+class ScoreRecorded(TypedDict):
+    run: str
+    scorecard: int
+    status: str
+    ratings: dict[str, float]
+
+
+class RunFinalized(TypedDict):
+    run: str
+    status: str
+
+
+class PreferenceRecorded(TypedDict):
+    preference: int
+    run_a: str
+    run_b: str
+    preferred: str
+
+
+IngestResult = ModelRegistered | EnvironmentRegistered | RunCreated | ScoreRecorded | RunFinalized | PreferenceRecorded
+
+
+class RunView(TypedDict):
+    run: str
+    model: str
+    environment: str
+    artifact_url: str
+    status: str
+    n_scorecards: int
+    created_at: str
+    assay_run: str | None
+
+
+class ScorecardView(TypedDict):
+    scorecard: int
+    panelist_email: str | None
+    ratings: dict[str, float]
+    comment: str
+    minutes: int
+    recorded_at: str
+
+
+class PanelistView(TypedDict):
+    specialty: str
+    years_experience: int
+
+
+class PanelEntry(TypedDict):
+    slug: str
+    name: str
+    vendor: str
+    n_runs: int
+    n_panelists: int
+    overall_score: float
+    category_scores: dict[str, float]
+    panelists: list[PanelistView]
+    overall_ci: list[float] | None
+    category_ci: dict[str, list[float]]
+    ci_reason: str | None
+    rank: int | None
+
+
+class Provisional(TypedDict):
+    count: int
+
+
+class PairwiseEntry(TypedDict):
+    slug: str
+    name: str
+    strength: float | None
+    ci: list[float] | None
+    scale: list[str]
+    rank: int
+    n_comparisons: int
+    note: NotRequired[str]
+
+
+class PairwiseBoard(TypedDict):
+    ranked: list[PairwiseEntry]
+    provisional: Provisional
+    quorum: int
+    ranking: str
+
+
+class PanelBoard(TypedDict):
+    ranked: list[PanelEntry]
+    provisional: Provisional
+    quorum: int
+    ranking: str
+    pairwise: PairwiseBoard
 
 
 # -- the taxonomy -----------------------------------------------------------------------------
@@ -122,19 +259,17 @@ def taxonomy(path: Path = TAXONOMY) -> tuple[Category, ...]:
 
 def seed_categories(store: Store, path: Path = TAXONOMY) -> int:
     """Store the taxonomy's categories the store does not hold yet; how many were added."""
-    rows = [{"slug": c.slug, "name": c.name, "description": c.description, "position": i}
-            for i, c in enumerate(taxonomy(path), start=1)]
+    rows = [StoredCategory(c.slug, c.name, c.description, i) for i, c in enumerate(taxonomy(path), start=1)]
     repo = PanelRepo(store)
-    if {r["slug"] for r in rows} <= repo.category_slugs():
+    if {r.slug for r in rows} <= repo.category_slugs():
         return 0
     return repo.seed_categories(rows)
 
 
-def categories(store: Store) -> list[dict[str, Any]]:
+def categories(store: Store) -> list[CategoryView]:
     """The evaluation categories (`slug`, `name`, `description`), in the taxonomy's order."""
     seed_categories(store)
-    return [{"slug": c["slug"], "name": c["name"], "description": c["description"]}
-            for c in PanelRepo(store).categories()]
+    return [{"slug": c.slug, "name": c.name, "description": c.description} for c in PanelRepo(store).categories()]
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -175,7 +310,7 @@ def _validated(model: type[BaseModel], payload: Any) -> Any:
 
 #: Documented (not enforced: `_text` does, with the same rule) in the published schema: some
 #: character that is not white space, and no NUL anywhere.
-_NON_BLANK = {"pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$"}
+_NON_BLANK: JsonDict = {"pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$"}
 
 
 def _whole(value: Any) -> Any:
@@ -197,7 +332,7 @@ class Application(BaseModel):
     _years = field_validator("years_experience", mode="before")(_whole)
 
 
-def apply(store: Store, payload: Mapping[str, Any], *, actor: Actor) -> dict[str, Any]:
+def apply(store: Store, payload: Mapping[str, Any], *, actor: Actor) -> Created:
     """Apply to the panel: `{"id": …}`. An email that applied already gets an answer of the same
     shape, with an id that names nothing, and nothing is stored: the answer never says who applied."""
     del actor  # anyone may apply
@@ -211,30 +346,30 @@ def apply(store: Store, payload: Mapping[str, Any], *, actor: Actor) -> dict[str
     return {"id": application_id}
 
 
-def application_view(row: Mapping[str, Any]) -> dict[str, Any]:
+def application_view(row: StoredApplication) -> ApplicationView:
     """An application as the staff see it: who, what, and the decision in force."""
-    decision = row.get("decision")
-    reviewed = row.get("reviewed_at")
+    decision = row.decision
+    reviewed = row.reviewed_at
     return {
-        "id": row["id"],
-        "email": row["email"],
-        "specialty": row["specialty"],
-        "years_experience": row["years_experience"],
-        "statement": row["statement"],
-        "applied_at": row["created_at"].isoformat(),
+        "id": row.id,
+        "email": row.email,
+        "specialty": row.specialty,
+        "years_experience": row.years_experience,
+        "statement": row.statement,
+        "applied_at": row.created_at.isoformat(),
         "status": decision or "pending",
         "reviewed_at": reviewed.isoformat() if reviewed is not None else None,
-        "reviewed_by": (row.get("reviewer_email") or "operator") if decision else None,
+        "reviewed_by": (row.reviewer_email or "operator") if decision else None,
     }
 
 
-def applications(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+def applications(store: Store, *, actor: Actor) -> list[ApplicationView]:
     """Every application, oldest first (the staff only: it names applicants)."""
     require_staff(actor, "read panel applications", "application")
     return [application_view(r) for r in PanelRepo(store).applications()]
 
 
-def review(store: Store, application_id: str, decision: str, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+def review(store: Store, application_id: str, decision: str, *, actor: Actor, by: str | None = None) -> ApplicationView:
     """Approve or reject an application (`decision` `approve` | `reject`), recorded with the
     reviewing admin and the time; the latest decision is in force (a panelist may be rejected later,
     and their scorecards then stop counting)."""
@@ -318,7 +453,7 @@ STEPS: dict[str, type[_Step]] = {"register-model": RegisterModel, "register-envi
 ACTIONS = tuple(STEPS)
 
 
-def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | None = None) -> IngestResult:
     """One step of the ingest state machine, chosen by `payload["action"]`, its fields beside it."""
     require_staff(actor, "ingest benchmark data", "action")
     if not isinstance(payload, Mapping):
@@ -344,18 +479,18 @@ def ingest(store: Store, payload: Mapping[str, Any], *, actor: Actor, by: str | 
     return finalize_run(store, step.run, actor=actor, by=by)
 
 
-def register_model(store: Store, slug: str, name: str, vendor: str, *, actor: Actor) -> dict[str, Any]:
+def register_model(store: Store, slug: str, name: str, vendor: str, *, actor: Actor) -> ModelRegistered:
     require_staff(actor, "register models", "slug")
     row = PanelRepo(store).add_model(slug=_slug(slug, "slug"), name=_text(name, "name", max_length=200),
                                      vendor=_text(vendor, "vendor", max_length=200))
-    return {"model": row["slug"], "name": row["name"], "vendor": row["vendor"]}
+    return {"model": row.slug, "name": row.name, "vendor": row.vendor}
 
 
-def register_environment(store: Store, slug: str, name: str, spec: str, *, actor: Actor) -> dict[str, Any]:
+def register_environment(store: Store, slug: str, name: str, spec: str, *, actor: Actor) -> EnvironmentRegistered:
     require_staff(actor, "register environments", "slug")
     row = PanelRepo(store).add_environment(slug=_slug(slug, "slug"), name=_text(name, "name", max_length=200),
                                            spec=_text(spec, "spec", max_length=20000))
-    return {"environment": row["slug"], "name": row["name"]}
+    return {"environment": row.slug, "name": row.name}
 
 
 def _url(value: str) -> str:
@@ -365,15 +500,15 @@ def _url(value: str) -> str:
     return value
 
 
-def run_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"run": row["id"], "model": row["model"], "environment": row["environment"],
-            "artifact_url": row["artifact_url"], "status": "scored" if row["finalized_at"] is not None else "pending",
-            "n_scorecards": int(row["n_scorecards"]), "created_at": row["created_at"].isoformat(),
-            "assay_run": row.get("assay_run")}
+def run_view(row: PanelRun) -> RunView:
+    return {"run": row.id, "model": row.model, "environment": row.environment,
+            "artifact_url": row.artifact_url, "status": "scored" if row.finalized_at is not None else "pending",
+            "n_scorecards": row.n_scorecards, "created_at": row.created_at.isoformat(),
+            "assay_run": row.assay_run}
 
 
 def create_run(store: Store, model: str, environment: str, artifact_url: str, *, actor: Actor,
-               by: str | None = None, assay_run: str | None = None) -> dict[str, Any]:
+               by: str | None = None, assay_run: str | None = None) -> RunCreated:
     """A new `pending` run of `model` on `environment`; with `assay_run`, linked to the recorded
     Assay run it scores (its full id or a unique prefix; refused, with the field `assay_run`, when
     it names no recorded run or more than one)."""
@@ -383,9 +518,9 @@ def create_run(store: Store, model: str, environment: str, artifact_url: str, *,
     row = PanelRepo(store).add_run(run_id=secrets.token_hex(8), model=_slug(model, "model"),
                                    environment=_slug(environment, "environment"), artifact_url=_url(artifact_url),
                                    by_admin=by, assay_run=assay_run)
-    out = {"run": row["id"], "status": "pending"}
-    if row.get("assay_run") is not None:
-        out["assay_run"] = row["assay_run"]
+    out: RunCreated = {"run": row.id, "status": "pending"}
+    if row.assay_run is not None:
+        out["assay_run"] = row.assay_run
     return out
 
 
@@ -410,7 +545,7 @@ def panelist_refusal() -> Forbidden:
 
 
 def record_score(store: Store, run: str, panelist_email: str, ratings: Mapping[str, Any], comment: str = "",
-                 minutes: int = 0, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+                 minutes: int = 0, *, actor: Actor, by: str | None = None) -> ScoreRecorded:
     """Record an approved panelist's scorecard for a pending run; the latest one per panelist counts."""
     require_staff(actor, "record scorecards", "run")
     clean = _ratings(store, ratings)
@@ -428,12 +563,12 @@ def record_score(store: Store, run: str, panelist_email: str, ratings: Mapping[s
     panelist = repo.approved_panelist(email)
     if panelist is None:
         raise panelist_refusal()
-    card = repo.add_scorecard(run_id=found["id"], panelist_id=panelist["id"], ratings=clean, comment=comment,
+    card = repo.add_scorecard(run_id=found.id, panelist_id=panelist.id, ratings=clean, comment=comment,
                               minutes=minutes, by_admin=by)
-    return {"run": found["id"], "scorecard": card, "status": "pending", "ratings": clean}
+    return {"run": found.id, "scorecard": card, "status": "pending", "ratings": clean}
 
 
-def finalize_run(store: Store, run: str, *, actor: Actor, by: str | None = None) -> dict[str, Any]:
+def finalize_run(store: Store, run: str, *, actor: Actor, by: str | None = None) -> RunFinalized:
     """Mark a run `scored`: from now on its scorecards count on the board and no more are taken."""
     require_staff(actor, "finalize runs", "run")
     PanelRepo(store).finalize(run, by)
@@ -441,7 +576,7 @@ def finalize_run(store: Store, run: str, *, actor: Actor, by: str | None = None)
 
 
 def record_preference(store: Store, run_a: str, run_b: str, panelist_email: str, preferred: str, *,
-                      actor: Actor, by: str | None = None) -> dict[str, Any]:
+                      actor: Actor, by: str | None = None) -> PreferenceRecorded:
     """Record an approved panelist's preference between two distinct runs of one environment;
     the latest one per (panelist, unordered pair) counts on the pairwise board."""
     require_staff(actor, "record preferences", "run_a")
@@ -454,11 +589,11 @@ def record_preference(store: Store, run_a: str, run_b: str, panelist_email: str,
     second = repo.run(run_b)
     if second is None:
         raise NotFound("no such run", "run_b", value=run_b)
-    if first["id"] == second["id"]:
+    if first.id == second.id:
         raise Invalid("a run is not compared with itself: run_a and run_b must differ", "run_b", value=run_b)
-    if first["environment"] != second["environment"]:
-        raise Invalid(f"both runs must be on the same environment (run_a is on {first['environment']}, "
-                      f"run_b on {second['environment']})", "run_b", value=run_b)
+    if first.environment != second.environment:
+        raise Invalid(f"both runs must be on the same environment (run_a is on {first.environment}, "
+                      f"run_b on {second.environment})", "run_b", value=run_b)
     try:
         email = check_email(panelist_email)
     except Invalid:
@@ -466,26 +601,26 @@ def record_preference(store: Store, run_a: str, run_b: str, panelist_email: str,
     panelist = repo.approved_panelist(email)
     if panelist is None:
         raise panelist_refusal()
-    preference = repo.add_preference(panelist_id=panelist["id"], run_a=first["id"], run_b=second["id"],
+    preference = repo.add_preference(panelist_id=panelist.id, run_a=first.id, run_b=second.id,
                                      preferred=preferred, by_admin=by)
-    return {"preference": preference, "run_a": first["id"], "run_b": second["id"], "preferred": preferred}
+    return {"preference": preference, "run_a": first.id, "run_b": second.id, "preferred": preferred}
 
 
-def runs(store: Store, *, actor: Actor) -> list[dict[str, Any]]:
+def runs(store: Store, *, actor: Actor) -> list[RunView]:
     """Every run with its status (the staff's view of the pipeline)."""
     require_staff(actor, "list runs", "run")
     return [run_view(r) for r in PanelRepo(store).runs()]
 
 
-def scorecards(store: Store, run: str, *, actor: Actor) -> list[dict[str, Any]]:
+def scorecards(store: Store, run: str, *, actor: Actor) -> list[ScorecardView]:
     """A run's scorecards, history included (the staff only: they name panelists)."""
     require_staff(actor, "read scorecards", "run")
     repo = PanelRepo(store)
     if repo.run(run) is None:
         raise NotFound("no such run", "run", value=run)
-    by_id = {a["id"]: a["email"] for a in repo.applications()}
-    return [{"scorecard": c["id"], "panelist_email": by_id.get(c["panelist_id"]), "ratings": c["ratings"],
-             "comment": c["comment"], "minutes": c["minutes"], "recorded_at": c["created_at"].isoformat()}
+    by_id = {a.id: a.email for a in repo.applications()}
+    return [{"scorecard": c.id, "panelist_email": by_id.get(c.panelist_id), "ratings": c.ratings,
+             "comment": c.comment, "minutes": c.minutes, "recorded_at": c.created_at.isoformat()}
             for c in repo.scorecards(run)]
 
 
@@ -496,50 +631,57 @@ def quorum(store: Store) -> int:
     return int(platform_config.get(store, platform_config.PANEL_QUORUM)["min_panelists"])
 
 
-def _figure(value: Any) -> float:
+def _figure(value: float) -> float:
     return round(float(value), PLACES)
 
 
-def board(store: Store, *, actor: Actor) -> dict[str, Any]:
+def board(store: Store, *, actor: Actor) -> PanelBoard:
     """The public panel board: `ranked` models (quorum met) with their figures, and `provisional`,
     only a count. Panelists appear by specialty and years of experience only."""
     del actor  # the board is public; nothing on it names a panelist
     need = quorum(store)
     repo = PanelRepo(store)
     order = {c["slug"]: i for i, c in enumerate(categories(store))}
-    by_model: dict[Any, dict[str, float]] = {}
-    for row in repo.model_categories():
-        by_model.setdefault(row["model_id"], {})[row["category"]] = _figure(row["mean_rating"])
-    panelists: dict[Any, list[dict[str, Any]]] = {}
+    by_model: dict[int, dict[str, float]] = {}
+    for mean in repo.model_categories():
+        by_model.setdefault(mean.model_id, {})[mean.category] = _figure(mean.mean_rating)
+    panelists: dict[int, list[PanelistView]] = {}
     for p in repo.model_panelists():
-        panelists.setdefault(p["model_id"], []).append({"specialty": p["specialty"],
-                                                        "years_experience": int(p["years_experience"])})
-    ranked, provisional = [], 0
-    ids: dict[str, Any] = {}
+        panelists.setdefault(p.model_id, []).append({"specialty": p.specialty, "years_experience": p.years_experience})
+    ranked: list[PanelEntry] = []
+    provisional = 0
+    counted: list[tuple[BoardRow, dict[str, float]]] = []
     for row in repo.board_rows():
-        ids[row["slug"]] = row["model_id"]
-        if int(row["n_panelists"]) < need:
+        if row.n_panelists < need:
             provisional += 1
             continue
-        scores = by_model.get(row["model_id"], {})
-        ranked.append({
-            "slug": row["slug"],
-            "name": row["name"],
-            "vendor": row["vendor"],
-            "n_runs": int(row["n_runs"]),
-            "n_panelists": int(row["n_panelists"]),
-            "overall_score": _figure(row["overall_rating"]),
-            "category_scores": {k: scores[k] for k in sorted(scores, key=lambda s: (order.get(s, len(order)), s))},
-            "panelists": sorted(panelists.get(row["model_id"], []),
-                                key=lambda p: (p["specialty"], p["years_experience"])),
-        })
-    _intervals(repo, ranked, ids)
+        scores = by_model.get(row.model_id, {})
+        counted.append((row, {k: scores[k] for k in sorted(scores, key=lambda s: (order.get(s, len(order)), s))}))
+    if counted:
+        cards = _counted_cards(repo)
+        for row, category_scores in counted:
+            found = _intervals(cards.get(row.model_id, {}), row)
+            ranked.append({
+                "slug": row.slug,
+                "name": row.name,
+                "vendor": row.vendor,
+                "n_runs": row.n_runs,
+                "n_panelists": row.n_panelists,
+                "overall_score": _figure(row.overall_rating),
+                "category_scores": category_scores,
+                "panelists": sorted(panelists.get(row.model_id, []),
+                                    key=lambda p: (p["specialty"], p["years_experience"])),
+                "overall_ci": None if found.overall is None else _interval(found.overall),
+                "category_ci": {c: _interval(found.categories[c]) for c in category_scores if c in found.categories},
+                "ci_reason": found.reason,
+                "rank": None,  # None: no interval, so no rank (`ci_reason` says why)
+            })
     ranked.sort(key=lambda e: (-e["overall_score"], e["slug"]))
-    placed = [e for e in ranked if e["overall_ci"] is not None]
-    ranks = dict(zip((e["slug"] for e in placed), statistical_ranks([tuple(e["overall_ci"]) for e in placed]),
+    placed = [(e["slug"], e["overall_ci"]) for e in ranked if e["overall_ci"] is not None]
+    ranks = dict(zip((slug for slug, _ in placed), statistical_ranks([(ci[0], ci[1]) for _, ci in placed]),
                      strict=True))
     for entry in ranked:
-        entry["rank"] = ranks.get(entry["slug"])  # None: no interval, so no rank (`ci_reason` says why)
+        entry["rank"] = ranks.get(entry["slug"])
     return {"ranked": ranked, "provisional": {"count": provisional}, "quorum": need,
             "ranking": RANKING.format(quorum=need), "pairwise": pairwise(repo)}
 
@@ -548,38 +690,39 @@ def _interval(lo_hi: tuple[float, float]) -> list[float]:
     return [_figure(lo_hi[0]), _figure(lo_hi[1])]
 
 
-def _intervals(repo: PanelRepo, ranked: list[dict[str, Any]], ids: dict[str, Any]) -> None:
-    """Give each ranked entry `overall_ci` and `category_ci`: the seeded two-stage bootstrap over
-    the very ratings the board's views count (`panel_counted_cards`); `overall_ci` None and
-    `category_ci` {} with `ci_reason` in words where the data cannot support one."""
-    cards: dict[Any, dict[Any, dict[Any, dict[str, float]]]] = {}
+#: {model id: {run id: {card id: {category: rating}}}} over the ratings that count.
+_Cards = dict[int, dict[str, dict[int, dict[str, float]]]]
+
+
+def _counted_cards(repo: PanelRepo) -> _Cards:
+    """The very ratings the board's views count (`panel_counted_cards`), by model, run and card."""
+    cards: _Cards = {}
     for r in repo.counted_ratings():
-        cards.setdefault(r["model_id"], {}).setdefault(r["run_id"], {}).setdefault(r["card_id"], {})[
-            str(r["category"])] = float(r["rating"])
-    for entry in ranked:
-        runs_of = cards.get(ids[entry["slug"]], {})
-        found = panel_stats.bootstrap_panel([list(by_card.values()) for _, by_card in sorted(runs_of.items())],
-                                            panelists=entry["n_panelists"], seed=panel_stats.seed_for(entry["slug"]))
-        if found is None:  # a ranked model always has counted ratings; never a bare number anyway
-            found = panel_stats.PanelIntervals(None, {}, "no counted rating: no interval")
-        entry["overall_ci"] = None if found.overall is None else _interval(found.overall)
-        entry["category_ci"] = {c: _interval(found.categories[c]) for c in entry["category_scores"]
-                                if c in found.categories}
-        entry["ci_reason"] = found.reason
+        cards.setdefault(r.model_id, {}).setdefault(r.run_id, {}).setdefault(r.card_id, {})[r.category] = r.rating
+    return cards
 
 
-def pairwise(repo: PanelRepo) -> dict[str, Any]:
+def _intervals(runs_of: dict[str, dict[int, dict[str, float]]], row: BoardRow) -> panel_stats.PanelIntervals:
+    """A ranked model's intervals: the seeded two-stage bootstrap over its counted ratings; the
+    overall one None and no category one, with the reason in words, where the data cannot support one."""
+    found = panel_stats.bootstrap_panel([list(by_card.values()) for _, by_card in sorted(runs_of.items())],
+                                        panelists=row.n_panelists, seed=panel_stats.seed_for(row.slug))
+    if found is None:  # a ranked model always has counted ratings; never a bare number anyway
+        found = panel_stats.PanelIntervals(None, {}, "no counted rating: no interval")
+    return found
+
+
+def pairwise(repo: PanelRepo) -> PairwiseBoard:
     """The Bradley–Terry board: `ranked` [{slug, name, strength, ci, scale, rank, n_comparisons, (note)}]
     and `provisional` {count}, over the latest preference per (approved panelist, run pair)."""
-    rows = [panel_stats.PreferenceRow(id=int(r["id"]), panelist=str(r["panelist_id"]), run_a=str(r["run_a"]),
-                                      run_b=str(r["run_b"]), model_a=str(r["model_a"]), model_b=str(r["model_b"]),
-                                      preferred=str(r["preferred"]))
+    rows = [panel_stats.PreferenceRow(id=r.id, panelist=r.panelist_id, run_a=r.run_a, run_b=r.run_b,
+                                      model_a=r.model_a, model_b=r.model_b, preferred=r.preferred)
             for r in repo.counted_preferences()]
     entries, provisional = panel_stats.pairwise_board(panel_stats.latest_preferences(rows))
-    names = {m["slug"]: m["name"] for m in repo.models()}
-    ranked = []
+    names = {m.slug: m.name for m in repo.models()}
+    ranked: list[PairwiseEntry] = []
     for e in entries:
-        out: dict[str, Any] = {
+        out: PairwiseEntry = {
             "slug": e["model"], "name": names.get(e["model"], e["model"]),
             "strength": round(e["strength"], 3) if e["strength"] is not None else None,
             "ci": [round(v, 3) for v in e["ci"]] if e["ci"] is not None else None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Final, Literal, NotRequired, TypedDict, Union, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
@@ -23,11 +23,11 @@ from assay.scenario.load import describe_error
 from assay.store.config_repo import ConfigRepo
 from assay.store.db import Store
 
-SAFETY_VARIANCE = "academy_eval_safety_variance"
-PARTICIPATION = "academy_eval_participation"
-MEASUREMENT_ERA = "academy_eval_measurement_era"
-SUBMISSION_CAP = "submission_cap"
-PANEL_QUORUM = "panel_quorum"
+SAFETY_VARIANCE: Final = "academy_eval_safety_variance"
+PARTICIPATION: Final = "academy_eval_participation"
+MEASUREMENT_ERA: Final = "academy_eval_measurement_era"
+SUBMISSION_CAP: Final = "submission_cap"
+PANEL_QUORUM: Final = "panel_quorum"
 
 
 class _Strict(BaseModel):
@@ -67,6 +67,54 @@ class PanelQuorum(_Strict):
     min_panelists: StrictInt = Field(default=3, ge=1)
 
 
+# The values as the service hands them over: each key's model dumped, defaults filled in. TypedDicts,
+# not the models: a value is printed (`assay config`) and stored as it is, with these keys in this order.
+
+
+class SafetyVarianceValue(TypedDict):
+    unstable_range_threshold: float
+
+
+class ParticipationValue(TypedDict):
+    min_player_messages: int
+    min_actions_per_turn: float
+
+
+class SubmissionCapValue(TypedDict):
+    max_per_account_per_version: int
+
+
+class PanelQuorumValue(TypedDict):
+    min_panelists: int
+
+
+#: An era as shown (`from` is a Python keyword, hence the functional form).
+EraView = TypedDict("EraView", {"name": str, "from": str, "reason": str, "current": bool})
+
+
+class ErasValue(TypedDict):
+    eras: list[EraView]
+
+
+ConfigValue = Union[SafetyVarianceValue, ParticipationValue, SubmissionCapValue, PanelQuorumValue, ErasValue]
+
+
+class ConfigChange(TypedDict):
+    value: ConfigValue
+    set_at: str
+
+
+class ConfigDescription(TypedDict):
+    """What `assay config get KEY` prints."""
+
+    key: str
+    value: ConfigValue
+    default: bool
+    history: list[ConfigChange]
+    kit_floors: NotRequired[dict[str, dict[str, float]]]
+    note: NotRequired[str]
+
+
 MODELS: dict[str, type[_Strict]] = {
     SAFETY_VARIANCE: SafetyVariance,
     PARTICIPATION: Participation,
@@ -86,39 +134,59 @@ def _model(key: str) -> type[_Strict]:
     return model
 
 
-def validate_value(key: str, value: Any) -> dict[str, Any]:
+def _dumped(model: type[_Strict], value: object) -> ConfigValue:
+    """`value` checked by `model`, as the value document of its key (the models and the TypedDicts
+    above name the same fields)."""
+    return cast(ConfigValue, model.model_validate(value).model_dump())
+
+
+def validate_value(key: str, value: object) -> ConfigValue:
     model = _model(key)
     if not isinstance(value, dict):
         raise Invalid("a config value must be a JSON object", "config_value", value=key)
     try:
-        return model.model_validate(value).model_dump()
+        return _dumped(model, value)
     except ValidationError as exc:
         raise Invalid(describe_error(exc, model=model), "config_value", value=key) from None
 
 
-def get(store: Store, key: str, at: datetime | None = None) -> dict[str, Any]:
+@overload
+def get(store: Store, key: Literal["academy_eval_safety_variance"], at: datetime | None = None) -> SafetyVarianceValue: ...
+@overload
+def get(store: Store, key: Literal["academy_eval_participation"], at: datetime | None = None) -> ParticipationValue: ...
+@overload
+def get(store: Store, key: Literal["submission_cap"], at: datetime | None = None) -> SubmissionCapValue: ...
+@overload
+def get(store: Store, key: Literal["panel_quorum"], at: datetime | None = None) -> PanelQuorumValue: ...
+@overload
+def get(store: Store, key: Literal["academy_eval_measurement_era"], at: datetime | None = None) -> ErasValue: ...
+@overload
+def get(store: Store, key: str, at: datetime | None = None) -> ConfigValue: ...
+def get(store: Store, key: str, at: datetime | None = None) -> ConfigValue:
     """The value of `key` in force at `at` (now by default), defaults filled in."""
     if key == MEASUREMENT_ERA:
         return {"eras": [era_view(e) for e in ConfigRepo(store).eras()]}
     model = _model(key)
     stored = ConfigRepo(store).config_value(key, at)
-    return model.model_validate(stored or {}).model_dump()
+    return _dumped(model, stored or {})
 
 
-def describe(store: Store, key: str) -> dict[str, Any]:
+def describe(store: Store, key: str) -> ConfigDescription:
     """What `assay config get KEY` prints: the value in force, whether it is the default, its history."""
     if key == MEASUREMENT_ERA:
         return {"key": key, "value": get(store, key), "default": False, "history": []}
     _model(key)
     history = ConfigRepo(store).config_history(key)
-    return {
+    described: ConfigDescription = {
         "key": key,
         "value": get(store, key),
         "default": not history,
         "history": [{"value": h["value"], "set_at": h["created_at"].isoformat()} for h in history],
-        **({"kit_floors": kit_floors(), "note": "a run is held to the higher of the value and its kit's floor"}
-           if key == PARTICIPATION else {}),
     }
+    if key == PARTICIPATION:
+        described["kit_floors"] = kit_floors()
+        described["note"] = "a run is held to the higher of the value and its kit's floor"
+    return described
 
 
 def kit_floors() -> dict[str, dict[str, float]]:
@@ -133,7 +201,7 @@ def kit_floors() -> dict[str, dict[str, float]]:
     return floors
 
 
-def set_value(store: Store, key: str, value: Any, *, actor: Actor) -> dict[str, Any]:
+def set_value(store: Store, key: str, value: object, *, actor: Actor) -> ConfigValue:
     require_staff(actor, "change the platform configuration", "config_key")
     clean = validate_value(key, value)
     ConfigRepo(store).add_config(key, clean)
@@ -167,7 +235,7 @@ def parse_moment(text: str, field: str = "from") -> datetime:
     return moment.astimezone(timezone.utc)
 
 
-def era_view(row: dict[str, Any]) -> dict[str, Any]:
+def era_view(row: dict[str, Any]) -> EraView:
     return {"name": row["name"], "from": row["starts_at"].isoformat(), "reason": row["reason"],
             "current": bool(row.get("current"))}
 
@@ -176,7 +244,7 @@ def era_view(row: dict[str, Any]) -> dict[str, Any]:
 ERA_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
 
 
-def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) -> dict[str, Any]:
+def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) -> EraView:
     require_staff(actor, "open a measurement era", "era")
     name = name.strip()
     if not ERA_NAME.fullmatch(name):
@@ -190,5 +258,5 @@ def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) 
     return next(era_view(e) for e in repo.eras() if e["name"] == name)
 
 
-def eras(store: Store) -> list[dict[str, Any]]:
+def eras(store: Store) -> list[EraView]:
     return [era_view(e) for e in ConfigRepo(store).eras()]

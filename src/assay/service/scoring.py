@@ -24,12 +24,11 @@ scored, non-gated runs; the composite the mean over capability traits; safety tr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from assay.endpoints import without_credentials
 
 from assay.errors import Conflict, Invalid, NotFound
-from assay.jsontypes import JsonObject
 from assay.records import transcript_events
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import JudgeConfig
@@ -40,11 +39,11 @@ from assay.service import releases
 from assay.service import usage as run_usage
 from assay.service.actors import OPERATOR, Actor, prefix_owner, require_owner
 from assay.service.completion import complete_submission
-from assay.service.judgements import config_view, judgements, release_judge, release_of, rubric_of, why_unscored
+from assay.service.judgements import JudgeConfigView, config_view, judgements, release_judge, release_of, rubric_of, why_unscored
 from assay.store.board_repo import BoardRepo
 from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
-from assay.store.judge_repo import JudgeRepo
+from assay.store.judge_repo import JudgeConfigRow, JudgePassRow, JudgeRepo, NewJudgeConfig
 
 #: Passes in flight at once, over all runs of a scoring (one shared client, a bounded pool).
 DEFAULT_CONCURRENCY = 32
@@ -83,51 +82,12 @@ def check_judge(store: Store, key: str, version: str | None, judge: str | None, 
 
 
 @dataclass(frozen=True, slots=True)
-class JudgePin:
-    """The judge a submission's runs are all scored with, pinned at its first scoring (`judge_configs`)."""
-
-    spec: str
-    model: str
-    prompt_version: int
-    prompt_hash: str
-    passes: int
-    min_valid: int
-    temperature: float
-    rubric_hash: str
-
-
-@dataclass(frozen=True, slots=True)
-class PassRow:
-    """One judge pass over one run as it is stored (`judge_passes`)."""
-
-    run_id: str
-    pass_index: int
-    valid: bool
-    verdicts: dict[str, float | None] | None  # {trait: score in [0, 1]} when valid
-    rationale: dict[str, str]
-    raw: str | None
-    error: str | None
-    error_kind: str | None
-    attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class PassState:
-    """What `_missing` needs of a pass, stored or just made: its index, whether it is valid, and
-    why it failed (a `connection` failure does not count against the judge)."""
-
-    pass_index: int
-    valid: bool
-    error_kind: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class ScoringSummary:
     """What `score` did (`assay score --json` prints it, these keys in this order): `failures` is
     {reason: runs} of the recorded runs still without a judge score (empty when every one has one)."""
 
     submission_id: str
-    judge: JsonObject  # `judgements.config_view` of the pinned judge
+    judge: JudgeConfigView  # `judgements.config_view` of the pinned judge
     runs_judged: int
     passes_recorded: int
     runs_scored: int
@@ -135,10 +95,10 @@ class ScoringSummary:
     failures: dict[str, int]
 
 
-def _pin_row(judge: Judge, rubric: Rubric) -> JudgePin:
-    return JudgePin(spec=judge.spec, model=judge.spec, prompt_version=judge.prompt_version,
-                    prompt_hash=judge.prompt_hash, passes=judge.passes, min_valid=judge.min_valid,
-                    temperature=float(judge.temperature), rubric_hash=rubric_hash(rubric))
+def _pin_row(judge: Judge, rubric: Rubric) -> NewJudgeConfig:
+    return {"spec": judge.spec, "model": judge.spec, "prompt_version": judge.prompt_version,
+            "prompt_hash": judge.prompt_hash, "passes": judge.passes, "min_valid": judge.min_valid,
+            "temperature": float(judge.temperature), "rubric_hash": rubric_hash(rubric)}
 
 
 def _owned(store: Store, ident: str, actor: Actor) -> str:
@@ -151,25 +111,25 @@ def _owned(store: Store, ident: str, actor: Actor) -> str:
     return found  # type: ignore[return-value]
 
 
-def _pass_row(run_id: str, judged: JudgePass) -> PassRow:
-    return PassRow(run_id=run_id, pass_index=judged.index, valid=judged.valid, verdicts=judged.scores,
-                   rationale=dict(judged.rationale), raw=judged.raw, error=judged.error,
-                   error_kind=judged.error_kind, attempts=judged.attempts)
+def _pass_row(run_id: str, judged: JudgePass) -> JudgePassRow:
+    return {"run_id": run_id, "pass_index": judged.index, "valid": judged.valid, "verdicts": judged.scores,
+            "rationale": dict(judged.rationale), "raw": judged.raw, "error": judged.error,
+            "error_kind": judged.error_kind, "attempts": judged.attempts}
 
 
-def _missing(passes: int, min_valid: int, stored: Sequence[PassState]) -> list[int]:
+def _missing(pinned: JudgeConfigRow, stored: Sequence[JudgePassRow]) -> list[int]:
     """The pass indices still to make for a run: the judge's own first, then (when some failed)
     new ones until enough could be valid, within `MAX_PASS_FACTOR` × passes in all; a pass that
     failed because the endpoint could not be reached does not count against that (the judge never
     answered it), so `assay score` can always try again once the endpoint is back."""
-    have = {r.pass_index for r in stored}
-    valid = sum(bool(r.valid) for r in stored)
-    if valid >= min_valid:
+    have = {r["pass_index"] for r in stored}
+    valid = sum(bool(r["valid"]) for r in stored)
+    if valid >= pinned["min_valid"]:
         return []
-    wanted = [i for i in range(passes) if i not in have]
-    short = min_valid - valid - len(wanted)
-    lost = sum(r.error_kind == "connection" and not r.valid for r in stored)
-    ceiling = passes * MAX_PASS_FACTOR + lost
+    wanted = [i for i in range(pinned["passes"]) if i not in have]
+    short = pinned["min_valid"] - valid - len(wanted)
+    lost = sum(r["error_kind"] == "connection" and not r["valid"] for r in stored)
+    ceiling = pinned["passes"] * MAX_PASS_FACTOR + lost
     nxt = max(have | set(wanted), default=-1) + 1
     while short > 0 and nxt < ceiling:
         wanted.append(nxt)
@@ -214,7 +174,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
         spec = judge or declared.spec
         chosen = _make_judge(spec, declared.passes if spec == declared.spec else 5, base_url, api_key, retry)
         chosen.check(rubric)
-        pinned = repo.pin(submission_id, asdict(_pin_row(chosen, rubric)))
+        pinned = repo.pin(submission_id, _pin_row(chosen, rubric))
     if isinstance(chosen, LLMJudge) and without_credentials(chosen.base_url) == chosen.base_url:
         repo.keep_endpoint(submission_id, chosen.base_url)  # asked again by a later `score` (never a password)
     stored = repo.passes([submission_id])
@@ -222,8 +182,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     wins = _win_conditions(store, submission_id)
     jobs = []
     for run in repo.recorded_runs(submission_id):
-        indices = _missing(pinned["passes"], pinned["min_valid"],
-                           [PassState(r["pass_index"], r["valid"], r["error_kind"]) for r in stored.get(run["run_id"], [])])
+        indices = _missing(pinned, stored.get(run["run_id"], []))
         if indices:
             jobs.append(JudgeRun(run["run_id"], transcript_events(run["transcript"]), rubric, indices,
                                  wins.get(run["run_id"])))
@@ -233,7 +192,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
 
     def record(run_id: str, judged: JudgePass) -> None:
         nonlocal written
-        written += repo.add_pass(submission_id, asdict(_pass_row(run_id, judged)))
+        written += repo.add_pass(submission_id, _pass_row(run_id, judged))
         run_usage.record_usage(store, run_id, "judge", judged.usage)  # what the pass's requests used
         if on_pass is not None:
             on_pass(run_id, judged)
@@ -248,7 +207,7 @@ def score(store: Store, ident: str, *, judge: str | None = None, base_url: str |
     for run_id, judgement in judged.items():
         if not judgement.scored:
             reason = down if down is not None and run_id in asked else why_unscored(judgement)
-            if not _missing(pinned["passes"], pinned["min_valid"], [_pass_state(p) for p in judgement.passes]):
+            if not _missing(pinned, [_pass_row(run_id, p) for p in judgement.passes]):
                 reason += SPENT  # another `score` would make no pass: said, not offered as a retry
             failures[reason] = failures.get(reason, 0) + 1
     return ScoringSummary(submission_id=submission_id, judge=config_view(pinned), runs_judged=len(jobs),
@@ -266,9 +225,6 @@ def _win_conditions(store: Store, submission_id: str) -> dict[str, tuple[int, in
 #: The end of a failure reason no later scoring can mend.
 SPENT = "; its judge passes are spent (it stays unscored)"
 
-
-def _pass_state(judged: JudgePass) -> PassState:
-    return PassState(judged.index, judged.valid, judged.error_kind)
 
 
 def score_recorded(store: Store, submission_ids: list[str] | None = None, *,

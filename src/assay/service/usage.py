@@ -9,7 +9,7 @@ edited: a row is costed at the price in force when it was recorded (`stats.cost`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
@@ -19,7 +19,7 @@ from assay.scenario.load import describe_error
 from assay.service.actors import Actor, require_staff
 from assay.stats.cost import Price, Prices, per_run, summarise
 from assay.store.db import Store
-from assay.store.usage_repo import UsageRepo
+from assay.store.usage_repo import UsageRepo, UsageRow
 
 PRICE_PREFIX = "price/"
 #: The most a price may be, USD per million tokens (a bound that refuses a typo of many zeros).
@@ -37,6 +37,32 @@ class PriceValue(BaseModel):
     cached: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=MAX_PRICE)
 
 
+# What `assay price` prints, as it is (TypedDicts: these keys, in this order).
+
+
+class PriceEntry(TypedDict):
+    """A price as set (`cached` only where one was given) and when."""
+
+    prompt: float
+    completion: float
+    cached: NotRequired[float]
+    set_at: str
+
+
+class PriceDescription(TypedDict):
+    model: str
+    price: PriceEntry | None  # the one in force now
+    history: list[PriceEntry]
+
+
+class PricedModel(TypedDict):
+    model: str
+    prompt: float
+    completion: float
+    cached: float | None
+    set_at: str | None
+
+
 def _checked_model(model: str) -> str:
     name = model.strip()
     if not name or len(name) > MAX_MODEL_NAME or any(ch.isspace() or ord(ch) < 32 for ch in name):
@@ -45,7 +71,7 @@ def _checked_model(model: str) -> str:
 
 
 def set_price(store: Store, model: str, *, prompt: float, completion: float, cached: float | None = None,
-              actor: Actor) -> dict[str, Any]:
+              actor: Actor) -> PriceDescription:
     """Append a price for `model` (its earlier prices stay in its history and keep pricing what
     was recorded under them)."""
     require_staff(actor, "set a model price", "model")
@@ -59,11 +85,12 @@ def set_price(store: Store, model: str, *, prompt: float, completion: float, cac
     return describe_price(store, name)
 
 
-def describe_price(store: Store, model: str) -> dict[str, Any]:
+def describe_price(store: Store, model: str) -> PriceDescription:
     """`{model, price (in force now, or None), history [{prompt, completion, cached?, set_at}]}`."""
     name = _checked_model(model)
     history = UsageRepo(store).config_history(PRICE_PREFIX + name)
-    rows = [{**h["value"], "set_at": h["created_at"].isoformat()} for h in history]
+    # the stored value's own keys in its own order (as its backend keeps them), then when it was set
+    rows = [cast(PriceEntry, {**h["value"], "set_at": h["created_at"].isoformat()}) for h in history]
     return {"model": name, "price": rows[-1] if rows else None, "history": rows}
 
 
@@ -71,14 +98,14 @@ def prices(store: Store) -> dict[str, list[Price]]:
     """Every model's prices, oldest first."""
     out: dict[str, list[Price]] = {}
     for row in UsageRepo(store).price_rows(PRICE_PREFIX):
-        value = row["value"]
-        out.setdefault(row["key"][len(PRICE_PREFIX):], []).append(
-            Price(float(value["prompt"]), float(value["completion"]),
-                  None if value.get("cached") is None else float(value["cached"]), row["created_at"]))
+        value = PriceValue.model_validate(row.value)  # as `set_price` wrote it: never refused here
+        out.setdefault(row.key[len(PRICE_PREFIX):], []).append(
+            Price(float(value.prompt), float(value.completion), None if value.cached is None else float(value.cached),
+                  row.created_at))
     return out
 
 
-def price_table(store: Store) -> list[dict[str, Any]]:
+def price_table(store: Store) -> list[PricedModel]:
     """Every priced model with the price in force now."""
     return [{"model": m, "prompt": p[-1].prompt, "completion": p[-1].completion, "cached": p[-1].cached,
              "set_at": p[-1].since.isoformat() if p[-1].since else None} for m, p in sorted(prices(store).items())]
@@ -91,13 +118,15 @@ def record_usage(store: Store, run_id: str, role: str, usage: Usage | None, *, s
     """Append one usage row for a run (a judge pass's, a facilitator's); nothing when there is none."""
     if usage is None or usage.calls <= 0:
         return
-    UsageRepo(store).add([{**usage.as_row(role, self_reported), "run_id": run_id}])
+    UsageRepo(store).add([{"run_id": run_id, "role": role, "model": usage.model, "prompt_tokens": usage.prompt_tokens,
+                           "completion_tokens": usage.completion_tokens, "cached_tokens": usage.cached_tokens,
+                           "calls": usage.calls, "latency_ms": usage.latency_ms, "self_reported": self_reported}])
 
 
 # -- reading -----------------------------------------------------------------------------------
 
 
-def summary(rows: Iterable[dict[str, Any]], table: Prices, runs: int) -> dict[str, Any]:
+def summary(rows: Iterable[UsageRow], table: Prices, runs: int) -> dict[str, Any]:
     """A usage block: by role and in total, with the cost per run over `runs` planned runs."""
     block = summarise(rows, table)
     block["runs"] = runs
@@ -109,7 +138,7 @@ def batch_usage(store: Store, batch_id: str, run_ids: list[str]) -> tuple[dict[s
     """The batch's usage block and each run's (by run id), costed at the prices of their time."""
     rows = UsageRepo(store).for_batch(batch_id)
     table = prices(store)
-    by_run: dict[str, list[dict[str, Any]]] = {r: [] for r in run_ids}
+    by_run: dict[str, list[UsageRow]] = {r: [] for r in run_ids}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
     return summary(rows, table, len(run_ids)), {r: summarise(found, table) for r, found in by_run.items()}

@@ -60,7 +60,7 @@ from assay.service import board as boards
 from assay.service import platform_config, releases
 from assay.service.actors import PUBLIC, is_listed
 from assay.service.releases import ReleaseRow
-from assay.service.judgements import judge_provenance
+from assay.service.judgements import JudgeProvenance, judge_provenance
 from assay.service.exports import (FORMAT, FORMAT_VERSION, HANDLE, KINDS, MANIFEST, README, FileEntry, line_hash,
                                    manifest_hash, manifest_text, readme_text)
 from assay.stats import board as facts_of
@@ -847,7 +847,7 @@ class _Provenance(TypedDict):
     language: str
     release_hash_prefix: str
     scenarios: list[_PinShown]
-    judge: JsonObject | None
+    judge: JudgeProvenance | None
     rubric_hash_prefix: str | None
     facilitator_model: str | None
     reps_per_scenario: int

@@ -8,8 +8,8 @@ a keyed digest).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -19,12 +19,41 @@ from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 
+@dataclass(frozen=True, slots=True)
+class StoredAdmin:
+    """An admin as listed: never its hash."""
+
+    id: str
+    email: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AdminCredentials(StoredAdmin):
+    """An admin with its Argon2id password hash: what a login is checked against (`service.admins` only)."""
+
+    password_hash: str = field(repr=False)  # never in a log line
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session with its admin's email; `ended_at` and `end_reason` None while it is open."""
+
+    id: str
+    admin_id: str
+    created_at: datetime
+    expires_at: datetime
+    email: str
+    ended_at: datetime | None
+    end_reason: str | None
+
+
 class AdminRepo(Repository):
     """The admins' half of the store, over the same engine."""
 
     LOCKS = "admin"
 
-    def add_admin(self, *, admin_id: str, email: str, password_hash: str) -> dict[str, Any]:
+    def add_admin(self, *, admin_id: str, email: str, password_hash: str) -> StoredAdmin:
         """A new admin; an email that is an admin already is refused."""
         try:
             with self.write() as conn:
@@ -38,24 +67,24 @@ class AdminRepo(Repository):
         assert found is not None
         return found
 
-    def admin(self, admin_id: str) -> dict[str, Any] | None:
+    def admin(self, admin_id: str) -> StoredAdmin | None:
         with self.read() as conn:
             row = conn.execute(sa.select(admins.c.id, admins.c.email, admins.c.created_at)
                                .where(admins.c.id == admin_id)).first()
-        return dict(row._mapping) if row is not None else None
+        return StoredAdmin(row.id, row.email, row.created_at) if row is not None else None
 
-    def credentials(self, email: str) -> dict[str, Any] | None:
+    def credentials(self, email: str) -> AdminCredentials | None:
         """The admin with this email, with its password hash: what a login is checked against."""
         with self.read() as conn:
             row = conn.execute(sa.select(admins).where(admins.c.email == email)).first()
-        return dict(row._mapping) if row is not None else None
+        return AdminCredentials(row.id, row.email, row.created_at, row.password_hash) if row is not None else None
 
-    def admins(self) -> list[dict[str, Any]]:
+    def admins(self) -> list[StoredAdmin]:
         """Every admin, oldest first, without its hash."""
         with self.read() as conn:
             rows = conn.execute(sa.select(admins.c.id, admins.c.email, admins.c.created_at)
                                 .order_by(admins.c.created_at, admins.c.id)).all()
-        return [dict(r._mapping) for r in rows]
+        return [StoredAdmin(r.id, r.email, r.created_at) for r in rows]
 
     def open_session(self, *, session_id: str, admin_id: str, token_digest: str, expires_at: datetime,
                      rotate: str | None = None) -> None:
@@ -69,7 +98,7 @@ class AdminRepo(Repository):
                                                           token_digest=token_digest, created_at=now,
                                                           expires_at=expires_at))
 
-    def session(self, token_digest: str) -> dict[str, Any] | None:
+    def session(self, token_digest: str) -> StoredSession | None:
         """The session with this token digest, its admin's email, and `ended_at` (None while open)."""
         query = (sa.select(admin_sessions.c.id, admin_sessions.c.admin_id, admin_sessions.c.created_at,
                            admin_sessions.c.expires_at, admins.c.email, admin_session_ends.c.ended_at,
@@ -79,7 +108,10 @@ class AdminRepo(Repository):
                  .where(admin_sessions.c.token_digest == token_digest))
         with self.read() as conn:
             row = conn.execute(query).first()
-        return dict(row._mapping) if row is not None else None
+        if row is None:
+            return None
+        return StoredSession(row.id, row.admin_id, row.created_at, row.expires_at, row.email, row.ended_at,
+                             row.end_reason)
 
     def end_session(self, session_id: str, reason: str) -> bool:
         """End a session; whether this call ended it (False: it had ended already)."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
+
+from assay.jsontypes import JsonObject, JsonValue
 
 from assay.store.board_repo import BoardRepo
 from assay.store.board_schema import board_run_facts
@@ -14,30 +17,77 @@ from assay.store.judge_schema import (
 )
 from assay.store.schema import planned_runs, runs, utcnow
 
+# The judge's rows are TypedDicts, not dataclasses: the same rows are read by key from the store and,
+# written as they are, from an export's judge tables (`service.verify`).
+
+
+class NewJudgeConfig(TypedDict):
+    """The judge a submission pins at its first scoring (a `judge_configs` row's values)."""
+
+    spec: str
+    model: str
+    prompt_version: int
+    prompt_hash: str
+    passes: int
+    min_valid: int
+    temperature: float
+    rubric_hash: str
+
+
+class JudgeConfigRow(NewJudgeConfig):
+    """A pinned judge as stored."""
+
+    submission_id: str
+    created_at: datetime
+
+
+class JudgePassRow(TypedDict):
+    """One judge pass of a run as stored (`verdicts` {trait: score} None unless valid, `rationale`
+    {trait: why}, `raw` the judge's answer as given), without its submission and time."""
+
+    run_id: str
+    pass_index: int
+    valid: bool
+    verdicts: dict[str, float | None] | None
+    rationale: dict[str, str]
+    raw: str | None
+    error: str | None
+    error_kind: str | None
+    attempts: int
+
+
+class RecordedRun(TypedDict):
+    """A recorded run with what a judge reads: its case, rep and transcript (as stored)."""
+
+    run_id: str
+    transcript: list[JsonValue]
+    case_id: str
+    rep: int
+
+
+def _config(row: sa.Row[Any]) -> JudgeConfigRow:
+    return JudgeConfigRow(submission_id=row.submission_id, spec=row.spec, model=row.model,
+                          prompt_version=row.prompt_version, prompt_hash=row.prompt_hash, passes=row.passes,
+                          min_valid=row.min_valid, temperature=row.temperature, rubric_hash=row.rubric_hash,
+                          created_at=row.created_at)
+
+
 PASS_COLUMNS = ("run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error", "error_kind", "attempts")
 
 
 class JudgeRepo(BoardRepo):
     """Append-only access to the judge's rows, over the board's engine and transactions."""
 
-    def config(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+    def config(self, submission_id: str, conn: sa.Connection | None = None) -> JudgeConfigRow | None:
         query = sa.select(judge_configs).where(judge_configs.c.submission_id == submission_id)
         if conn is not None:
             row = conn.execute(query).first()
         else:
             with self.read() as c:
                 row = c.execute(query).first()
-        return dict(row._mapping) if row is not None else None
+        return _config(row) if row is not None else None
 
-    def configs(self, submission_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        ids = list(submission_ids)
-        if not ids:
-            return {}
-        with self.read() as conn:
-            rows = conn.execute(sa.select(judge_configs).where(judge_configs.c.submission_id.in_(ids))).all()
-        return {r.submission_id: dict(r._mapping) for r in rows}
-
-    def pin(self, submission_id: str, config: dict[str, Any]) -> dict[str, Any]:
+    def pin(self, submission_id: str, config: NewJudgeConfig) -> JudgeConfigRow:
         """Pin `config` as the submission's judge unless one is pinned already; the pinned one."""
         with self.write() as conn:
             self.lock(conn, "judge", submission_id)
@@ -68,7 +118,7 @@ class JudgeRepo(BoardRepo):
                 conn.execute(sa.insert(judge_endpoints).values(submission_id=submission_id, base_url=base_url,
                                                                created_at=utcnow()))
 
-    def add_pass(self, submission_id: str, row: dict[str, Any]) -> bool:
+    def add_pass(self, submission_id: str, row: JudgePassRow) -> bool:
         """Append one pass; False (nothing written) if that (run, pass index) is already recorded."""
         with self.write() as conn:
             self.lock(conn, "judge-pass", f"{row['run_id']}\x00{row['pass_index']}")
@@ -79,10 +129,10 @@ class JudgeRepo(BoardRepo):
             conn.execute(sa.insert(judge_passes).values(submission_id=submission_id, **row, created_at=utcnow()))
         return True
 
-    def passes(self, submission_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    def passes(self, submission_ids: Iterable[str]) -> dict[str, list[JudgePassRow]]:
         """{run_id: its passes in pass order} over the runs of the submissions named."""
         ids = list(submission_ids)
-        out: dict[str, list[dict[str, Any]]] = {}
+        out: dict[str, list[JudgePassRow]] = {}
         if not ids:
             return out
         query = (sa.select(*(judge_passes.c[c] for c in PASS_COLUMNS))
@@ -90,10 +140,12 @@ class JudgeRepo(BoardRepo):
                  .order_by(judge_passes.c.run_id, judge_passes.c.pass_index))
         with self.read() as conn:
             for r in conn.execute(query):
-                out.setdefault(r.run_id, []).append(dict(r._mapping))
+                out.setdefault(r.run_id, []).append(JudgePassRow(
+                    run_id=r.run_id, pass_index=r.pass_index, valid=r.valid, verdicts=r.verdicts,
+                    rationale=r.rationale, raw=r.raw, error=r.error, error_kind=r.error_kind, attempts=r.attempts))
         return out
 
-    def recorded_runs(self, submission_id: str) -> list[dict[str, Any]]:
+    def recorded_runs(self, submission_id: str) -> list[RecordedRun]:
         """The submission's recorded runs with what a judge reads: case, rep and transcript."""
         query = (
             sa.select(runs.c.run_id, runs.c.transcript, planned_runs.c.case_id, planned_runs.c.trial.label("rep"))
@@ -102,7 +154,8 @@ class JudgeRepo(BoardRepo):
             .order_by(planned_runs.c.slot)
         )
         with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [RecordedRun(run_id=r.run_id, transcript=r.transcript, case_id=r.case_id, rep=r.rep)
+                    for r in conn.execute(query)]
 
     def awaiting_judge(self) -> list[str]:
         """Submissions whose every planned run is recorded and swept and some is not judged yet:
@@ -122,8 +175,8 @@ class JudgeRepo(BoardRepo):
                                .where(batch_facilitators.c.batch_id == batch_id)).first()
         return dict(row._mapping) if row is not None else None
 
-    def submission_rubric(self, submission_id: str) -> dict[str, Any] | None:
-        """The rubric document a submission brought of its own, or None."""
+    def submission_rubric(self, submission_id: str) -> JsonObject | None:
+        """The rubric document a submission brought of its own (as stored: `Rubric` reads it), or None."""
         with self.read() as conn:
             return conn.execute(sa.select(submission_rubrics.c.document)
                                 .where(submission_rubrics.c.submission_id == submission_id)).scalar_one_or_none()
