@@ -34,6 +34,7 @@ from assay.stats.intervals import (
     z_quantile,
 )
 from assay.stats.ranks import statistical_ranks
+from tests.support.strategies import small_fractions
 
 FAST = settings(max_examples=150, deadline=None)
 Z = 1.959963984540054
@@ -183,7 +184,7 @@ def test_t_interval_is_none_without_spread() -> None:
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
-@given(st.lists(st.fractions(-1, 1, max_denominator=6), min_size=2, max_size=12))
+@given(st.lists(small_fractions(-1, 1, max_denominator=6), min_size=2, max_size=12))
 def test_t_interval_contains_the_mean(values: list[Fraction]) -> None:
     floats = [float(v) for v in values]
     assume(len(set(values)) > 1)
