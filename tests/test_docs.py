@@ -8,8 +8,8 @@
   point inside it), and must exit 0. The directory holds a `src` link to this checkout's `src`, so
   paths written from the repository's root (`src/assay/suites/forge/`) resolve.
 
-  The script is run by bash, but its `assay` is the client of a fork server (tests/support/
-  forkserver.py) that imported the package once: each `assay` line is still its own process,
+  The script is run by bash, but its `assay` is the client of this worker's fork server
+  (tests/support/forkserver.py), which imported the package once: each `assay` line is still its own process,
   with the line's argv, directory, environment and standard streams (so pipes, redirects,
   `$(...)` and exit codes keep their meaning), forked from a process that has paid the imports.
   A new interpreter a line cost about a second of CPU, most of a page's cost. The console script
@@ -18,14 +18,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,42 +70,18 @@ def _python_path() -> str:
     return str(ROOT / "src") + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
 
 
-@pytest.fixture(scope="module")
-def assay_bin() -> Iterator[tuple[Path, Path]]:
-    """`(directory, socket)`: a directory holding an `assay` that runs each command line through
-    one fork server (started here, imports paid once, stopped after the module), and its socket."""
-    from tests.support.forkserver import CLIENT
+@pytest.fixture
+def assay_bin() -> Path:
+    """A directory holding an `assay` that runs each command line through this worker's fork server."""
+    from tests.support.forkserver import assay_command
 
-    home = Path(tempfile.mkdtemp(prefix="assay-fork-"))  # short: a Unix socket's path is at most 107 bytes
-    socket_path = home / "s"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env["PYTHONPATH"] = _python_path()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "forkserver.py"), str(socket_path)],
-                              cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                              start_new_session=True)  # its session: its commands are stopped with it
-    try:
-        assert server.stdout is not None
-        ready = server.stdout.readline()
-        assert ready == "ready\n", f"the fork server did not start (said {ready!r}, exit {server.poll()})"
-        bindir = home / "bin"
-        bindir.mkdir()
-        client = bindir / "assay"
-        client.write_text(f"#!{sys.executable} -IS\n{CLIENT}", encoding="utf-8")
-        client.chmod(0o755)
-        yield bindir, socket_path
-    finally:
-        import signal
-
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)
-        server.wait(10)
-        shutil.rmtree(home, ignore_errors=True)
+    return Path(assay_command()[0]).parent
 
 
 @pytest.mark.heavy
 @pytest.mark.xdist_group("docs")  # one worker runs the pages, on one fork server
 @pytest.mark.parametrize("doc", WITH_BLOCKS, ids=[str(p.relative_to(ROOT)) for p in WITH_BLOCKS])
-def test_runnable_blocks_run(doc: Path, tmp_path: Path, assay_bin: tuple[Path, Path]) -> None:
+def test_runnable_blocks_run(doc: Path, tmp_path: Path, assay_bin: Path) -> None:
     blocks = runnable_blocks(doc.read_text(encoding="utf-8"))
     work = tmp_path / "work"
     work.mkdir()
@@ -121,8 +93,7 @@ def test_runnable_blocks_run(doc: Path, tmp_path: Path, assay_bin: tuple[Path, P
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "ASSAY_DB": f"sqlite:///{tmp_path / 'store.db'}",
-        "ASSAY_FORK_SERVER": str(assay_bin[1]),
-        "PATH": os.pathsep.join([str(assay_bin[0]), bindir, env.get("PATH", "")]),
+        "PATH": os.pathsep.join([str(assay_bin), bindir, env.get("PATH", "")]),
         "PYTHONPATH": _python_path(),
         "COLUMNS": "100",
     })
@@ -134,7 +105,7 @@ def test_runnable_blocks_run(doc: Path, tmp_path: Path, assay_bin: tuple[Path, P
 
 @pytest.mark.heavy
 @pytest.mark.xdist_group("docs")
-def test_the_fork_servers_assay_keeps_the_shells_meaning(tmp_path: Path, assay_bin: tuple[Path, Path]) -> None:
+def test_the_fork_servers_assay_keeps_the_shells_meaning(tmp_path: Path, assay_bin: Path) -> None:
     # what the pages rely on: exit codes, stdout into a pipe and a file, stderr apart, the line's own
     # environment and directory
     script = (
@@ -146,8 +117,7 @@ def test_the_fork_servers_assay_keeps_the_shells_meaning(tmp_path: Path, assay_b
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     env.update({"HOME": str(tmp_path), "ASSAY_DB": f"sqlite:///{tmp_path / 'store.db'}",
-                "ASSAY_FORK_SERVER": str(assay_bin[1]),
-                "PATH": os.pathsep.join([str(assay_bin[0]), env.get("PATH", "")])})
+                "PATH": os.pathsep.join([str(assay_bin), env.get("PATH", "")])})
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines() == ["exit=2", "piped", "batches=[]", "here"], done.stderr
     assert "missing.yaml" in (tmp_path / "err.txt").read_text(encoding="utf-8")  # stderr went to its file
