@@ -34,7 +34,7 @@ from assay.stats.intervals import (
     z_quantile,
 )
 from assay.stats.ranks import statistical_ranks
-from tests.support.strategies import small_fractions
+from tests.support.strategies import examples, small_fractions
 
 FAST = settings(max_examples=150, deadline=None)
 Z = 1.959963984540054
@@ -287,7 +287,7 @@ def test_turning_a_fail_into_a_pass_never_lowers_either_bound(parts: list[Part],
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@FAST
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(parts_lists(max_size=6, max_den=4), min_size=2, max_size=6), st.data())
 def test_a_pass_anywhere_never_worsens_a_statistical_rank(board: list[list[Part]], data: st.DataObject) -> None:
     """A random board (entries of random cases, trials and passes): turn one failed run of one
