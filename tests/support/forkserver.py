@@ -31,6 +31,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -145,8 +146,6 @@ def _status(wait_status: int) -> int:
 def _wait(command: int, conn: socket.socket) -> int:
     """The command's wait status; if the client goes away first (killed: a test's timeout), the
     command is killed too, as the console script would have been."""
-    import select
-
     pidfd = os.pidfd_open(command)
     try:
         while True:
@@ -179,8 +178,15 @@ def serve(path: str) -> tuple[list[int], dict[str, Any]]:
                 return
 
     signal.signal(signal.SIGCHLD, reap)
+    parent = os.getppid()
     print("ready", flush=True)
     while True:
+        # the server ends when the tests' process does, however it ends (its parent changes);
+        # PR_SET_PDEATHSIG would follow the thread that started it, not the process
+        if not select.select([listener], [], [], 1.0)[0]:
+            if os.getppid() != parent:
+                os._exit(0)
+            continue
         conn, _ = listener.accept()
         try:
             fds, request = _request(conn)
@@ -276,16 +282,7 @@ def _start() -> Path:
     return client
 
 
-def _die_with_parent() -> None:
-    """The server ends when the tests' process does, however it ends (Linux: PR_SET_PDEATHSIG)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 if __name__ == "__main__":
-    _die_with_parent()
     sys.path[0] = str(console_script().parent)  # as under bin/assay, not this file's directory
     warm()
     taken, asked = serve(sys.argv[1])
