@@ -31,6 +31,12 @@ os.environ.pop("LINES", None)
 if TYPE_CHECKING:
     from assay.store import Store
 
+# `pytest --hypothesis-profile thorough`: the property tests at their full example counts (see
+# tests/support/strategies.py `examples`); the default profile runs the costliest at a quarter
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("thorough", _hypothesis_settings.get_profile("default"))
+
 
 @dataclass(frozen=True)
 class PgServer:

@@ -7,6 +7,13 @@
   script, in a fresh temporary directory with a fresh store (`ASSAY_DB`, HOME and the data dirs
   point inside it), and must exit 0. The directory holds a `src` link to this checkout's `src`, so
   paths written from the repository's root (`src/assay/suites/forge/`) resolve.
+
+  The script is run by bash, but its `assay` is the client of this worker's fork server
+  (tests/support/forkserver.py), which imported the package once: each `assay` line is still its own process,
+  with the line's argv, directory, environment and standard streams (so pipes, redirects,
+  `$(...)` and exit codes keep their meaning), forked from a process that has paid the imports.
+  A new interpreter a line cost about a second of CPU, most of a page's cost. The console script
+  itself, started the usual way, is tested by tests/test_install.py and the `real_cli` tests.
 """
 
 from __future__ import annotations
@@ -59,9 +66,22 @@ def _script(blocks: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _python_path() -> str:
+    return str(ROOT / "src") + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+
+
+@pytest.fixture
+def assay_bin() -> Path:
+    """A directory holding an `assay` that runs each command line through this worker's fork server."""
+    from tests.support.forkserver import assay_command
+
+    return Path(assay_command()[0]).parent
+
+
 @pytest.mark.heavy
+@pytest.mark.xdist_group("docs")  # one worker runs the pages, on one fork server
 @pytest.mark.parametrize("doc", WITH_BLOCKS, ids=[str(p.relative_to(ROOT)) for p in WITH_BLOCKS])
-def test_runnable_blocks_run(doc: Path, tmp_path: Path) -> None:
+def test_runnable_blocks_run(doc: Path, tmp_path: Path, assay_bin: Path) -> None:
     blocks = runnable_blocks(doc.read_text(encoding="utf-8"))
     work = tmp_path / "work"
     work.mkdir()
@@ -73,14 +93,35 @@ def test_runnable_blocks_run(doc: Path, tmp_path: Path) -> None:
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "ASSAY_DB": f"sqlite:///{tmp_path / 'store.db'}",
-        "PATH": bindir + os.pathsep + env.get("PATH", ""),
-        "PYTHONPATH": str(ROOT / "src") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+        "PATH": os.pathsep.join([str(assay_bin), bindir, env.get("PATH", "")]),
+        "PYTHONPATH": _python_path(),
         "COLUMNS": "100",
     })
     done = subprocess.run(["bash", "-c", _script(blocks)], cwd=work, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, (f"{doc.name}: a runnable block failed (exit {done.returncode})\n"
                                   f"--- stderr\n{done.stderr[-4000:]}\n--- stdout\n{done.stdout[-2000:]}")
+
+
+@pytest.mark.heavy
+@pytest.mark.xdist_group("docs")
+def test_the_fork_servers_assay_keeps_the_shells_meaning(tmp_path: Path, assay_bin: Path) -> None:
+    # what the pages rely on: exit codes, stdout into a pipe and a file, stderr apart, the line's own
+    # environment and directory
+    script = (
+        "set -u\n"
+        "assay validate missing.yaml 2> err.txt; echo \"exit=$?\"\n"
+        "assay kit --help | grep -c estate > /dev/null && echo piped\n"
+        "ASSAY_DB=sqlite:///$PWD/other.db assay batches --json > out.json; echo \"batches=$(cat out.json)\"\n"
+        "mkdir sub && cd sub && assay validate ../missing.yaml 2>&1 | grep -q '../missing.yaml' && echo here\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update({"HOME": str(tmp_path), "ASSAY_DB": f"sqlite:///{tmp_path / 'store.db'}",
+                "PATH": os.pathsep.join([str(assay_bin), env.get("PATH", "")])})
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == ["exit=2", "piped", "batches=[]", "here"], done.stderr
+    assert "missing.yaml" in (tmp_path / "err.txt").read_text(encoding="utf-8")  # stderr went to its file
+    assert (tmp_path / "other.db").is_file() and not (tmp_path / "store.db").exists()  # the line's own ASSAY_DB
 
 
 @pytest.mark.heavy

@@ -1,7 +1,8 @@
-"""The real `assay` console script, end to end: subprocesses, a real store, a real HTTP endpoint.
+"""The real `assay` command, end to end: processes, a real store, a real HTTP endpoint.
 
-Nothing here imports the CLI module: every test runs `.venv/bin/assay` (or `python -m assay.demo`)
-as a user would, with `ASSAY_DB` pointing at a private SQLite file (or `--db` at a private
+Nothing here imports the CLI module: every test runs `assay` as a process (forked by the worker's
+fork server, tests/support/forkserver.py, which imported the package once; `.venv/bin/assay`
+itself where said; `python -m assay.demo`) as a user would, with `ASSAY_DB` pointing at a private SQLite file (or `--db` at a private
 PostgreSQL database), and reads back only what the process printed, wrote, or stored.
 
 The results JSON is checked against docs/architecture.md's contract key by key, and every derived field
@@ -29,8 +30,9 @@ from typing import Any
 import pytest
 
 from tests.support.cli import run_main
+from tests.support.forkserver import assay_command
 
-pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+pytestmark = pytest.mark.heavy  # every test here runs `assay` as processes (tests/support/forkserver.py)
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.support.fake_openai import FakeOpenAI, assistant, tool_call
@@ -80,9 +82,13 @@ def clean_env(db_file: Path | None, **extra: str) -> dict[str, str]:
     return env
 
 
-def assay(*args: str | Path, db_file: Path | None, timeout: float = 120, **env: str) -> Result:
+def assay(*args: str | Path, db_file: Path | None, timeout: float = 120, console_script: bool = False,
+          **env: str) -> Result:
+    """`assay ARGS` as a process: through this worker's fork server (tests/support/forkserver.py: a
+    process per command, without an interpreter's start-up and imports each), or `console_script`,
+    `bin/assay` itself."""
     argv = [str(a) for a in args]
-    proc = subprocess.run([str(ASSAY), *argv], cwd=REPO, env=clean_env(db_file, **env), capture_output=True,
+    proc = subprocess.run([str(ASSAY) if console_script else assay_command()[0], *argv], cwd=REPO, env=clean_env(db_file, **env), capture_output=True,
                           text=True, timeout=timeout)
     return Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
 
@@ -418,7 +424,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
 
     # the console script itself for the first case; the same `main` in this process for the rest
     if where == "no-such-suite":
-        result = assay(*args, db_file=db_file)
+        result = assay(*args, db_file=db_file, console_script=True)
     else:
         result = Result(tuple(args), *run_main(args, cwd=REPO, env=clean_env(db_file)))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,15 @@ from assay.service import agreement, releases
 from assay.service.actors import OPERATOR
 from assay.store import open_store
 from tests.service.test_agreement import _build
+from tests.support.forkserver import assay_command
 
-pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+pytestmark = pytest.mark.heavy  # every test here runs `assay` as processes (tests/support/forkserver.py)
 
-ASSAY = Path(sys.executable).parent / "assay"
 
 
 def _cli(db: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
-    done = subprocess.run([str(ASSAY), *args, "--db", db], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*assay_command(), *args, "--db", db], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == expect, (args, done.stdout, done.stderr)
     if expect == 2:
         assert done.stderr.startswith("assay: error: ") and len(done.stderr.strip().splitlines()) == 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +14,15 @@ import sqlalchemy as sa
 import pytest
 
 from tests.support.fake_judge_server import FakeJudgeServer
+from tests.support.forkserver import assay_command
 
-pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+pytestmark = pytest.mark.heavy  # every test here runs `assay` as processes (tests/support/forkserver.py)
 
-ASSAY = Path(sys.executable).parent / "assay"
 
 
 def _cli(db: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_DB", "OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    done = subprocess.run([str(ASSAY), *args, "--db", db], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*assay_command(), *args, "--db", db], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == expect, (args, done.stdout, done.stderr)
     if expect == 2:
         assert done.stderr.startswith("assay: error: ") and len(done.stderr.strip().splitlines()) == 1

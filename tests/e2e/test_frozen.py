@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.support.forkserver import assay_command
 
-pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+pytestmark = pytest.mark.heavy  # every test here runs `assay` as processes (tests/support/forkserver.py)
 
-ASSAY = str(Path(sys.executable).parent / "assay")
 CASE = Path(__file__).resolve().parents[2] / "src/assay/suites/forge/second-host.yaml"
 
 
@@ -24,7 +23,7 @@ def _counts(db: Path) -> dict[str, int]:
 
 def _run(db: Path, case: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ASSAY_DB": f"sqlite:///{db}"}
-    return subprocess.run([ASSAY, "run", str(case), "--agent", "reference:idle", "--trials", "1"],
+    return subprocess.run([*assay_command(), "run", str(case), "--agent", "reference:idle", "--trials", "1"],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
 
 

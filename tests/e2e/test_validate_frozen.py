@@ -13,20 +13,19 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.support.forkserver import assay_command
 
-pytestmark = pytest.mark.heavy  # every test here runs the `assay` console script in subprocesses
+pytestmark = pytest.mark.heavy  # every test here runs `assay` as processes (tests/support/forkserver.py)
 
-ASSAY = str(Path(sys.executable).parent / "assay")
 FORGE = Path(__file__).resolve().parents[2] / "src/assay/suites/forge"
 TABLES = ("scenario_versions", "suite_releases", "release_scenarios", "batches", "runs")
 
 
 def _assay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([ASSAY, *args], capture_output=True, text=True, timeout=120, check=False,
+    return subprocess.run([*assay_command(), *args], capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, **(env or {})})
 
 
@@ -112,7 +111,7 @@ def test_without_a_store_nothing_is_said_of_releases_and_no_store_is_made(
     data = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"}
     env["XDG_DATA_HOME"] = str(data)
-    result = subprocess.run([ASSAY, "validate", str(suite)], capture_output=True, text=True, timeout=120,
+    result = subprocess.run([*assay_command(), "validate", str(suite)], capture_output=True, text=True, timeout=120,
                             check=False, env=env)
     assert result.returncode == 0, result.stderr
     assert not list(data.rglob("*.db")), "the default store was made by validating"

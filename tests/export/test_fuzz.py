@@ -19,6 +19,7 @@ from assay.service.verify import verify
 from assay.store import open_store
 
 from ._support import populate
+from tests.support.strategies import examples
 
 pytestmark = pytest.mark.slow  # each builds and exports a populated store: left out of `pytest --pure`
 
@@ -42,7 +43,7 @@ def _files(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.stat().st_size > 0)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_one_byte_flipped_anywhere_is_caught_and_named(exported: Path, tmp_path_factory: pytest.TempPathFactory,
                                                            data: st.DataObject) -> None:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import pytest
 
 from assay.canonical import SharedSections, _plain, canonical_bytes
+from tests.support.strategies import examples
 
 # Keys and strings drawn from the whole of Unicode (astral characters and escapes included),
 # integers beyond 2^53, floats: every place where stdlib JSON and RFC 8785 could part ways.
@@ -25,7 +26,7 @@ def _reference(value: object) -> bytes | type[Exception]:
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(json_values)
 def test_fast_path_equals_rfc8785(value: object) -> None:
     expected = _reference(value)
@@ -62,7 +63,7 @@ objects = st.dictionaries(text | ascii_keys, small_values, max_size=5)
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(objects, objects, st.integers(min_value=0))
 def test_shared_sections_encode_exactly_as_canonical_bytes(base: dict, own: dict, pick: int) -> None:
     """A value mixing the base's own sections (by identity) with new ones, and the same value

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,12 @@ from assay.scenario.shape import Shape, state_schema
 from assay.scenario.suite import Suite
 from assay.scenario.yamlsafe import load_yaml_file
 from assay.service.suites import examine_suite, resolve_suite
+from tests.support.forkserver import assay_command
+from tests.support.strategies import examples
 
 FORGE = Path(assay.__file__).resolve().parent / "suites" / "forge"
 CASES = sorted(p.stem for p in FORGE.glob("*.yaml") if p.stem != "suite")
 REPO = Path(__file__).resolve().parents[2]
-ASSAY = Path(sys.executable).parent / "assay" if (Path(sys.executable).parent / "assay").exists() else REPO / ".venv" / "bin" / "assay"
 BASE: dict[str, Any] = load_yaml_file(FORGE / "backup-running.yaml")
 TYPO = "checks[0].expect.path: no backup 'nightlyy' in backups (nearest: 'nightly')"
 
@@ -359,7 +359,7 @@ def tags(draw: st.DrawFn) -> str:
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(tags())
 def test_canonicalisation_is_idempotent_and_case_insensitive(tag: str) -> None:
     canonical = bcp47(tag)
@@ -412,7 +412,7 @@ def test_cli_validate_of_a_directory_says_ok_and_every_problem(tmp_path: Path) -
     write(tmp_path / "a.yaml", doc(checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
     write(tmp_path / "b.yaml", doc(id="forge-other", language="en_GB"))
     (tmp_path / "c.yaml").write_text((FORGE / "all-quiet.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    result = subprocess.run([str(ASSAY), "validate", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([*assay_command(), "validate", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result
     assert result.stdout.splitlines() == [f"ok  forge-all-quiet  {load_scenario(tmp_path / 'c.yaml', get_kit).content_hash}"]
     assert result.stderr.splitlines() == [
@@ -426,7 +426,7 @@ def test_cli_run_of_a_scenario_with_a_bad_path_refuses_with_one_line(tmp_path: P
     path = write(tmp_path / "case.yaml", doc(
         language="en_GB", checks_0={"path": "backups.nightlyy.status", "equals": "running"}))
     db = tmp_path / "assay.db"
-    result = subprocess.run([str(ASSAY), "run", str(path), "--agent", "reference:idle", "--trials", "1",
+    result = subprocess.run([*assay_command(), "run", str(path), "--agent", "reference:idle", "--trials", "1",
                              "--db", f"sqlite:///{db}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result
     assert "Traceback" not in result.stderr and result.stdout == ""

@@ -34,6 +34,7 @@ from assay.stats.intervals import (
     z_quantile,
 )
 from assay.stats.ranks import statistical_ranks
+from tests.support.strategies import examples, small_fractions
 
 FAST = settings(max_examples=150, deadline=None)
 Z = 1.959963984540054
@@ -183,7 +184,7 @@ def test_t_interval_is_none_without_spread() -> None:
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @FAST
-@given(st.lists(st.fractions(-1, 1, max_denominator=6), min_size=2, max_size=12))
+@given(st.lists(small_fractions(-1, 1, max_denominator=6), min_size=2, max_size=12))
 def test_t_interval_contains_the_mean(values: list[Fraction]) -> None:
     floats = [float(v) for v in values]
     assume(len(set(values)) > 1)
@@ -286,7 +287,7 @@ def test_turning_a_fail_into_a_pass_never_lowers_either_bound(parts: list[Part],
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@FAST
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(parts_lists(max_size=6, max_den=4), min_size=2, max_size=6), st.data())
 def test_a_pass_anywhere_never_worsens_a_statistical_rank(board: list[list[Part]], data: st.DataObject) -> None:
     """A random board (entries of random cases, trials and passes): turn one failed run of one

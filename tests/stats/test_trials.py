@@ -27,6 +27,7 @@ from assay.stats.trials import (
     pass_rate,
     summary,
 )
+from tests.support.strategies import examples
 
 P = TrialOutcome(passed=True, false_success=False)
 F = TrialOutcome(passed=False, false_success=False)
@@ -203,7 +204,7 @@ def test_all_pass_or_all_fail_is_consistent_and_extreme(cases: dict[str, list[Tr
 
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
-@FAST
+@settings(max_examples=examples(80), deadline=None)
 @given(cases_with(st.integers(min_value=1, max_value=40)))
 def test_summary_pass_hat_k_is_pass_hat_k_for_every_k(cases: dict[str, list[TrialOutcome]]) -> None:
     """The summary computes all k at once (incremental binomials); each is exactly the one-k figure."""

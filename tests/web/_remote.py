@@ -106,7 +106,7 @@ def in_process(store: Store, run_id: str, agent: str | Any, limits: Limits | Non
     """The run `run_id` played in this process by `agent` (a spec, or a factory) on a fresh fork
     with the same seed."""
     planned = planned_of(store, run_id)
-    loaded = execution.stored_scenarios(store, _batch_of(store, run_id))[planned.scenario_hash]
+    loaded = _scenarios(store, _batch_of(store, run_id))[planned.scenario_hash]
     factory = load_agent(agent) if isinstance(agent, str) else agent
     return play_sync(open_episode(loaded, planned, limits or Limits()), factory)
 
@@ -114,6 +114,19 @@ def in_process(store: Store, run_id: str, agent: str | Any, limits: Limits | Non
 def answering(value: Any) -> AgentFactory:
     """An in-process agent that always answers `value` (junk, say)."""
     return AgentFactory("python:answering", lambda: lambda _messages, _tools: value)
+
+
+#: (store URL, batch id) -> the batch's scenarios as `execution.stored_scenarios` rebuilds them: a
+#: batch's stored scenarios never change (append-only), and rebuilding them (parsing every case's
+#: document) for each run compared was most of the remote-play tests' own time
+_LOADED: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def _scenarios(store: Store, batch_id: str) -> dict[str, Any]:
+    key = (store.url, batch_id)
+    if key not in _LOADED:
+        _LOADED[key] = execution.stored_scenarios(store, batch_id)
+    return _LOADED[key]
 
 
 def _batch_of(store: Store, run_id: str) -> str:
@@ -136,6 +149,6 @@ def same_as_stored(store: Store, run_id: str, expected: RunRecord) -> StoredRun:
 
 
 def expected_score(store: Store, run_id: str, expected: RunRecord) -> tuple[int, bool]:
-    loaded = execution.stored_scenarios(store, _batch_of(store, run_id))[expected.scenario_hash]
+    loaded = _scenarios(store, _batch_of(store, run_id))[expected.scenario_hash]
     v = verdict(evaluate_checks(loaded.scenario.checks, expected.final_state), expected.status)
     return v.score, v.passed

@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from assay.service.actors import OPERATOR, PUBLIC, account_actor, agent_of
 from assay.service.secret import secret_path, server_secret
 
 from .conftest import SECRET
+from tests.support.forkserver import assay_command
 
-ASSAY = Path(sys.executable).with_name("assay")
 
 
 @pytest.fixture
@@ -164,7 +163,7 @@ def test_other_stores_keep_their_secret_in_the_data_dir(monkeypatch: pytest.Monk
 
 
 def _assay(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ASSAY), *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([*assay_command(), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.heavy  # starts a process

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from assay.store import Store, open_store
 from assay.store.remote_schema import remote_steps
 from assay.store.runs_repo import RunsRepo
 from tests.support.clock import ManualClock, set_store_clock
+from tests.support.forkserver import assay_command
 from tests.run.test_hidden import Seen, secrets_of
 
 from ._remote import (
@@ -332,8 +332,7 @@ def test_a_malformed_message_is_the_runs_empty_exactly_as_in_process(web_store: 
 
 
 def _assay(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("assay")
-    done = subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*assay_command(), *args], env=env, capture_output=True, text=True, timeout=300)
     if check:
         assert done.returncode == 0, done.stderr
     return done

@@ -52,24 +52,44 @@ def serving(store: Store) -> Iterator[str]:
         sock.close()
 
 
-def test_a_server_that_refuses_is_one_line_at_once() -> None:
+class StoppedTime:
+    """`time` as `assay play` reads it: `monotonic()` stands still until `sleep(s)` moves it on by s,
+    so a retry's bound is tested on the clock play keeps, without waiting it out."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_server_that_refuses_is_one_line_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    began = time.monotonic()
-    with cli_play.RemoteServer(url, "gk_x") as server, pytest.raises(cli_play.Unreachable) as caught:
+    stopped = StoppedTime()
+    monkeypatch.setattr(cli_play, "time", stopped)
+    with cli_play.RemoteServer(url, "gk_x", sleep=stopped.sleep) as server, \
+            pytest.raises(cli_play.Unreachable) as caught:
         server.next_run()
-    assert time.monotonic() - began < 3  # two quick retries, never two minutes
+    assert len(stopped.slept) == cli_play.CONNECT_RETRIES and stopped.now < 3  # two quick retries, never minutes
     assert str(caught.value) == f"server {url} unreachable: connection refused"
 
 
 def test_a_server_that_answered_and_went_away_is_said_at_once_and_tried_again_for_a_bounded_time(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    with cli_play.RemoteServer(url, "gk_x", retry_seconds=0.3, sleep=lambda _s: time.sleep(0.05)) as server:
+    stopped = StoppedTime()
+    monkeypatch.setattr(cli_play, "time", stopped)
+    with cli_play.RemoteServer(url, "gk_x", retry_seconds=0.3, sleep=stopped.sleep) as server:
         server._answered = True  # as after a first answer: a restart is waited for, within bounds
-        began = time.monotonic()
         with pytest.raises(cli_play.Unreachable):
             server.next_run()
-        assert 0.3 <= time.monotonic() - began < 2
+    # tried again until the bound, and given up at the first try past it
+    assert len(stopped.slept) >= 1 and stopped.now - stopped.slept[-1] < 0.3 <= stopped.now
     said = [line for line in capsys.readouterr().err.splitlines() if line]
     assert said == [f"assay: server {url} unreachable: connection refused; trying again for up to 0.3 s"]
 

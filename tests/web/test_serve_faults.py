@@ -24,9 +24,10 @@ import sqlalchemy as sa
 
 from assay.cli import play as cli_play
 from tests.e2e.test_cli import assay, clean_env
+from tests.support.forkserver import assay_command
 from tests.support.own_pg import OwnPg, own_pg
 
-from .conftest import SECRET, assay_exe, assay_serve, bearer
+from .conftest import SECRET, assay_serve, bearer
 
 RUNS = 15  # forge: 5 cases × 3 reps
 TRACE = "Traceback (most recent call last)"
@@ -72,7 +73,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
         assert created.status_code == 201, created.text
         submission_id = created.json()["id"]
 
-        play = subprocess.Popen([str(assay_exe()), "play", "--server", base, "--agent", "reference:diligent"],
+        play = subprocess.Popen([*assay_command(), "play", "--server", base, "--agent", "reference:diligent"],
                                 env={**env, "ASSAY_AGENT_KEY": agent_key}, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:

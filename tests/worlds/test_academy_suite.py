@@ -10,7 +10,6 @@ from assay.service.actors import OPERATOR
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from assay.store import Store
 from assay.worlds.campaign.phrases import PHRASEBOOKS, primary
 from assay.worlds.kits import get_kit
 from assay.store.runs_repo import RunsRepo
+from tests.support.forkserver import assay_command
 
 try:  # `python -m pytest` puts the repo root on sys.path; a bare `pytest` only tests/
     from tests.run.test_hidden import Secret, Seen, _fragments, recording, secrets_of
@@ -143,9 +143,8 @@ def test_the_rubric_is_a_valid_rubric_with_the_eight_traits(suite: str) -> None:
 @pytest.mark.parametrize("suite", SUITES)
 @pytest.mark.heavy  # starts a process
 def test_assay_validate_accepts_the_suite(suite: str) -> None:
-    cli = Path(sys.executable).with_name("assay")
     for target in (suite, str(SUITES_DIR / suite)):
-        done = subprocess.run([str(cli), "validate", target], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*assay_command(), "validate", target], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert [line.split()[1] for line in done.stdout.splitlines()] == [load(p).id for p in files(suite)]
 

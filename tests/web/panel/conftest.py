@@ -28,7 +28,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from ..conftest import SECRET, assay_exe, assay_serve, make_app
+from ..conftest import SECRET, assay_serve, make_app
+from tests.support.forkserver import assay_command
 
 ADMIN_EMAIL = "root@example.org"
 ADMIN_PASSWORD = "correct horse battery staple"
@@ -153,7 +154,7 @@ def panel_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("panel-serve")
     db_url = f"sqlite:///{root / 'assay.db'}"
     env = {k: v for k, v in os.environ.items() if k != "ASSAY_DB"} | {"ASSAY_SECRET": SECRET.decode()}
-    created = subprocess.run([str(assay_exe()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db_url],
+    created = subprocess.run([*assay_command(), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db_url],
                              input=ADMIN_PASSWORD + "\n", capture_output=True, text=True, env=env, timeout=120)
     assert created.returncode == 0, created.stderr
     with assay_serve(db_url, root / "serve.log", env=env, probe="/benchmark") as base:

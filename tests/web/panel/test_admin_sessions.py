@@ -20,8 +20,8 @@ from assay.store.panel_schema import admins as admins_table
 from assay.web.admin import COOKIE, LoginThrottle, seal, unseal
 
 from ..conftest import SECRET, bearer, issue_key
-from ..conftest import assay_exe
 from .conftest import ADMIN_EMAIL, ADMIN_PASSWORD, Session, log_in
+from tests.support.forkserver import assay_command
 
 MODEL = {"action": "register-model", "slug": "m1", "name": "Model One", "vendor": "Acme"}
 
@@ -59,14 +59,14 @@ def test_an_admin_is_stored_with_an_argon2id_hash_never_the_password(web_store: 
 @pytest.mark.heavy  # starts a process
 def test_assay_admin_create_reads_the_password_from_stdin_and_never_echoes_it(tmp_path: Any) -> None:
     db = f"sqlite:///{tmp_path / 'assay.db'}"
-    done = subprocess.run([str(assay_exe()), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db],
+    done = subprocess.run([*assay_command(), "admin", "create", ADMIN_EMAIL, "--password-stdin", "--db", db],
                           input=ADMIN_PASSWORD + "\n", capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert ADMIN_EMAIL in done.stdout and ADMIN_PASSWORD not in done.stdout + done.stderr
-    again = subprocess.run([str(assay_exe()), "admin", "create", "b@example.org", "--password-stdin", "--db", db],
+    again = subprocess.run([*assay_command(), "admin", "create", "b@example.org", "--password-stdin", "--db", db],
                            input="short\n", capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1 and "short" not in again.stderr
-    listed = subprocess.run([str(assay_exe()), "admin", "list", "--json", "--db", db], capture_output=True, text=True,
+    listed = subprocess.run([*assay_command(), "admin", "list", "--json", "--db", db], capture_output=True, text=True,
                             timeout=120)
     assert listed.returncode == 0 and ADMIN_EMAIL in listed.stdout and "argon2" not in listed.stdout
     from assay.store import open_store

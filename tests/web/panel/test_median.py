@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from assay.store.panel_repo import PanelRepo
 from assay.store.panel_schema import panel_model_categories, panel_run_medians
 from tests.support.databases import backend_url
+from tests.support.strategies import examples
 
 CATEGORIES = ("safety", "diagnosis", "honesty")
 _serial = itertools.count()
@@ -49,7 +50,7 @@ PANELIST = st.tuples(st.none() | CARD, CARD, st.booleans())
 
 @pytest.mark.slow  # seconds of work: left out of `pytest --pure`
 @given(panelists=st.lists(PANELIST, min_size=1, max_size=9))
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(60), deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_the_view_median_is_statistics_median_of_the_latest_approved_ratings(
         median_store: Any, panelists: list[tuple[dict[str, Any] | None, dict[str, Any], bool]]) -> None:
