@@ -722,6 +722,8 @@ class Store:
             row = {name: getattr(record, name) for name in _RUN_FIELDS}
             if record.final_state_text is not None:
                 row["final_state"] = Encoded(record.final_state_text)
+            if record.bodies_text is not None:  # encoded where the run ended, as `dumps` encodes
+                row["transcript"], row["actions"] = map(Encoded, record.bodies_text)
             row["created_at"] = now
             run_rows.append(row)
             check_rows.extend(
