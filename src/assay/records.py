@@ -148,20 +148,19 @@ class RunRecord(BaseModel):
         """The run's check outcomes, when it was scored where it ended."""
         return self._outcomes
 
-    @classmethod
-    def encoded(cls, fields: dict[str, Any], transcript: str, actions: str, final_state: str,
-                outcomes: tuple[CheckOutcome, ...]) -> RunRecord:
-        """A run played, scored and encoded in another process, as it is stored: its scalar
-        `fields`, its transcript, actions and final state as JSON text (the store's encoding, and
-        the canonical text of the final state's hash) and its check outcomes. The bodies are not
-        decoded here: `transcript`, `actions` and `final_state` are left empty, and whoever writes
-        the record writes the texts (the run writer and the store are the only readers of a record
-        on its way to the store)."""
-        record = cls.model_construct(**fields)
-        record._final_state_text = final_state
-        record._bodies_text = (transcript, actions)
-        record._outcomes = outcomes
-        return record
+    def encoded(self, transcript: str, actions: str, outcomes: tuple[CheckOutcome, ...]) -> RunRecord:
+        """This run as it travels from the process that played and scored it to the one that
+        stores it: its transcript and actions as JSON text (the store's encoding), its final state
+        as the canonical text of its hash, and its check outcomes. The bodies are not sent twice:
+        `transcript`, `actions` and `final_state` are left empty, and whoever writes the record
+        writes the texts (the run writer and the store are the only readers of a record on its way
+        to the store)."""
+        if self._final_state_text is None:
+            raise ValueError("a run travels encoded only with its canonical final state text")
+        travelling = self.model_copy(update={"transcript": [], "actions": [], "final_state": {}})
+        travelling._bodies_text = (transcript, actions)
+        travelling._outcomes = outcomes
+        return travelling
 
     def refused(self, reason: str) -> RunRecord:
         """This run kept as an `error` with `reason` (a store refused it): its final state, and

@@ -247,9 +247,9 @@ def run(
     say.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
     if budgets and budgets[0].stopped:
         say_cost_cap(budgets[0], store, result.batch_id)
-    from assay.cli.failures import FAILED, no_agent_reached, say_all
+    from assay.cli.failures import FAILED, no_agent_reached_in, say_all
 
-    unreached = no_agent_reached(store, result.batch_id)
+    unreached = no_agent_reached_in(results)
     if unreached is not None:  # the batch measured nothing: never a quiet exit 0
         say_all([unreached])
         sys.exit(FAILED)

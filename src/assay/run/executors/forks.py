@@ -48,12 +48,10 @@ AHEAD = 2
 POLL_S = 0.5
 WHO = "the worker process"
 
-#: A finished run as it travels back: (run id, scalar fields, transcript text, actions text,
-#: final state text, check outcomes, agent steps) — or (run id, the record itself, steps) when its
-#: bodies would not encode as text (the store then refuses or keeps it as it always did).
-Played = tuple[Any, ...]
-
-_BODIES = ("transcript", "actions", "final_state")
+#: A finished run as it travels back: (run id, its record, agent steps); the record `encoded`
+#: (bodies as text, scored) unless its bodies would not encode (the writer then refuses or keeps it
+#: as it always did).
+Played = tuple[str, RunRecord, int]
 
 
 def usable_cpus() -> int:
@@ -78,20 +76,20 @@ def _play(loaded: LoadedScenario, planned: PlannedRun, factory: Any, limits: Lim
     except Exception as exc:  # noqa: BLE001 - never lose a planned run
         record = error_record(planned, f"harness fault: {type(exc).__name__}: {exc}", loaded)
     steps = episode.steps if episode is not None else 0
-    text = record.final_state_text
     try:
-        if text is None:
-            raise ValueError("no canonical final state")
         transcript, actions = dumps(record.transcript), dumps(record.actions)
+        outcomes = tuple(evaluate_checks(loaded.scenario.checks, record.final_state))
+        return planned.run_id, record.encoded(transcript, actions, outcomes), steps
     except ValueError:  # not storable as it stands: the parent's writer decides, as for any record
         return planned.run_id, record, steps
-    outcomes = tuple(evaluate_checks(loaded.scenario.checks, record.final_state))
-    fields = {k: v for k, v in record.__dict__.items() if k not in _BODIES}
-    return planned.run_id, fields, transcript, actions, text, outcomes, steps
 
 
-def _child(conn: Connection, factory: Any, limits: Limits) -> None:
-    """A forked child: play the blocks `conn` brings until it brings None (or the parent is gone)."""
+def _child(conn: Connection, parents: list[Connection], factory: Any, limits: Limits) -> None:
+    """A forked child: play the blocks `conn` brings until it brings None (or the parent is gone).
+    `parents`: the parent's ends of the pipes, which the fork copied: closed, so that once the
+    parent is gone a send fails and a read ends rather than wait for ever."""
+    for end in parents:
+        end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: it is the parent's
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's SIGTERM handler is not ours
     gc.freeze()  # what the fork brought is never ours to collect (nor worth touching its pages)
@@ -118,15 +116,9 @@ def _child(conn: Connection, factory: Any, limits: Limits) -> None:
 
 
 def _settle(played: Played, in_flight: dict[str, Task], sink: Sink) -> None:
-    task = in_flight.pop(played[0], None)
-    if task is None:  # pragma: no cover - a child answers only for runs it was sent, once
-        return
-    if len(played) == 3:
-        _, record, steps = played
+    run_id, record, steps = played
+    if in_flight.pop(run_id, None) is not None:  # a child answers only for runs it was sent, once
         sink(record, steps)
-        return
-    _, fields, transcript, actions, text, outcomes, steps = played
-    sink(RunRecord.encoded(fields, transcript, actions, text, outcomes), steps)
 
 
 class ForkedScripted:
@@ -150,7 +142,8 @@ class ForkedScripted:
         try:
             for i in range(self.processes):
                 ours, theirs = ctx.Pipe()
-                process = ctx.Process(target=_child, args=(theirs, agent_factory, limits), daemon=True,
+                others = [ours, *(conn for _, conn in children)]
+                process = ctx.Process(target=_child, args=(theirs, others, agent_factory, limits), daemon=True,
                                       name=f"assay-play-{i}")
                 process.start()
                 theirs.close()
