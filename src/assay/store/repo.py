@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import fields
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -62,6 +62,9 @@ _CHUNK = 500
 
 _WRITERS: weakref.WeakKeyDictionary[sa.Engine, threading.RLock] = weakref.WeakKeyDictionary()
 _WRITERS_GUARD = threading.Lock()
+
+#: A planned run's fields, as its `planned_runs` row holds them.
+_PLANNED_FIELDS = tuple(f.name for f in fields(PlannedRun))
 
 
 #: Write transactions `Store.batched` commits together at most (SQLite).
@@ -566,7 +569,8 @@ class Store:
         if agent is not None:
             conn.execute(sa.insert(batch_agents), [{**agent, "batch_id": batch["id"], "created_at": now}])
         if planned:
-            conn.execute(sa.insert(planned_runs), [{"batch_id": batch["id"], **asdict(p)} for p in planned])
+            conn.execute(sa.insert(planned_runs), [  # `asdict` without its deep copy of every field (ints, strs)
+                {"batch_id": batch["id"], **{f: getattr(p, f) for f in _PLANNED_FIELDS}} for p in planned])
             # each run's salt, drawn now, so its seed commitment exists with the plan (issue 23)
             conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
                                                  for p in planned])
