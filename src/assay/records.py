@@ -125,6 +125,10 @@ class RunRecord(BaseModel):
     #: the canonical JSON text `final_state_hash` was computed from, when the harness has it
     #: (the store writes it as is instead of encoding the state a second time)
     _final_state_text: str | None = PrivateAttr(default=None)
+    #: the store's JSON texts of `transcript` and `actions`, and the check outcomes, of a run that
+    #: was played, scored and encoded in another process (`encoded`)
+    _bodies_text: tuple[str, str] | None = PrivateAttr(default=None)
+    _outcomes: tuple[CheckOutcome, ...] | None = PrivateAttr(default=None)
 
     @property
     def final_state_text(self) -> str | None:
@@ -133,6 +137,39 @@ class RunRecord(BaseModel):
     def with_final_state_text(self, text: str) -> RunRecord:
         self._final_state_text = text
         return self
+
+    @property
+    def bodies_text(self) -> tuple[str, str] | None:
+        """`(transcript, actions)` as the store's JSON texts, when they travelled as text."""
+        return self._bodies_text
+
+    @property
+    def outcomes(self) -> tuple[CheckOutcome, ...] | None:
+        """The run's check outcomes, when it was scored where it ended."""
+        return self._outcomes
+
+    def encoded(self, transcript: str, actions: str, outcomes: tuple[CheckOutcome, ...]) -> RunRecord:
+        """This run as it travels from the process that played and scored it to the one that
+        stores it: its transcript and actions as JSON text (the store's encoding), its final state
+        as the canonical text of its hash, and its check outcomes. The bodies are not sent twice:
+        `transcript`, `actions` and `final_state` are left empty, and whoever writes the record
+        writes the texts (the run writer and the store are the only readers of a record on its way
+        to the store)."""
+        if self._final_state_text is None:
+            raise ValueError("a run travels encoded only with its canonical final state text")
+        travelling = self.model_copy(update={"transcript": [], "actions": [], "final_state": {}})
+        travelling._bodies_text = (transcript, actions)
+        travelling._outcomes = outcomes
+        return travelling
+
+    def refused(self, reason: str) -> RunRecord:
+        """This run kept as an `error` with `reason` (a store refused it): its final state, and
+        nothing of what the agent said or did."""
+        kept = self.model_copy(update={"status": "error", "reason": reason[:500], "transcript": [], "actions": [],
+                                       "claimed_success": None, "claim_summary": None})
+        kept._bodies_text = None
+        kept._outcomes = None
+        return kept
 
 
 #: Who made the model calls a usage row counts.

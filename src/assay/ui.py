@@ -86,14 +86,19 @@ WorkersOpt = typer.Option(4, "--workers", min=1, max=4096, help="Runs in flight 
 _opened: list[Any] = []
 
 
-def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
-    """The store a command works on, bootstrapped: built-in suites released (once per version)."""
-    from assay.service.releases import bootstrap
+def open_store_at(db: str | None, *, release_builtins: bool = True):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+    """The store a command works on, bootstrapped: built-in suites released (once per version).
+    `release_builtins=False` for a command that reads no release (`assay run`): on a new store,
+    releasing every built-in suite costs more than a small batch; the next command that opens
+    the store releases them."""
     from assay.store.db import open_store
 
     store = open_store(db)
     _opened.append(store)
-    bootstrap(store)
+    if release_builtins:
+        from assay.service.releases import bootstrap
+
+        bootstrap(store)
     return store
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from assay.cli import lazy
 from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.ui import (
@@ -90,23 +91,8 @@ def _conventional_help() -> None:
 _conventional_help()
 
 
-def _unwrap_docstrings(group: typer.Typer) -> None:
-    """A docstring's paragraphs as single lines, so the help wraps them at the terminal's width
-    (not where the source happened to break a sentence)."""
-    import inspect
-    import re
-
-    for info in group.registered_commands:
-        if info.callback is not None and info.callback.__doc__:
-            doc = inspect.cleandoc(info.callback.__doc__)
-            info.callback.__doc__ = re.sub(r"(?<=\S)\n(?=\S)", " ", doc)
-    for sub in group.registered_groups:
-        if sub.typer_instance is not None:
-            _unwrap_docstrings(sub.typer_instance)
-
-
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    cls=lazy.LazyGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Assay: benchmark AI agents in simulated worlds with a known, hidden ground truth.",
 )
@@ -244,7 +230,7 @@ def run(
     warn_unsandboxed(factory)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     check_output(output)
-    store = open_store_at(db)
+    store = open_store_at(db, release_builtins=False)  # a run batch reads no release
     say = says(as_json)
     budgets: list[Any] = []
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
@@ -261,9 +247,9 @@ def run(
     say.print(f"batch {result.batch_id} stored in {store.url}", markup=False, highlight=False, soft_wrap=True)
     if budgets and budgets[0].stopped:
         say_cost_cap(budgets[0], store, result.batch_id)
-    from assay.cli.failures import FAILED, no_agent_reached, say_all
+    from assay.cli.failures import FAILED, no_agent_reached_in, say_all
 
-    unreached = no_agent_reached(store, result.batch_id)
+    unreached = no_agent_reached_in(results)
     if unreached is not None:  # the batch measured nothing: never a quiet exit 0
         say_all([unreached])
         sys.exit(FAILED)
@@ -361,39 +347,9 @@ def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix).
         print_debrief(out, report)
 
 
-def _register_board_commands() -> None:
-    """Suites, releases, accounts, submissions and the board live in their own module."""
-    from assay.cli.board import register
-
-    register(app)
-    from assay.cli.board import compare
-
-    app.command("compare")(compare)
-    from assay.cli.batches import register as register_batches
-
-    register_batches(app)
-    from assay.cli.serve import register as register_serve
-
-    register_serve(app)
-    from assay.cli.export import register as register_export  # export, verify (issue 12)
-
-    register_export(app)
-    from assay.cli.agreement import register as register_agreement  # judge–panel agreement (issue 12)
-
-    register_agreement(app)
-    from assay.cli.kit import register as register_kit  # a kit's state and tools (issue 24)
-
-    register_kit(app)
-    from assay.cli.mcp import register as register_mcp  # play over MCP, stdio (issue 28)
-
-    register_mcp(app)
-    from assay.cli.family import register as register_family  # scenario families (issue 27)
-
-    register_family(app)
-
-
-_register_board_commands()
-_unwrap_docstrings(app)
+# Every other command's module is imported only when its command is named (`assay run` imports
+# none of them; `assay --help` imports them all): `assay.cli.lazy`.
+lazy.unwrap_docstrings(app)
 
 
 class Terminated(KeyboardInterrupt):

@@ -26,10 +26,21 @@ def no_agent_reached(store: Any, batch_id: str) -> str | None:
     """One line when no recorded run of the batch could reach its agent, else None."""
     from assay.store.runs_repo import RunsRepo
 
-    rows = [r for r in RunsRepo(store).runs_for_batch(batch_id, bodies=False) if r.status is not None]
-    if not rows or not all(r.status == "error" and unreachable_reason(r.reason) for r in rows):
+    rows = [(r.status, r.reason) for r in RunsRepo(store).runs_for_batch(batch_id, bodies=False) if r.status is not None]
+    return _unreached(rows, batch_id)
+
+
+def no_agent_reached_in(results: dict[str, Any]) -> str | None:
+    """`no_agent_reached` read from the batch's results JSON (which holds every trial's status
+    and reason already: `assay run` has it at hand, and reads no run again)."""
+    rows = [(t["status"], t["reason"]) for c in results["cases"] for t in c["trials"] if t["recorded"]]
+    return _unreached(rows, results["batch_id"])
+
+
+def _unreached(rows: list[tuple[str, str | None]], batch_id: str) -> str | None:
+    if not rows or not all(status == "error" and unreachable_reason(reason) for status, reason in rows):
         return None
-    reasons = sorted({str(r.reason) for r in rows})
+    reasons = sorted({str(reason) for _, reason in rows})
     return (f"no run could reach its agent ({'; '.join(reasons)}): {len(rows)} run(s) of {batch_id} are recorded "
             "as error, which `assay resume` cannot replay; check the endpoint and run again")
 

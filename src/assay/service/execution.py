@@ -89,9 +89,7 @@ def _append(store: Store, items: list[Scored]) -> None:
         try:
             runs.add_runs([(record, outcomes, verdict)])
         except BadInput as exc:
-            kept = record.model_copy(update={
-                "status": "error", "reason": f"run could not be stored: {exc.message}"[:500],
-                "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
+            kept = record.refused(f"run could not be stored: {exc.message}")
             runs.add_runs([scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
 
 
@@ -109,9 +107,7 @@ def record_in(store: Store, conn: Any, item: Scored) -> bool:
         refusal = exc.message
     if RunsRepo.recorded_in(conn, [record.run_id]):
         return False
-    kept = record.model_copy(update={
-        "status": "error", "reason": f"run could not be stored: {refusal}"[:500],
-        "transcript": [], "actions": [], "claimed_success": None, "claim_summary": None})
+    kept = record.refused(f"run could not be stored: {refusal}")
     with conn.begin_nested():
         RunsRepo(store).insert_runs(conn, [scored(kept, outcomes)])  # an `error` run: its verdict is the rule's again
     return True
@@ -179,7 +175,9 @@ class RunWriter:
                 except queue.Empty:
                     record = False  # type: ignore[assignment]
                 if record:
-                    item = scored(record, evaluate_checks(self.checks[record.scenario_hash], record.final_state))
+                    outcomes = record.outcomes  # scored where it ended (another process), or here
+                    item = scored(record, list(outcomes) if outcomes is not None else
+                                  evaluate_checks(self.checks[record.scenario_hash], record.final_state))
                     buffer.append(item)
                     if self.on_done is not None:
                         self.on_done(record, item[2].passed)

@@ -13,7 +13,7 @@ executemany per table and nothing per run beyond building its rows.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import datetime
 from collections.abc import Sequence
 from typing import Any
@@ -53,6 +53,9 @@ _PLAN_FIELDS = ("case_id", "scenario_hash", "trial", "seed")
 #: The heavy JSON columns, left out by `runs_for_batch(..., bodies=False)`.
 BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+#: A planned run's fields, as its `planned_runs` row holds them.
+_PLANNED_FIELDS = tuple(f.name for f in fields(PlannedRun))
 
 
 class RunsRepo(Repository):
@@ -201,7 +204,8 @@ class RunsRepo(Repository):
         if agent is not None:
             conn.execute(sa.insert(batch_agents), [{**asdict(agent), "batch_id": batch.id, "created_at": now}])
         if planned:
-            conn.execute(sa.insert(planned_runs), [{"batch_id": batch.id, **asdict(p)} for p in planned])
+            conn.execute(sa.insert(planned_runs), [  # `asdict` without its deep copy of every field (ints, strs)
+                {"batch_id": batch.id, **{f: getattr(p, f) for f in _PLANNED_FIELDS}} for p in planned])
             # each run's salt, drawn now, so its seed commitment exists with the plan (issue 23)
             conn.execute(sa.insert(seed_salts), [{"run_id": p.run_id, "salt": new_salt(), "created_at": now}
                                                  for p in planned])
@@ -355,6 +359,8 @@ class RunsRepo(Repository):
             row = {name: getattr(record, name) for name in _RUN_FIELDS}
             if record.final_state_text is not None:
                 row["final_state"] = Encoded(record.final_state_text)
+            if record.bodies_text is not None:  # encoded where the run ended, as `dumps` encodes
+                row["transcript"], row["actions"] = map(Encoded, record.bodies_text)
             row["created_at"] = now
             run_rows.append(row)
             check_rows.extend(

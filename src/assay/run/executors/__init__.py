@@ -1,7 +1,9 @@
 """Executors play a batch's planned runs, behind one interface, and hand each record to a sink as
 soon as its run ends (nothing is kept: memory stays flat however long the batch).
 
-- `threads`: long-lived worker threads, a watchdog for agents that overstay; for sync agents.
+- `threads`: long-lived worker threads, a watchdog for agents that overstay; for sync agents. A
+  built-in scripted agent's batch is played in the calling thread, or from `threads.FORK_AT` runs
+  by children forked one per core (`forks`), while this process claims and writes.
 - `async`: one event loop, up to thousands of runs in flight; for async and `openai:` agents. A
   model agent's batch with many runs in flight gets one event loop per core in child processes
   (`procs`; `aio.auto_processes` decides).

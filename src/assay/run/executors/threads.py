@@ -4,9 +4,11 @@ A sync agent cannot be interrupted, so a watchdog in the calling thread ends a r
 overstays its budget (the episode is failed as a timeout, and whatever the agent answers later is
 ignored by the engine); its thread is replaced so the batch keeps its width, and returns to the
 pool, or ends, once the agent lets go. Records reach the sink in the calling thread. A built-in
-scripted agent (`reference:NAME`) is played in the calling thread itself, whatever the width
-asked: it never waits, so threads would only contend for the interpreter lock (unless its world
-waits: a campaign worded by a model facilitator keeps the threads). The agent's
+scripted agent (`reference:NAME`) is never played on threads: it never waits, so threads would
+only contend for the interpreter lock (unless its world waits: a campaign worded by a model
+facilitator keeps the threads). A small batch of it is played in the calling thread itself; a
+large one (`FORK_AT` runs or more) by forked processes, one per core up to `workers`
+(`forks.ForkedScripted`), while this process claims and writes. The agent's
 worker processes, when it has them (a sandboxed `python:` agent), are stopped when the batch ends.
 """
 
@@ -21,12 +23,16 @@ from typing import Any
 
 from assay.run.drivers import play_sync
 from assay.run.engine import Episode, Limits, error_record, open_episode
+from assay.run.executors import forks
 from assay.run.executors.base import Sink, Task
 
 #: Seconds past a run's budget before the watchdog steps in (the driver notices first when it can).
 GRACE_S = 0.5
 #: Tasks queued beyond the workers (tasks are small; finished records are what must not pile up).
 WINDOW = 1024
+#: A scripted batch with at least this many runs to play is played by forked processes, one per
+#: core (at most `workers`): `forks.ForkedScripted`. A smaller one is over before they would pay.
+FORK_AT = 200
 
 
 class ThreadExecutor:
@@ -40,10 +46,13 @@ class ThreadExecutor:
     def execute(self, tasks: Iterable[Task], agent_factory: Any, limits: Limits, sink: Sink) -> None:
         if scripted(agent_factory):
             source = iter(tasks)
-            first = next(source, None)
-            tasks = source if first is None else itertools.chain((first,), source)
+            head = list(itertools.islice(source, FORK_AT))
+            tasks = itertools.chain(head, source)
             # a world that waits (a campaign worded by a model facilitator) keeps its threads
-            if first is None or not first.loaded.world_options:
+            if not head or not head[0].loaded.world_options:
+                processes = min(self.workers, forks.usable_cpus()) if forks.available() else 1
+                if processes > 1 and len(head) >= FORK_AT:
+                    return forks.ForkedScripted(processes).execute(tasks, agent_factory, limits, sink, self._inline)
                 return self._inline(tasks, agent_factory, limits, sink)
         todo: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         finished: queue.SimpleQueue[tuple[int, Any, int]] = queue.SimpleQueue()
