@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import BadInput, Forbidden
@@ -207,6 +207,7 @@ _usage = st.fixed_dictionaries({"model": st.sampled_from(["m1", "m2"]), "prompt_
 
 
 @given(st.lists(_usage, max_size=20))
+@settings(deadline=None)  # the first example imports Inspect AI: no clock in a test
 def test_model_usage_sums_each_models_calls(calls: list[dict[str, Any]]) -> None:
     from inspect_ai.model import ModelUsage
 
