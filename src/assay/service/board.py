@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from assay.errors import BadInput, Invalid, NotFound
 from assay.jsontypes import JsonObject, JsonValue
 from assay.service import releases, usage
-from assay.service.actors import Actor, may_see, require_staff
+from assay.service.actors import PUBLIC, Actor, is_listed, may_see, require_staff
 from assay.service.judgements import JudgeProvenance, judge_provenance, trait_figures
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
@@ -536,7 +536,7 @@ def _suite(release: dict[str, Any], latest_public: str | None) -> SuiteView:
 
 
 def _public_history(store: Store, key: str) -> list[dict[str, Any]]:
-    return sorted((r for r in ReleasesRepo(store).releases(key) if r["visibility"] == "public"),
+    return sorted((r for r in ReleasesRepo(store).releases(key) if is_listed(PUBLIC, r)),
                   key=lambda r: releases.version_key(r["version"]), reverse=True)
 
 
