@@ -38,6 +38,7 @@ ENV_BURST = "ASSAY_RATE_BURST"
 ENV_MAX_AGE = "ASSAY_CACHE_MAX_AGE"
 ENV_INFLIGHT = "ASSAY_MAX_INFLIGHT"
 ENV_FRESH = "ASSAY_CACHE_FRESH"
+ENV_READS_PLAYING = "ASSAY_READS_WHILE_PLAYING"
 
 log = logging.getLogger("assay.web")
 
@@ -57,13 +58,14 @@ class Settings:
     cache_max_age: int = 10  # seconds a proxy or browser may reuse a public read (issue 26)
     max_inflight: int = 128  # requests in flight per worker (remote play aside) before a 503; 0: no cap
     cache_fresh: float = 1.0  # seconds a cached public read is served without asking the store; 0: ask each time
+    reads_while_playing: float = 200.0  # reads a second per worker while remote play is in flight; 0: unpaced
 
     def to_env(self) -> dict[str, str]:
         """The limits as environment variables for `app_from_env` (never the secret: each worker
         reads it from where it lives, `assay.service.secret`)."""
         env = {ENV_BODY_LIMIT: str(self.body_limit), ENV_RATE: str(self.rate_limit), ENV_BURST: str(self.rate_burst),
                ENV_MAX_AGE: str(self.cache_max_age), ENV_INFLIGHT: str(self.max_inflight),
-               ENV_FRESH: str(self.cache_fresh)}
+               ENV_FRESH: str(self.cache_fresh), ENV_READS_PLAYING: str(self.reads_while_playing)}
         if self.db_url is not None:
             env["ASSAY_DB"] = self.db_url
         return env
@@ -80,7 +82,8 @@ class Settings:
                    rate_burst=_env_number(ENV_BURST, int, cls.rate_burst),
                    cache_max_age=_env_number(ENV_MAX_AGE, int, cls.cache_max_age),
                    max_inflight=_env_number(ENV_INFLIGHT, int, cls.max_inflight),
-                   cache_fresh=_env_number(ENV_FRESH, float, cls.cache_fresh))
+                   cache_fresh=_env_number(ENV_FRESH, float, cls.cache_fresh),
+                   reads_while_playing=_env_number(ENV_READS_PLAYING, float, cls.reads_while_playing))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> Any:
@@ -283,10 +286,11 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
                            identify=_identify, page=_guard_page)
     app.add_middleware(Guard, scrub=(settings.secret.decode("utf-8", "replace"),), page=_guard_page)
     _document_refusals(app)
-    if settings.max_inflight > 0:
+    if settings.max_inflight > 0 or settings.reads_while_playing > 0:
         from assay.web.edge import Admission
 
-        app.add_middleware(Admission, cap=settings.max_inflight)  # before the rate limit's key lookup
+        # before the rate limit's key lookup: the cap in flight, and reads paced while play runs
+        app.add_middleware(Admission, cap=settings.max_inflight, reads_while_playing=settings.reads_while_playing)
     app.add_middleware(Arrival)  # outermost: a request is stamped before it waits anywhere
     return app
 

@@ -35,7 +35,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import format_datetime
@@ -291,21 +291,62 @@ BUSY_RETRY_SECONDS = 1
 PLAY_PREFIX = "/api/agent/"
 
 
-class Admission:
-    """Refuses a request with 503 `{"detail", "field": null, "retry_after"}` and `Retry-After` when `cap` others
-    are already in flight in this worker, before it queues anywhere: a crowd meets a quick refusal
-    instead of a queue that grows. Remote play (`/api/agent/…`, its own lane, each agent's key
-    rate-limited) is never refused here."""
+#: Reads a second a worker admits while remote play is in flight there (`ASSAY_READS_WHILE_PLAYING`;
+#: 0: unpaced). A cached read costs the server ~0.5-0.9 ms of CPU: 200 a second leave most of the
+#: process to the agents' steps. Measured in benchmarks/serve_load.md.
+READS_WHILE_PLAYING = 200
+#: Play counts as "in flight" for this long after its last request ended (between an agent's steps).
+PLAY_WINDOW_SECONDS = 1.0
 
-    def __init__(self, app: ASGIApp, cap: int) -> None:
+
+class Admission:
+    """Who is let in, and when (issue 26), for every request but remote play's:
+
+    - past `cap` requests in flight in this worker, one is refused with 503 `{"detail", "field":
+      null, "retry_after"}` and `Retry-After` before it queues anywhere: a crowd meets a quick
+      refusal instead of a queue that grows;
+    - while remote play is in flight here (a step or lease now, or within `PLAY_WINDOW_SECONDS`),
+      reads (GET, HEAD) are paced to `reads_while_playing` a second: each waits its turn, holding its
+      place under the cap, so readers take a bounded share of the process and agents the rest.
+
+    Remote play (`/api/agent/…`: its own lane, each agent's key rate-limited) is never refused or
+    paced here."""
+
+    def __init__(self, app: ASGIApp, cap: int, reads_while_playing: float = READS_WHILE_PLAYING,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
         self.app, self.cap = app, cap
+        self.reads_while_playing, self.clock, self.sleep = reads_while_playing, clock, sleep
         self.inflight = 0
+        self.playing = 0  # play requests in flight
+        self._played = float("-inf")  # when the last play request ended (`clock`)
+        self._next_read = float("-inf")  # when the next paced read may go (`clock`)
+
+    def _play_active(self, now: float) -> bool:
+        return self.playing > 0 or now - self._played < PLAY_WINDOW_SECONDS
+
+    async def _pace(self) -> None:
+        now = self.clock()
+        if self.reads_while_playing <= 0 or not self._play_active(now):
+            return
+        at = max(now, self._next_read)
+        self._next_read = at + 1.0 / self.reads_while_playing
+        if at > now:
+            await self.sleep(at - now)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope.get("path", "")).startswith(PLAY_PREFIX):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.inflight >= self.cap:
+        if str(scope.get("path", "")).startswith(PLAY_PREFIX):
+            self.playing += 1
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.playing -= 1
+                self._played = self.clock()
+            return
+        if self.cap > 0 and self.inflight >= self.cap:
             from assay.web.guards import send_json
 
             await send_json(send, 503, {"detail": "the server is busy; try again shortly", "field": None,
@@ -314,6 +355,8 @@ class Admission:
             return
         self.inflight += 1
         try:
+            if scope.get("method") in ("GET", "HEAD"):
+                await self._pace()
             await self.app(scope, receive, send)
         finally:
             self.inflight -= 1
