@@ -89,7 +89,7 @@ class VersionView(TypedDict):
 
 class ScenarioPin(TypedDict):
     case_id: str
-    version: str
+    version: int  # the case's scenario version
     hash_prefix: str
 
 
