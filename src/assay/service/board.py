@@ -99,7 +99,7 @@ class ProvenanceView(TypedDict):
     language: str
     release_hash_prefix: str
     scenarios: list[ScenarioPin]
-    judge: JsonObject | None
+    judge: Mapping[str, object] | None  # `judgements.judge_provenance`'s, a model of its own there
     rubric_hash_prefix: str | None
     facilitator_model: str | None
     reps_per_scenario: int
