@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,7 +28,8 @@ from assay.service.actors import account_actor, agent_of
 from assay.store import Store
 from assay.store.remote_repo import RemoteRepo
 from assay.store.repo import Store as StoreClass
-from assay.store.schema import batch_completions, planned_runs, runs
+from assay.store.schema import batch_completions, planned_runs, runs, utcnow
+from assay.web.workers import Workers
 
 from ._remote import accounts_and_keys, in_process, same_as_stored
 
@@ -157,6 +159,9 @@ def test_a_crash_between_the_last_steps_commit_and_completion_is_completed_by_th
     assert web_store.recorded([last["run_id"]]) == {last["run_id"]}
     assert not _completed(web_store, submission_id)
     assert submission_id in web_store.completable()
+    # a sweep after the first looks only at batches with a run recorded since (0021, indexed)
+    assert submission_id in web_store.completable(utcnow() - timedelta(minutes=1))
+    assert submission_id not in web_store.completable(utcnow() + timedelta(minutes=1))
     # the agent, told nothing, sends its last step again: answered again, applied and recorded once
     steps = RemoteRepo(web_store).steps(last["run_id"])
     final = steps[-1]
@@ -168,6 +173,25 @@ def test_a_crash_between_the_last_steps_commit_and_completion_is_completed_by_th
     assert _completed(web_store, submission_id)
     recorded = _runs_recorded(web_store, submission_id)
     assert len(recorded) == len(set(recorded)) == 15
+
+
+def test_the_sweeper_completes_what_a_window_would_miss_once_it_failed(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep after the first looks at the batches with a run recorded lately; a batch whose
+    completion failed is tried again at every sweep, however long ago its runs were recorded."""
+    submission_id = _submission(web_store)
+    real_complete = completion.complete
+    monkeypatch.setattr(completion, "complete", lambda store, batch_id: (_ for _ in ()).throw(RuntimeError("down")))
+    while (lease := remote.next_run(web_store, actor=ALICE)) is not None:
+        _play(web_store, lease)  # the last run's completion fails: deferred to the sweeper
+    workers = Workers(web_store, threads=0, sweep_seconds=None)
+    workers.sweep()  # the first sweep looks at every batch; the completion fails again
+    assert not _completed(web_store, submission_id)
+    monkeypatch.setattr(completion, "complete", real_complete)
+    workers._swept_from = utcnow() + timedelta(hours=1)  # its runs are now outside any window
+    assert submission_id not in web_store.completable(workers._swept_from - timedelta(minutes=10))
+    workers.sweep()
+    assert _completed(web_store, submission_id)
 
 
 def test_a_step_that_finds_no_live_run_replays_it_and_plays_the_same_run(web_store: Store) -> None:

@@ -205,16 +205,19 @@ class RemoteRepo:
         last = sa.select(sa.func.max(rs.c.created_at)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
         spent = sa.select(sa.func.coalesce(sa.func.sum(rs.c.elapsed), 0.0)).where(
             rs.c.run_id == pr.c.run_id).scalar_subquery()
+        # driven from the live remote holders (0021: a partial index of the holders not ended, and
+        # claims by holder), so the query reads what is in play, never every planned run
         query = (
             sa.select(pr.c.run_id, pr.c.batch_id, ba.c.time_limit, c.c.holder, c.c.claimed_at.label("leased_at"),
                       last.label("last_step_at"), spent.label("spent"))
             .select_from(
-                pr.join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
+                h.join(c, c.c.holder == h.c.id)
+                .join(pr, pr.c.run_id == c.c.run_id)
+                .join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
                 .join(submissions, submissions.c.id == pr.c.batch_id)
-                .join(c, sa.and_(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id)))
-                .join(h, sa.and_(h.c.id == c.c.holder, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None)))
                 .outerjoin(runs, runs.c.run_id == pr.c.run_id))
-            .where(runs.c.run_id.is_(None))
+            .where(h.c.host == REMOTE_HOST, h.c.ended_at.is_(None), c.c.attempt == _latest_claim(c.c.run_id),
+                   runs.c.run_id.is_(None))
             .order_by(pr.c.batch_id, pr.c.slot)
         )
         if account is not None:
