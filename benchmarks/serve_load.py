@@ -171,6 +171,7 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
     refused: list[int] = []
     limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
     cpu = cpu_seconds(server) if server is not None else None
+    client_cpu = time.process_time()
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         began = time.monotonic()
         stop = began + seconds
@@ -196,6 +197,9 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
         # the server's CPU per step (reads included when readers run): what a quiet machine's
         # throughput follows, measured on a loaded one
         found["server_cpu_ms_per_step"] = round(1000 * (cpu_seconds(server) - cpu) / len(out), 2)
+    if out:  # this process's (the client's) CPU per step: when it nears the wall time, the client is the limit
+        found["client_cpu_ms_per_step"] = round(1000 * (time.process_time() - client_cpu) / len(out), 2)
+        found["client_cpu_share"] = round((time.process_time() - client_cpu) / wall, 2)
     found["runs"] = len(runs)
     found["timeouts"] = runs.count("timeout")
     if readers:

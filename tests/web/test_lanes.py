@@ -32,7 +32,7 @@ def _remote_submission(store: Store, limits: Limits) -> str:
 
 
 def _elapsed(store: Store, run_id: str) -> list[float]:
-    return [float(s["elapsed"]) for s in RemoteRepo(store).steps(run_id)]
+    return [float(s.elapsed) for s in RemoteRepo(store).steps(run_id)]
 
 
 def test_time_a_step_waits_in_the_server_is_never_the_agent_s(web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -143,7 +143,7 @@ def test_a_killed_client_leaves_its_run_pending_again_after_its_lease(web_store:
         try:
             assert child.stdout is not None and child.stdout.readline().strip() == b"played"
             (lease,) = RemoteRepo(web_store).open_leases("alice")
-            assert len(RemoteRepo(web_store).steps(lease["run_id"])) == 2
+            assert len(RemoteRepo(web_store).steps(lease.run_id)) == 2
             assert ClaimRepo(web_store).n_pending(submission_id) == n_planned - 1
         finally:
             child.send_signal(signal.SIGKILL)
@@ -158,9 +158,9 @@ def test_a_killed_client_leaves_its_run_pending_again_after_its_lease(web_store:
         assert sessions.reap() == []  # within its lease the run stays held
         assert ClaimRepo(web_store).n_pending(submission_id) == n_planned - 1
         clock.now += sessions.lease_seconds
-        assert sessions.reap() == [lease["run_id"]]
+        assert sessions.reap() == [lease.run_id]
         assert ClaimRepo(web_store).n_pending(submission_id) == n_planned  # pending again, nothing recorded
-        assert not RunsRepo(web_store).recorded([lease["run_id"]])
+        assert not RunsRepo(web_store).recorded([lease.run_id])
 
         async def resume() -> tuple[str, str]:  # the next session takes it up where it was
             async with _client(url, keys.alice_agent) as client:
@@ -169,9 +169,9 @@ def test_a_killed_client_leaves_its_run_pending_again_after_its_lease(web_store:
                     answer.content[0].text
 
         run_id, text = anyio.run(resume)
-    assert run_id == lease["run_id"] and "completed" in text
+    assert run_id == lease.run_id and "completed" in text
     steps = RemoteRepo(web_store).steps(run_id)
-    assert [s["step"] for s in steps] == [1, 2, 3]
+    assert [s.step for s in steps] == [1, 2, 3]
 
 
 def test_mcp_needs_an_agent_key_and_a_handshake_version(web_store: Any) -> None:

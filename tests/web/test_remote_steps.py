@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,8 +28,9 @@ from assay.service.actors import account_actor, agent_of
 from assay.store import Store
 from assay.store.remote_repo import RemoteRepo
 from assay.store.repo import Store as StoreClass
-from assay.store.schema import batch_completions, planned_runs, runs
 from assay.store.runs_repo import RunsRepo
+from assay.store.schema import batch_completions, planned_runs, runs, utcnow
+from assay.web.workers import Workers
 
 from ._remote import accounts_and_keys, in_process, same_as_stored
 
@@ -158,17 +160,89 @@ def test_a_crash_between_the_last_steps_commit_and_completion_is_completed_by_th
     assert RunsRepo(web_store).recorded([last["run_id"]]) == {last["run_id"]}
     assert not _completed(web_store, submission_id)
     assert submission_id in RunsRepo(web_store).completable()
+    # a sweep after the first looks only at batches with a run recorded since (0021, indexed)
+    assert submission_id in RunsRepo(web_store).completable(utcnow() - timedelta(minutes=1))
+    assert submission_id not in RunsRepo(web_store).completable(utcnow() + timedelta(minutes=1))
     # the agent, told nothing, sends its last step again: answered again, applied and recorded once
     steps = RemoteRepo(web_store).steps(last["run_id"])
     final = steps[-1]
-    again = remote.step(web_store, last["run_id"], final["reply"]["message"], actor=ALICE, index=final["step"])
-    assert again["done"] and again["status"] == "completed" and again["step"] == final["step"]
+    assert final.reply is not None
+    again = remote.step(web_store, last["run_id"], final.reply["message"], actor=ALICE, index=final.step)
+    assert again["done"] and again["status"] == "completed" and again["step"] == final.step
     assert len(RemoteRepo(web_store).steps(last["run_id"])) == len(steps)
     # the sweeper completes it, and every run is recorded once
     assert completion.complete_recorded(web_store) == [submission_id]
     assert _completed(web_store, submission_id)
     recorded = _runs_recorded(web_store, submission_id)
     assert len(recorded) == len(set(recorded)) == 15
+
+
+def test_the_pending_count_is_the_claims_own_in_one_query(web_store: Store) -> None:
+    """`RemoteRepo.pending` (one count) agrees with `ClaimRepo.n_pending` of each open remote
+    submission through leases, a finished run, a released run and a second submission."""
+    from assay.store.claims import ClaimRepo
+
+    first = _submission(web_store)
+    second = submissions.compose(web_store, "forge", factory=remote.remote_factory(), account="alice", label="two",
+                                 limits=Limits(turn_limit=40, time_limit=600.0), actor=account_actor("alice"))
+    repo, claims = RemoteRepo(web_store), ClaimRepo(web_store)
+
+    def agrees() -> int:
+        found = repo.pending("alice")
+        assert found == claims.n_pending(first) + claims.n_pending(second)
+        return found
+
+    assert agrees() == 30
+    leased = remote.next_run(web_store, actor=ALICE)
+    assert leased is not None and leased["pending"] == 29 and agrees() == 29
+    _play(web_store, leased)
+    assert agrees() == 29
+    held = remote.next_run(web_store, actor=ALICE)
+    assert held is not None and agrees() == 28
+    remote.release(web_store, held["run_id"], actor=ALICE)
+    assert agrees() == 29 and repo.pending("bob") == 0
+
+
+def test_the_sweeper_completes_what_a_window_would_miss_once_it_failed(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep after the first looks at the batches with a run recorded lately; a batch whose
+    completion failed is tried again at every sweep, however long ago its runs were recorded."""
+    submission_id = _submission(web_store)
+    real_complete = completion.complete
+    monkeypatch.setattr(completion, "complete", lambda store, batch_id: (_ for _ in ()).throw(RuntimeError("down")))
+    while (lease := remote.next_run(web_store, actor=ALICE)) is not None:
+        _play(web_store, lease)  # the last run's completion fails: deferred to the sweeper
+    workers = Workers(web_store, threads=0, sweep_seconds=None)
+    workers.sweep()  # the first sweep looks at every batch; the completion fails again
+    assert not _completed(web_store, submission_id)
+    monkeypatch.setattr(completion, "complete", real_complete)
+    workers._swept_from = utcnow() + timedelta(hours=1)  # its runs are now outside any window
+    assert submission_id not in RunsRepo(web_store).completable(workers._swept_from - timedelta(minutes=10))
+    workers.sweep()
+    assert _completed(web_store, submission_id)
+
+
+def test_steps_alternating_between_two_workers_play_the_same_run(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`assay serve --workers 2`: each process keeps its own live steppers, and a run's steps land
+    on either. A process whose kept stepper is behind (the other took the steps since) must not
+    use it: it replays, and the run is the in-process run all the same."""
+    from collections import OrderedDict
+
+    _submission(web_store)
+    caches: list[Any] = [OrderedDict(), OrderedDict()]
+    turn = [0]
+
+    def other_worker(_answer: Any) -> None:
+        turn[0] += 1
+        monkeypatch.setattr(remote, "_LIVE", caches[turn[0] % 2])
+
+    monkeypatch.setattr(remote, "_LIVE", caches[0])
+    lease = remote.next_run(web_store, actor=ALICE)
+    assert lease is not None
+    answer = _play(web_store, lease, each_step=other_worker)
+    assert answer["done"] and turn[0] >= 4
+    same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
 
 
 def test_a_step_that_finds_no_live_run_replays_it_and_plays_the_same_run(web_store: Store) -> None:

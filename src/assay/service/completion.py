@@ -14,8 +14,9 @@ scoring, remote play) call it, and it calls none of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 
@@ -148,13 +149,18 @@ def complete(store: Store, batch_id: str) -> bool:
         raise
 
 
-def complete_recorded(store: Store, on_error: Callable[[str, Exception], None] | None = None) -> list[str]:
+def complete_recorded(store: Store, on_error: Callable[[str, Exception], None] | None = None, *,
+                      since: datetime | None = None, also: Iterable[str] = ()) -> list[str]:
     """Complete every batch whose runs are all recorded but which was never completed (its last
     run's process stopped, or its finalisation failed, before it could): the sweeper's duty, so a
     submission whose runs are all recorded always completes. Returns the ids completed now; one
-    that fails is told to `on_error` and left for the next call."""
+    that fails is told to `on_error` and left for the next call. With `since`, only the batches
+    with a run recorded since then are looked at (`RunsRepo.completable`), and those of `also` (what
+    failed before)."""
     done = []
-    for batch_id in RunsRepo(store).completable():
+    todo = RunsRepo(store).completable(since)
+    todo += [b for b in also if b not in set(todo)]
+    for batch_id in todo:
         try:
             if complete(store, batch_id):
                 done.append(batch_id)

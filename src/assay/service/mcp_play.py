@@ -27,16 +27,20 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict
+from assay.jsontypes import JsonObject
 from assay.records import PlannedRun
 from assay.run.drivers import Stepper
 from assay.run.engine import Limits, open_episode
 from assay.service.actors import Actor
 from assay.store.repo import Store
 from assay.store.runs_repo import RunsRepo
+
+if TYPE_CHECKING:
+    from assay.service.remote import LeaseView
 
 #: The agent spec of a batch played over MCP (`assay mcp`); loaded by nobody here.
 MCP_SPEC = "mcp"
@@ -54,20 +58,39 @@ def _plays_elsewhere() -> Any:
     raise RuntimeError("an MCP client plays this batch over `assay mcp`, never an agent loaded here")
 
 
-def briefing_text(messages: list[dict[str, Any]]) -> str:
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str
+
+
+class ToolCall(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class ToolCallMessage(TypedDict):
+    """One tool call as an assistant message of the agent protocol, sent to the engine as it is."""
+
+    role: Literal["assistant"]
+    content: None
+    tool_calls: list[ToolCall]
+
+
+def briefing_text(messages: list[JsonObject]) -> str:
     """The opening messages as one text: what every agent of the run is shown before it acts."""
     parts = [str(m.get("content") or "") for m in messages if m.get("role") in ("system", "user")]
     return "\n\n".join(p for p in parts if p)
 
 
-def tool_message(index: int, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+def tool_message(index: int, name: str, arguments: JsonObject | None) -> ToolCallMessage:
     """One tool call as the assistant message the engine takes (its id numbered by the step)."""
     return {"role": "assistant", "content": None,
             "tool_calls": [{"id": f"call_{index}", "type": "function",
                             "function": {"name": name, "arguments": json.dumps(arguments or {})}}]}
 
 
-def answer_text(messages: list[dict[str, Any]], done: bool, status: str) -> str:
+def answer_text(messages: list[JsonObject], done: bool, status: str) -> str:
     """What a tool call answers: the messages that followed it, and the run's end once it is over."""
     parts = [str(m.get("content") or "") for m in messages]
     if done:
@@ -84,10 +107,10 @@ class Play:
 
     run_id: str
     instructions: str
-    tools: list[dict[str, Any]]
+    tools: list[JsonObject]  # the kit's OpenAI function-tool schemas, as every agent is given them
     status: str = "running"
 
-    def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+    def call(self, name: str, arguments: JsonObject | None) -> tuple[str, bool]:
         """Apply one tool call: (the answer's text, whether the run is over now). Raises `Over`."""
         raise NotImplementedError
 
@@ -145,7 +168,7 @@ class LocalPlay(Play):
             play._record()
         return play
 
-    def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+    def call(self, name: str, arguments: JsonObject | None) -> tuple[str, bool]:
         with self._lock:
             if self._stepper.done or self._closed:
                 raise Over(f"the run is over: {self.status}" if self._stepper.done else "the session ended")
@@ -198,7 +221,7 @@ class LocalPlay(Play):
 class RemotePlay(Play):
     """A leased remote run, each tool call one step of the step API (`service.remote.step`)."""
 
-    def __init__(self, store: Store, actor: Actor, lease: dict[str, Any]) -> None:
+    def __init__(self, store: Store, actor: Actor, lease: LeaseView) -> None:
         self.store, self.actor = store, actor
         self.run_id = lease["run_id"]
         self.instructions = briefing_text(lease["messages"])
@@ -215,7 +238,7 @@ class RemotePlay(Play):
         view = remote.next_run(store, actor=actor)
         return None if view is None else cls(store, actor, view)
 
-    def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+    def call(self, name: str, arguments: JsonObject | None) -> tuple[str, bool]:
         from assay.service import remote
 
         with self._lock:
@@ -244,6 +267,15 @@ class RemotePlay(Play):
 # -- the MCP server -------------------------------------------------------------------------------
 
 
+def _tool(types: Any, schema: JsonObject) -> Any:
+    """An MCP tool from a kit's OpenAI function-tool schema (its name, description and parameters)."""
+    function = schema["function"]
+    assert isinstance(function, dict)  # the kits' schemas (`worlds`) are OpenAI function tools
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    return types.Tool(name=str(function["name"]), description=str(function.get("description") or ""),
+                      input_schema=parameters)
+
+
 def mcp_server(play_of: Callable[[Any], Play], *, on_initialize: Callable[[Any], Any] | None = None) -> Any:
     """The MCP server of a play: `play_of(ctx)` is the session's play (the one play of a stdio
     server; on HTTP, the one the session leased). `on_initialize(ctx)`, when given, is awaited as
@@ -256,10 +288,7 @@ def mcp_server(play_of: Callable[[Any], Play], *, on_initialize: Callable[[Any],
 
     async def list_tools(ctx: Any, _params: Any) -> types.ListToolsResult:
         play = play_of(ctx)
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t["function"]["name"], description=t["function"].get("description") or "",
-                       input_schema=t["function"].get("parameters") or {"type": "object", "properties": {}})
-            for t in play.tools])
+        return types.ListToolsResult(tools=[_tool(types, t) for t in play.tools])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         play = play_of(ctx)

@@ -53,11 +53,15 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
+
+import sqlalchemy as sa
 
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, Forbidden, NotFound
+from assay.jsontypes import JsonObject
 from assay.records import PlannedRun, storable
 from assay.run.drivers import Stepper
 from assay.run.engine import Limits, open_episode
@@ -67,7 +71,8 @@ from assay.service import completion, execution
 from assay.service.actors import Actor, require_agent_of
 from assay.store.claims import ClaimRepo
 from assay.store.jsonvalue import dumps
-from assay.store.remote_repo import REMOTE_SPEC, Moved, RemoteRepo, lock_batch
+from assay.store.remote_repo import (REMOTE_SPEC, Lease, Moved, NewStep, OpenLease, RemoteRepo, RemoteRun, StepHead,
+                                     StoredStep, lock_batch)
 from assay.store.repo import Store
 from assay.store.schema import utcnow
 from assay.store.runs_repo import RunsRepo
@@ -97,6 +102,52 @@ def _plays_elsewhere() -> Any:
     raise RuntimeError("a remote agent plays over the agent API, never in the server's process")
 
 
+# -- what the agent is answered: each serialised as it is, by the agent routes and `/mcp` ---------
+
+
+class ScenarioView(TypedDict):
+    id: str
+    title: str
+    briefing: str
+
+
+class LimitsView(TypedDict):
+    turn_limit: int
+    time_limit: float
+
+
+class LeaseView(TypedDict):
+    """`next_run`'s answer (`POST /api/agent/runs/next`'s body, key for key)."""
+
+    run_id: str
+    submission_id: str
+    scenario: ScenarioView
+    messages: list[JsonObject]  # the engine's chat messages (`run.engine.Turn`), passed through
+    tools: list[JsonObject]  # the kit's OpenAI function-tool schemas, passed through
+    limits: LimitsView
+    step: int
+    pending: int
+
+
+class StepView(TypedDict):
+    """`step`'s answer (`POST /api/agent/runs/{id}/step`'s body, key for key)."""
+
+    run_id: str
+    step: int | None
+    messages: list[JsonObject]
+    done: bool
+    status: str
+    reason: str | None
+
+
+class ReleaseView(TypedDict):
+    """`release`'s answer (`POST /api/agent/runs/{id}/release`'s body, key for key)."""
+
+    run_id: str
+    released: bool
+    step: int
+
+
 # -- the run as its steps say -------------------------------------------------------------------
 
 _SCENARIOS: OrderedDict[str, LoadedScenario] = OrderedDict()
@@ -104,7 +155,7 @@ _SCENARIOS_MAX = 64
 _SCENARIOS_GUARD = threading.Lock()
 
 
-def _scenario(content_hash: str, document: dict[str, Any], case_id: str) -> LoadedScenario:
+def _scenario(content_hash: str, document: JsonObject, case_id: str) -> LoadedScenario:
     """The scenario rebuilt from its stored document (content-addressed, so kept once per hash)."""
     with _SCENARIOS_GUARD:
         found = _SCENARIOS.get(content_hash)
@@ -125,35 +176,34 @@ def _scenario(content_hash: str, document: dict[str, Any], case_id: str) -> Load
     return loaded
 
 
-def _limits(run: dict[str, Any]) -> Limits:
-    return Limits(turn_limit=run["turn_limit"], time_limit=run["time_limit"])
+def _limits(run: RemoteRun) -> Limits:
+    return Limits(turn_limit=run.turn_limit, time_limit=run.time_limit)
 
 
-def _planned(run: dict[str, Any]) -> PlannedRun:
-    return PlannedRun(run["run_id"], run["slot"], run["case_id"], run["scenario_hash"], run["trial"], run["seed"])
+def _planned(run: RemoteRun) -> PlannedRun:
+    return PlannedRun(run.run_id, run.slot, run.case_id, run.scenario_hash, run.trial, run.seed)
 
 
-def _apply(stepper: Stepper, row: dict[str, Any]) -> None:
+def _apply(stepper: Stepper, row: StoredStep | NewStep) -> None:
     """Feed one stored step to the run's stepper."""
-    if row["kind"] == "message":
-        stepper.send((row["reply"] or {}).get("message"), row["elapsed"])
-    elif row["kind"] == "failed":
-        stepper.fail(row["reason"] or "", row["elapsed"])
+    if row.kind == "message":
+        stepper.send((row.reply or {}).get("message"), row.elapsed)
+    elif row.kind == "failed":
+        stepper.fail(row.reason or "", row.elapsed)
     else:
         stepper.expire()
 
 
-def _as_stored(row: dict[str, Any]) -> dict[str, Any]:
+def _as_stored(row: NewStep) -> NewStep:
     """A step row as it reads back from the store (its reply through the store's one JSON
     encoding), so a step applied before it is stored is applied as every replay will apply it."""
-    reply = row["reply"]
-    return {**row, "reply": None if reply is None else json.loads(dumps(reply))}
+    return row if row.reply is None else dataclasses.replace(row, reply=json.loads(dumps(row.reply)))
 
 
-def _replay(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
+def _replay(store: Store, run: RemoteRun, steps: Sequence[StoredStep]) -> Stepper:
     """A fresh fork of the run's world, fed its recorded steps in order (those after its end are
     ignored: nothing can follow the end of a run)."""
-    loaded = _worded(store, run, _scenario(run["scenario_hash"], run["document"], run["case_id"]))
+    loaded = _worded(store, run, _scenario(run.scenario_hash, run.document, run.case_id))
     stepper = Stepper(open_episode(loaded, _planned(run), _limits(run)))
     for row in steps:
         if stepper.done:
@@ -162,20 +212,31 @@ def _replay(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> S
     return stepper
 
 
-def _facilitator(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
-    """Who words the run's lines when its kit has lines a model words: its batch's model
-    facilitator, or None (the script, or a kit with nothing to word). Asked once per run."""
-    if "facilitator" not in run:
-        from assay.worlds.kits import get_kit
+#: Each kept run's facilitator (`_facilitator`), asked once per run and process.
+_FACILITATORS: OrderedDict[tuple[str, str], JsonObject | None] = OrderedDict()
 
-        loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
-        worded = get_kit(loaded.scenario.kit).worded
-        run["facilitator"] = execution.facilitator_of(store, run["batch_id"]) if worded else None
-    found: dict[str, Any] | None = run["facilitator"]
+
+def _facilitator(store: Store, run: RemoteRun) -> JsonObject | None:
+    """Who words the run's lines when its kit has lines a model words: its batch's model
+    facilitator (`execution.facilitator_of`'s spec, passed to the kit as it is), or None (the
+    script, or a kit with nothing to word). Asked once per run."""
+    key = (store.url, run.run_id)
+    with _LIVE_GUARD:
+        if key in _FACILITATORS:
+            return _FACILITATORS[key]
+    from assay.worlds.kits import get_kit
+
+    loaded = _scenario(run.scenario_hash, run.document, run.case_id)
+    found: JsonObject | None = (execution.facilitator_of(store, run.batch_id) if get_kit(loaded.scenario.kit).worded
+                                else None)
+    with _LIVE_GUARD:
+        _FACILITATORS[key] = found
+        while len(_FACILITATORS) > _RUNS_MAX:
+            _FACILITATORS.popitem(last=False)
     return found
 
 
-def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> LoadedScenario:
+def _worded(store: Store, run: RemoteRun, loaded: LoadedScenario) -> LoadedScenario:
     """The scenario as this run's world is worded: by its batch's model facilitator, if it has one,
     taken up where the run was. The lines the run has spoken are kept in `remote_lines` as they are
     first spoken, and said again at every later replay, so the model is asked for each line once."""
@@ -185,7 +246,7 @@ def _worded(store: Store, run: dict[str, Any], loaded: LoadedScenario) -> Loaded
     if facilitator is None:
         return loaded
     kit = get_kit(loaded.scenario.kit)
-    repo, run_id, spec = RemoteRepo(store), run["run_id"], str(facilitator["spec"])
+    repo, run_id, spec = RemoteRepo(store), run.run_id, str(facilitator["spec"])
     options = kit.resume_options(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
     return dataclasses.replace(loaded, world_options=options)
 
@@ -197,16 +258,17 @@ _LIVE_MAX = 2048
 _LIVE_GUARD = threading.Lock()
 
 
-def _stepper(store: Store, run: dict[str, Any], steps: list[dict[str, Any]]) -> Stepper:
+def _stepper(store: Store, run: RemoteRun, steps: Sequence[StepHead]) -> Stepper:
     """The run as `steps` say: the stepper this process kept after its last step (taken out, so no
     other request advances it meanwhile) if it was fed exactly these steps, else a replay."""
     with _LIVE_GUARD:
-        kept = _LIVE.pop((store.url, run["run_id"]), None)
-    if kept is not None and kept[0] == len(steps) and kept[1] == (steps[-1]["digest"] if steps else None):
+        kept = _LIVE.pop((store.url, run.run_id), None)
+    if kept is not None and kept[0] == len(steps) and kept[1] == (steps[-1].digest if steps else None):
         return kept[2]
-    if steps and "reply" not in steps[0]:  # read without their replies (`RemoteRepo.state`): read them
-        steps = RemoteRepo(store).steps(run["run_id"])[:len(steps)]  # append-only: the same steps, and any after
-    return _replay(store, run, steps)
+    full = [s for s in steps if isinstance(s, StoredStep)]
+    if len(full) != len(steps):  # read without their replies (`RemoteRepo.state`): read them
+        full = RemoteRepo(store).steps(run.run_id)[:len(steps)]  # append-only: the same steps, and any after
+    return _replay(store, run, full)
 
 
 def _keep(store: Store, run_id: str, steps: int, digest: str | None, stepper: Stepper) -> None:
@@ -228,50 +290,50 @@ def _keep(store: Store, run_id: str, steps: int, digest: str | None, stepper: St
 # -- recording a run that is over ---------------------------------------------------------------
 
 
-def _recorder(store: Store, run: dict[str, Any], stepper: Stepper, holder: str | None) -> Any:
+def _recorder(store: Store, run: RemoteRun, stepper: Stepper, holder: str | None) -> Callable[[sa.Connection], int]:
     """What records the run `stepper` ended, inside a write transaction: the run scored by its
     checks (`execution.record_in`: once; a run already recorded is kept as it was), its lease
     ended; returns how many of its batch's runs are still unrecorded then (counted after the
     batch's other recording transactions committed: `lock_batch`)."""
     record = stepper.record
     assert record is not None
-    loaded = _scenario(run["scenario_hash"], run["document"], run["case_id"])
+    loaded = _scenario(run.scenario_hash, run.document, run.case_id)
     item = execution.scored(record, evaluate_checks(loaded.scenario.checks, record.final_state))
 
-    def then(conn: Any) -> int:
+    def then(conn: sa.Connection) -> int:
         execution.record_in(store, conn, item)
         if holder is not None:
             RemoteRepo.end_holder_in(conn, holder)
-        lock_batch(conn, run["batch_id"])
-        return RunsRepo.unrecorded_in(conn, run["batch_id"])
+        lock_batch(conn, run.batch_id)
+        return RunsRepo.unrecorded_in(conn, run.batch_id)
 
     return then
 
 
-def _record(store: Store, run: dict[str, Any], stepper: Stepper, holder: str | None) -> None:
+def _record(store: Store, run: RemoteRun, stepper: Stepper, holder: str | None) -> None:
     """Record a run that is over in a transaction of its own (a run whose world could not open, a
     worded run's last step, one whose record went missing), then complete its batch if it was the last."""
-    left = RemoteRepo(store).record(run["run_id"], _recorder(store, run, stepper, holder))
+    left = RemoteRepo(store).record(run.run_id, _recorder(store, run, stepper, holder))
     if left is None and holder is not None:
         RemoteRepo(store).end_holder(holder)  # recorded already: its lease ends all the same
     _completed(store, run, left)
 
 
-def _completed(store: Store, run: dict[str, Any], left: int | None) -> None:
+def _completed(store: Store, run: RemoteRun, left: int | None) -> None:
     """Complete the run's submission once its last run is recorded (`left == 0`), after the
     recording transaction committed: once per submission. Idempotent; a failure is the sweeper's."""
     if left != 0:
         return
     try:
-        completion.complete(store, run["batch_id"])
+        completion.complete(store, run.batch_id)
     except Exception as exc:  # noqa: BLE001 - the run is recorded: its answer stands
         # finishing the submission is idempotent; the sweeper (`completion.complete_recorded`) does it
         # again until it is done, so the agent is not told its recorded step failed
-        log.warning("submission %s: completion deferred to the sweeper: %s: %s", run["batch_id"],
+        log.warning("submission %s: completion deferred to the sweeper: %s: %s", run.batch_id,
                     type(exc).__name__, exc)
 
 
-def _take(store: Store, run: dict[str, Any], steps: list[dict[str, Any]], holder: str, row: dict[str, Any],
+def _take(store: Store, run: RemoteRun, steps: Sequence[StepHead], holder: str, row: NewStep,
           stepper: Stepper) -> Stepper:
     """Append `row` as the run's next step (its steps being `steps`, leased by `holder`) and apply
     it to `stepper`, the run as `steps` say; the step that ends the run records it in the same
@@ -280,26 +342,26 @@ def _take(store: Store, run: dict[str, Any], steps: list[dict[str, Any]], holder
     if _facilitator(store, run) is None:
         _apply(stepper, stored)  # before the write: so the write records the run the step ended
         then = _recorder(store, run, stepper, holder) if stepper.done else None
-        left = repo.append_step(run["run_id"], len(steps), holder, row, then)
+        left = repo.append_step(run.run_id, len(steps), holder, row, then)
         _completed(store, run, left)
     else:
-        repo.append_step(run["run_id"], len(steps), holder, row)  # a line is asked only for a stored step
+        repo.append_step(run.run_id, len(steps), holder, row)  # a line is asked only for a stored step
         _apply(stepper, stored)
         if stepper.done:
             _record(store, run, stepper, holder)
-    _keep(store, run["run_id"], len(steps) + 1, row["digest"], stepper)
+    _keep(store, run.run_id, len(steps) + 1, row.digest, stepper)
     return stepper
 
 
 # -- the run's fixed facts ------------------------------------------------------------------------
 
-_RUNS: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+_RUNS: OrderedDict[tuple[str, str], RemoteRun] = OrderedDict()
 _RUNS_MAX = 4096
 #: Each scenario's document once, however many kept runs play it (by content hash).
-_DOCUMENTS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_DOCUMENTS: OrderedDict[str, JsonObject] = OrderedDict()
 
 
-def _static(store: Store, run_id: str) -> dict[str, Any] | None:
+def _static(store: Store, run_id: str) -> RemoteRun | None:
     """What remote play needs of a planned run that never changes (`RemoteRepo.run` but whether it
     is recorded): read once per process, then kept."""
     key = (store.url, run_id)
@@ -308,13 +370,13 @@ def _static(store: Store, run_id: str) -> dict[str, Any] | None:
         if found is not None:
             _RUNS.move_to_end(key)
             return found
-    row = RemoteRepo(store).run(run_id)
-    if row is None:
+    found_row = RemoteRepo(store).run(run_id)
+    if found_row is None:
         return None
-    row.pop("recorded_status", None)
     with _LIVE_GUARD:
-        row["document"] = _DOCUMENTS.setdefault(row["scenario_hash"], row["document"])
-        _DOCUMENTS.move_to_end(row["scenario_hash"])
+        document = _DOCUMENTS.setdefault(found_row.scenario_hash, found_row.document)
+        row = dataclasses.replace(found_row, document=document, recorded_status=None)
+        _DOCUMENTS.move_to_end(row.scenario_hash)
         while len(_DOCUMENTS) > _SCENARIOS_MAX * 4:
             _DOCUMENTS.popitem(last=False)
         _RUNS[key] = row
@@ -323,12 +385,12 @@ def _static(store: Store, run_id: str) -> dict[str, Any] | None:
     return row
 
 
-def _run(store: Store, run_id: str, actor: Actor) -> dict[str, Any]:
+def _run(store: Store, run_id: str, actor: Actor) -> RemoteRun:
     """The remote run `run_id`, if `actor` may play it; otherwise it does not exist."""
     run = _static(store, run_id) if isinstance(run_id, str) and _RUN_ID.match(run_id) else None
-    if run is None or run["load_spec"] != REMOTE:
+    if run is None or run.load_spec != REMOTE:
         raise NotFound("no such run", "run", value=run_id)
-    require_agent_of(actor, run["account"], run_id)
+    require_agent_of(actor, run.account, run_id)
     return run
 
 
@@ -341,7 +403,7 @@ def _agent_account(actor: Actor) -> str:
 # -- leasing ------------------------------------------------------------------------------------
 
 
-def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
+def next_run(store: Store, *, actor: Actor) -> LeaseView | None:
     """Lease the next pending run of the account's remote submissions to the caller, or None when
     none is pending. Runs its account left idle past their time end first (`expire_idle`).
 
@@ -371,20 +433,22 @@ def next_run(store: Store, *, actor: Actor) -> dict[str, Any] | None:
             if view is None:  # its world could not open: recorded as the harness's `error`
                 _record(store, run, stepper, holder)
                 continue
-            _keep(store, run_id, len(steps), steps[-1]["digest"] if steps else None, stepper)
+            _keep(store, run_id, len(steps), steps[-1].digest if steps else None, stepper)
             return view
     return None
 
 
-def _lease_view(store: Store, run: dict[str, Any], stepper: Stepper) -> dict[str, Any]:
+def _lease_view(store: Store, run: RemoteRun, stepper: Stepper) -> LeaseView:
     """The lease's answer, made before the run is leased: `pending` counts the runs left after it."""
     assert stepper.turn is not None
     limits = _limits(run)
-    pending = sum(ClaimRepo(store).n_pending(s) for s in RemoteRepo(store).open_submissions(run["account"]))
+    pending = RemoteRepo(store).pending(run.account)
+    briefing = run.document["briefing"]
+    assert isinstance(briefing, str)  # a scenario's briefing is text (`scenario.models.Scenario`)
     return {
-        "run_id": run["run_id"],
-        "submission_id": run["batch_id"],
-        "scenario": {"id": run["case_id"], "title": run["title"], "briefing": run["document"]["briefing"]},
+        "run_id": run.run_id,
+        "submission_id": run.batch_id,
+        "scenario": {"id": run.case_id, "title": run.title, "briefing": briefing},
         "messages": stepper.turn.messages,
         "tools": stepper.turn.tools,
         "limits": {"turn_limit": limits.turn_limit, "time_limit": limits.time_limit},
@@ -418,9 +482,9 @@ def _digest(kind: str, said: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index: int | None = None,
+def step(store: Store, run_id: str, message: object = None, *, actor: Actor, index: int | None = None,
          failure: str | None = None, now: datetime | None = None,
-         answered_at: tuple[int, datetime] | None = None) -> dict[str, Any]:
+         answered_at: tuple[int, datetime] | None = None) -> StepView:
     """Apply the agent's next answer to its leased run: `message` (one assistant message, or
     whatever it sent), or `failure` (it failed on its side: the run is `crashed` with that reason).
 
@@ -441,7 +505,8 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
         kind, reply, reason = "failed", None, storable(str(failure))[:MAX_FAILURE] or "the agent failed"
         digest = _digest(kind, reason)
     else:
-        kind, reply, reason = "message", {"message": _json_value(message)}, None
+        reply = {"message": _json_value(message)}
+        kind, reason = "message", None
         digest = _digest(kind, reply)
     for _ in range(MAX_TRIES):
         steps, lease, recorded = RemoteRepo(store).state(run_id)
@@ -450,12 +515,12 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
         stepper = _stepper(store, run, steps)
         if row is None or stepper.done:  # a retry of a step taken, or the run is over: nothing to append
             if stepper.done and not recorded:  # over, but its record went missing (cut short)
-                _record(store, run, stepper, lease["holder"] if lease is not None else None)
-            _keep(store, run_id, len(steps), steps[-1]["digest"] if steps else None, stepper)
+                _record(store, run, stepper, lease.holder if lease is not None else None)
+            _keep(store, run_id, len(steps), steps[-1].digest if steps else None, stepper)
             return _answer(store, run, stepper, answered if row is None else None)
         assert lease is not None
         try:
-            stepper = _take(store, run, steps, lease["holder"], row, stepper)
+            stepper = _take(store, run, steps, lease.holder, row, stepper)
         except Moved:
             continue  # another request for this run got in first: decide again from what it left
         return _answer(store, run, stepper, answered)
@@ -463,33 +528,32 @@ def step(store: Store, run_id: str, message: Any = None, *, actor: Actor, index:
                    value=run_id)
 
 
-def _decide(run_id: str, steps: list[dict[str, Any]], lease: dict[str, Any] | None, recorded: bool,
-            index: int | None, kind: str, reply: Any, reason: str | None, digest: str, arrival: datetime,
-            answered_at: tuple[int, datetime] | None) -> tuple[int | None, dict[str, Any] | None]:
+def _decide(run_id: str, steps: Sequence[StepHead], lease: Lease | None, recorded: bool,
+            index: int | None, kind: str, reply: JsonObject | None, reason: str | None, digest: str,
+            arrival: datetime, answered_at: tuple[int, datetime] | None) -> tuple[int | None, NewStep | None]:
     """What an answer does to the run as read: `(its step number, None)` for a retry of a taken
     step (None for the number when the run is over), `(n + 1, row)` with the step row to append;
     raises `Conflict` for another message at a taken index, a gap, or a run nobody leased."""
     n = len(steps)
     if index is not None and 1 <= index <= n:
         taken = steps[index - 1]
-        if taken["digest"] != digest and taken["kind"] != "expired":
+        if taken.digest != digest and taken.kind != "expired":
             raise Conflict(f"step {index} of this run was already taken with another message", "step",
                            value=run_id)
         return index, None
-    if recorded or (steps and steps[-1]["kind"] != "message"):
+    if recorded or (steps and steps[-1].kind != "message"):
         return None, None  # the run is over
     if lease is None:
         raise Conflict("this run is not leased; ask for work with POST /api/agent/runs/next", "run", value=run_id)
     if index is not None and index != n + 1:
         raise Conflict(f"this run's next step is {n + 1}, not {index}", "step", value=run_id)
-    previous = max(steps[-1]["created_at"], lease["leased_at"]) if steps else lease["leased_at"]
+    previous = max(steps[-1].created_at, lease.leased_at) if steps else lease.leased_at
     if answered_at is not None and answered_at[0] == n:
         previous = max(previous, answered_at[1])
-    return n + 1, {"step": n + 1, "kind": kind, "reply": reply, "reason": reason, "digest": digest,
-                   "elapsed": max(0.0, (arrival - previous).total_seconds())}
+    return n + 1, NewStep(n + 1, kind, reply, reason, digest, max(0.0, (arrival - previous).total_seconds()))
 
 
-def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | None) -> dict[str, Any]:
+def _answer(store: Store, run: RemoteRun, stepper: Stepper, index: int | None) -> StepView:
     played = len(stepper.marks) - 1  # the answers the run took before it ended (or so far)
     if stepper.done:
         assert stepper.record is not None
@@ -498,11 +562,11 @@ def _answer(store: Store, run: dict[str, Any], stepper: Stepper, index: int | No
         status = "running"
     if index is None or index > played:  # the run was over before this answer
         if not stepper.done:  # pragma: no cover - a remote run is only ever recorded from its steps
-            recorded = RemoteRepo(store).run(run["run_id"])
-            status = (recorded or {}).get("recorded_status") or status
-        return {"run_id": run["run_id"], "step": index, "messages": [], "done": True, "status": status,
+            recorded = RemoteRepo(store).run(run.run_id)
+            status = (recorded.recorded_status if recorded is not None else None) or status
+        return {"run_id": run.run_id, "step": index, "messages": [], "done": True, "status": status,
                 "reason": _reason(stepper)}
-    return {"run_id": run["run_id"], "step": index, "messages": stepper.after(index), "done": stepper.done,
+    return {"run_id": run.run_id, "step": index, "messages": stepper.after(index), "done": stepper.done,
             "status": status, "reason": _reason(stepper)}
 
 
@@ -515,7 +579,7 @@ def _reason(stepper: Stepper) -> str | None:
 # -- handing a run back -------------------------------------------------------------------------
 
 
-def release(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
+def release(store: Store, run_id: str, *, actor: Actor) -> ReleaseView:
     """The agent hands its leased run back (it stopped: Ctrl-C): the lease ends and nothing is
     recorded or charged, so the run is pending again at once. The next lease of it goes on where it
     was (its steps so far are replayed; the time it lay released is nobody's). Returns `{run_id,
@@ -525,7 +589,7 @@ def release(store: Store, run_id: str, *, actor: Actor) -> dict[str, Any]:
     repo = RemoteRepo(store)
     lease = repo.lease(run_id) if not RunsRepo(store).recorded([run_id]) else None
     if lease is not None:
-        repo.end_holder(lease["holder"])
+        repo.end_holder(lease.holder)
     return {"run_id": run_id, "released": lease is not None, "step": len(repo.steps(run_id)) + 1}
 
 
@@ -540,32 +604,32 @@ def expire_idle(store: Store, *, account: str | None = None, now: datetime | Non
     now = now or utcnow()
     ended = 0
     for lease in repo.open_leases(account):
-        if now > _deadline(lease["leased_at"], lease["last_step_at"], lease["time_limit"], lease["spent"]):
+        if now > _deadline(lease.leased_at, lease.last_step_at, lease.time_limit, lease.spent):
             ended += _expire(store, lease, now)
     return ended
 
 
-def _expire(store: Store, lease: dict[str, Any], now: datetime) -> int:
+def _expire(store: Store, lease: OpenLease, now: datetime) -> int:
     """End one leased run past its time (1), unless its agent answered in time after all (0)."""
-    run = _static(store, lease["run_id"])
+    run = _static(store, lease.run_id)
     assert run is not None
     for _ in range(MAX_TRIES):
-        steps, held, recorded = RemoteRepo(store).state(lease["run_id"])
-        if recorded or held is None or held["holder"] != lease["holder"]:
+        steps, held, recorded = RemoteRepo(store).state(lease.run_id)
+        if recorded or held is None or held.holder != lease.holder:
             return 0
         stepper = _stepper(store, run, steps)
         if stepper.done:  # already over: only its record is missing
-            _record(store, run, stepper, held["holder"])
+            _record(store, run, stepper, held.holder)
             return 1
-        last = max(steps[-1]["created_at"], held["leased_at"]) if steps else held["leased_at"]
-        spent = sum(s["elapsed"] for s in steps)
-        if now <= _deadline(held["leased_at"], last, lease["time_limit"], spent):
-            _keep(store, run["run_id"], len(steps), steps[-1]["digest"] if steps else None, stepper)
+        last = max(steps[-1].created_at, held.leased_at) if steps else held.leased_at
+        spent = sum(s.elapsed for s in steps)
+        if now <= _deadline(held.leased_at, last, lease.time_limit, spent):
+            _keep(store, run.run_id, len(steps), steps[-1].digest if steps else None, stepper)
             return 0  # it answered in time after all
-        row = {"step": len(steps) + 1, "kind": "expired", "reply": None, "reason": None,
-               "digest": _digest("expired", None), "elapsed": max(0.0, (now - last).total_seconds())}
+        row = NewStep(len(steps) + 1, "expired", None, None, _digest("expired", None),
+                      max(0.0, (now - last).total_seconds()))
         try:
-            stepper = _take(store, run, steps, held["holder"], row, stepper)
+            stepper = _take(store, run, steps, held.holder, row, stepper)
         except Moved:
             continue
         return 1 if stepper.done else 0

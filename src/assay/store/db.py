@@ -29,7 +29,7 @@ MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
 #: The revision the migrations end at, known without asking Alembic, so that opening a store that
 #: is up to date never imports it. A test holds it equal to Alembic's own head; were it ever stale,
 #: opening would only take the slow path, which asks Alembic and finds nothing to do.
-HEAD_REVISION = "0020"
+HEAD_REVISION = "0021"
 
 #: Key of the PostgreSQL advisory lock that serialises concurrent first-time migrations.
 _MIGRATION_LOCK = int.from_bytes(hashlib.sha256(b"assay:migrate").digest()[:8], "big", signed=True)

@@ -17,12 +17,15 @@ import functools
 import hashlib
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from assay.jsontypes import JsonObject
 from assay.store.board_schema import submissions
-from assay.store.claims import REMOTE_HOST
+from assay.store.claims import LEASE_SECONDS, REMOTE_HOST
 from assay.store.remote_schema import remote_lines, remote_steps
 from assay.store.repo import Store
 from assay.store.schema import (
@@ -41,6 +44,86 @@ from assay.store.schema import (
 REMOTE_SPEC = "remote"
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRun:
+    """A planned run with what remote play needs of it (`RemoteRepo.run`): its slot, its batch's
+    account, agent spec and limits, its scenario's title and document, and the status it was
+    recorded with (None while it is not)."""
+
+    batch_id: str
+    slot: int
+    run_id: str
+    case_id: str
+    scenario_hash: str
+    trial: int
+    seed: int
+    load_spec: str
+    turn_limit: int
+    time_limit: float
+    account: str
+    title: str
+    document: JsonObject  # the scenario's stored document: free-form by design
+    recorded_status: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A run's live lease: the remote holder and when it was leased."""
+
+    holder: str
+    leased_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OpenLease:
+    """A leased, unrecorded remote run (`RemoteRepo.open_leases`), with its limit and time spent."""
+
+    run_id: str
+    batch_id: str
+    time_limit: float
+    holder: str
+    leased_at: datetime
+    last_step_at: datetime | None
+    spent: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepHead:
+    """One stored step of a remote run, without its reply (what a step is decided from)."""
+
+    step: int
+    kind: str
+    reason: str | None
+    digest: str
+    elapsed: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStep(StepHead):
+    """One stored step with its reply (`{"message": …}` as the agent sent it, or None): to replay."""
+
+    reply: JsonObject | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewStep:
+    """A step to append (`RemoteRepo.append_step`): its number, kind, reply, reason, digest and the
+    seconds the agent took."""
+
+    step: int
+    kind: str
+    reply: JsonObject | None
+    reason: str | None
+    digest: str
+    elapsed: float
+
+    def values(self, run_id: str, created_at: datetime) -> dict[str, object]:
+        """Its row in `remote_steps`."""
+        return {"run_id": run_id, "step": self.step, "kind": self.kind, "reply": self.reply, "reason": self.reason,
+                "digest": self.digest, "elapsed": self.elapsed, "created_at": created_at}
 
 
 def _lock_key(run_id: str) -> int:
@@ -74,8 +157,19 @@ def lock_batch(conn: sa.Connection, batch_id: str) -> None:
 _LOCK = sa.select(sa.func.pg_advisory_xact_lock(sa.bindparam("key", type_=sa.BigInteger)))
 
 
+@dataclass(frozen=True, slots=True)
+class _Statements:
+    steps: sa.Select[Any]
+    light: sa.Select[Any]
+    head: sa.Select[Any]
+    lease: sa.Select[Any]
+    recorded: sa.Select[Any]
+    insert: sa.Insert
+    end: sa.Update
+
+
 @functools.cache
-def _statements() -> dict[str, Any]:
+def _statements() -> _Statements:
     """The statements every step sends, built once (a step is asked hundreds of times a second)."""
     rid: sa.BindParameter[str] = sa.bindparam("run_id")
     c, h, rs = run_claims, claim_holders, remote_steps
@@ -85,25 +179,29 @@ def _statements() -> dict[str, Any]:
             .where(c.c.run_id == rid, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None),
                    c.c.attempt == sa.select(sa.func.max(latest.c.attempt)).where(latest.c.run_id == rid)
                    .scalar_subquery()))
-    return {
-        "steps": sa.select(rs).where(rs.c.run_id == rid).order_by(rs.c.step),
+    return _Statements(
+        steps=sa.select(*_STEP_COLUMNS, rs.c.reply).where(rs.c.run_id == rid).order_by(rs.c.step),
         # what a step is decided from, without the replies (a live run needs none of them)
-        "light": sa.select(*(col for col in rs.c if col.name != "reply")).where(rs.c.run_id == rid)
-                 .order_by(rs.c.step),
+        light=sa.select(*_STEP_COLUMNS).where(rs.c.run_id == rid).order_by(rs.c.step),
         # in one statement: how many steps, whether recorded, the live lease's holder and its time
-        "head": sa.select(sa.select(sa.func.count()).select_from(rs).where(rs.c.run_id == rid)
-                          .scalar_subquery().label("n"),
-                          sa.exists().where(runs.c.run_id == rid).label("recorded"),
-                          live.with_only_columns(c.c.holder).scalar_subquery().label("holder"),
-                          live.with_only_columns(c.c.claimed_at).scalar_subquery().label("leased_at")),
-        "lease": (sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at).join(h, h.c.id == c.c.holder)
-                  .where(c.c.run_id == rid, c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
-                         .where(latest.c.run_id == rid).scalar_subquery())),
-        "recorded": sa.select(runs.c.run_id).where(runs.c.run_id == rid),
-        "insert": sa.insert(rs),
-        "end": (sa.update(h).where(h.c.id == sa.bindparam("holder"), h.c.ended_at.is_(None))
-                .values(ended_at=sa.bindparam("ended_at"))),
-    }
+        head=sa.select(sa.select(sa.func.count()).select_from(rs).where(rs.c.run_id == rid)
+                       .scalar_subquery().label("n"),
+                       sa.exists().where(runs.c.run_id == rid).label("recorded"),
+                       live.with_only_columns(c.c.holder).scalar_subquery().label("holder"),
+                       live.with_only_columns(c.c.claimed_at).scalar_subquery().label("leased_at")),
+        lease=(sa.select(c.c.holder, c.c.claimed_at, h.c.host, h.c.ended_at).join(h, h.c.id == c.c.holder)
+               .where(c.c.run_id == rid, c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
+                      .where(latest.c.run_id == rid).scalar_subquery())),
+        recorded=sa.select(runs.c.run_id).where(runs.c.run_id == rid),
+        insert=sa.insert(rs),
+        end=(sa.update(h).where(h.c.id == sa.bindparam("holder"), h.c.ended_at.is_(None))
+             .values(ended_at=sa.bindparam("ended_at"))),
+    )
+
+
+#: A step's columns in `StepHead`'s order (its reply read only where a run is replayed).
+_STEP_COLUMNS = (remote_steps.c.step, remote_steps.c.kind, remote_steps.c.reason, remote_steps.c.digest,
+                 remote_steps.c.elapsed, remote_steps.c.created_at)
 
 
 def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
@@ -121,7 +219,7 @@ class RemoteRepo:
 
     # -- what a run is ------------------------------------------------------------------------
 
-    def run(self, run_id: str) -> dict[str, Any] | None:
+    def run(self, run_id: str) -> RemoteRun | None:
         """A planned run with what remote play needs of it: its batch and account, the batch's
         agent spec and limits, its scenario's title and document, and whether it is recorded."""
         pr, ba, s, sv = planned_runs, batch_agents, submissions, scenario_versions
@@ -137,7 +235,7 @@ class RemoteRepo:
         )
         with self.store.read_connection() as conn:
             row = conn.execute(query).first()
-        return dict(row._mapping) if row is not None else None
+        return RemoteRun(**row._mapping) if row is not None else None
 
     def open_submissions(self, account: str) -> list[str]:
         """The account's remote submissions not yet complete, oldest first."""
@@ -151,6 +249,27 @@ class RemoteRepo:
         )
         with self.store.read_connection() as conn:
             return [str(i) for i in conn.execute(query).scalars()]
+
+    def pending(self, account: str) -> int:
+        """How many runs of the account's open remote submissions wait for an agent: unrecorded, and
+        not held by a live lease (their latest claim, if any, is a holder that ended; a holder of
+        this machine's batch players counts as live until it ends or its heartbeat is stale). One
+        count, where asking `ClaimRepo.n_pending` of each submission read every slot (issue 26)."""
+        pr, s, ba, bc, c, h = planned_runs, submissions, batch_agents, batch_completions, run_claims, claim_holders
+        stale = utcnow() - timedelta(seconds=LEASE_SECONDS)
+        held = (sa.select(c.c.run_id).join(h, h.c.id == c.c.holder)
+                .where(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id), h.c.ended_at.is_(None),
+                       sa.or_(h.c.host == REMOTE_HOST, h.c.heartbeat_at >= stale)))
+        query = (
+            sa.select(sa.func.count())
+            .select_from(s.join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
+                         .outerjoin(bc, bc.c.batch_id == s.c.id)
+                         .join(pr, pr.c.batch_id == s.c.id)
+                         .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+            .where(s.c.account == account, bc.c.batch_id.is_(None), runs.c.run_id.is_(None), ~sa.exists(held))
+        )
+        with self.store.read_connection() as conn:
+            return int(conn.execute(query).scalar_one())
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -184,46 +303,47 @@ class RemoteRepo:
     @staticmethod
     def end_holder_in(conn: sa.Connection, holder_id: str) -> None:
         """End the lease of `holder_id` inside the caller's transaction `conn`."""
-        conn.execute(_statements()["end"], {"holder": holder_id, "ended_at": utcnow()})
+        conn.execute(_statements().end, {"holder": holder_id, "ended_at": utcnow()})
 
     @staticmethod
-    def _lease(conn: sa.Connection, run_id: str) -> dict[str, Any] | None:
+    def _lease(conn: sa.Connection, run_id: str) -> Lease | None:
         """The run's latest claim, if a remote agent holds it now: holder and when it was leased."""
-        row = conn.execute(_statements()["lease"], {"run_id": run_id}).first()
+        row = conn.execute(_statements().lease, {"run_id": run_id}).first()
         if row is None or row.host != REMOTE_HOST or row.ended_at is not None:
             return None
-        return {"holder": row.holder, "leased_at": row.claimed_at}
+        return Lease(row.holder, row.claimed_at)
 
-    def lease(self, run_id: str) -> dict[str, Any] | None:
+    def lease(self, run_id: str) -> Lease | None:
         with self.store.read_connection() as conn:
             return self._lease(conn, run_id)
 
-    def open_leases(self, account: str | None = None) -> list[dict[str, Any]]:
+    def open_leases(self, account: str | None = None) -> list[OpenLease]:
         """Runs a remote agent holds and that are not recorded yet (of one account, or all), each
         with its time limit, when it was leased, its last step's time and the time spent so far."""
         pr, ba, c, h, rs = planned_runs, batch_agents, run_claims, claim_holders, remote_steps
         last = sa.select(sa.func.max(rs.c.created_at)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
         spent = sa.select(sa.func.coalesce(sa.func.sum(rs.c.elapsed), 0.0)).where(
             rs.c.run_id == pr.c.run_id).scalar_subquery()
+        # driven from the live remote holders (0021: a partial index of the holders not ended, and
+        # claims by holder), so the query reads what is in play, never every planned run
         query = (
             sa.select(pr.c.run_id, pr.c.batch_id, ba.c.time_limit, c.c.holder, c.c.claimed_at.label("leased_at"),
                       last.label("last_step_at"), spent.label("spent"))
             .select_from(
-                pr.join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
+                h.join(c, c.c.holder == h.c.id)
+                .join(pr, pr.c.run_id == c.c.run_id)
+                .join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
                 .join(submissions, submissions.c.id == pr.c.batch_id)
-                .join(c, sa.and_(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id)))
-                .join(h, sa.and_(h.c.id == c.c.holder, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None)))
                 .outerjoin(runs, runs.c.run_id == pr.c.run_id))
-            .where(runs.c.run_id.is_(None))
+            .where(h.c.host == REMOTE_HOST, h.c.ended_at.is_(None), c.c.attempt == _latest_claim(c.c.run_id),
+                   runs.c.run_id.is_(None))
             .order_by(pr.c.batch_id, pr.c.slot)
         )
         if account is not None:
             query = query.where(submissions.c.account == account)
         with self.store.read_connection() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
-        for r in rows:
-            r["spent"] = float(r["spent"] or 0.0)
-        return rows
+            return [OpenLease(r.run_id, r.batch_id, r.time_limit, r.holder, r.leased_at, r.last_step_at,
+                              float(r.spent or 0.0)) for r in conn.execute(query)]
 
     # -- facilitator lines ----------------------------------------------------------------------
 
@@ -251,29 +371,29 @@ class RemoteRepo:
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def steps(self, run_id: str) -> list[dict[str, Any]]:
+    def steps(self, run_id: str) -> list[StoredStep]:
         with self.store.read_connection() as conn:
             return self._steps(conn, run_id)
 
     @staticmethod
-    def _steps(conn: sa.Connection, run_id: str) -> list[dict[str, Any]]:
-        return [dict(r._mapping) for r in conn.execute(_statements()["steps"], {"run_id": run_id})]
+    def _steps(conn: sa.Connection, run_id: str) -> list[StoredStep]:
+        return [StoredStep(*r) for r in conn.execute(_statements().steps, {"run_id": run_id})]
 
-    def state(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None, bool]:
+    def state(self, run_id: str) -> tuple[list[StepHead], Lease | None, bool]:
         """What a step is decided from: the run's steps (in order, as stored, without their
         replies: `steps` reads those, to replay), its lease (None when no remote agent holds it)
         and whether it is recorded. A read, no lock: `append_step` checks that none of it moved
         before it appends."""
         st, params = _statements(), {"run_id": run_id}
         with self.store.read_connection() as conn:
-            steps = [dict(r._mapping) for r in conn.execute(st["light"], params)]
-            head = conn.execute(st["head"], params).one()
-        lease = None if head.holder is None else {"holder": head.holder, "leased_at": head.leased_at}
+            steps = [StepHead(*r) for r in conn.execute(st.light, params)]
+            head = conn.execute(st.head, params).one()
+        lease = None if head.holder is None else Lease(head.holder, head.leased_at)
         return steps, lease, bool(head.recorded)
 
-    def append_step(self, run_id: str, seen: int, holder: str | None, row: dict[str, Any],
+    def append_step(self, run_id: str, seen: int, holder: str | None, row: NewStep,
                     then: Callable[[sa.Connection], T] | None = None) -> T | None:
-        """Append step `row` (without `run_id`, `created_at`) to the run in one write transaction,
+        """Append step `row` to the run in one write transaction,
         if the run is as `state` saw it: `seen` steps, its lease held by `holder` (None: no check of
         the lease), not recorded; else append nothing and raise `Moved`. `then(conn)` runs in the
         same transaction after the step is appended (recording the run the step ended) and its
@@ -283,10 +403,10 @@ class RemoteRepo:
 
         def body(conn: sa.Connection) -> T | None:
             lock_run(conn, run_id)
-            head = conn.execute(st["head"], {"run_id": run_id}).one()
+            head = conn.execute(st.head, {"run_id": run_id}).one()
             if head.n != seen or head.recorded or (holder is not None and head.holder != holder):
                 raise Moved()
-            conn.execute(st["insert"], [{**row, "run_id": run_id, "created_at": utcnow()}])
+            conn.execute(st.insert, [row.values(run_id, utcnow())])
             return then(conn) if then is not None else None
 
         return self.store.batched(body)  # SQLite: committed with the steps that arrive with it
@@ -296,7 +416,7 @@ class RemoteRepo:
         the run is recorded already (then None)."""
         def body(conn: sa.Connection) -> T | None:
             lock_run(conn, run_id)
-            if conn.execute(_statements()["recorded"], {"run_id": run_id}).first() is not None:
+            if conn.execute(_statements().recorded, {"run_id": run_id}).first() is not None:
                 return None
             return then(conn)
 

@@ -248,15 +248,21 @@ class RunsRepo(Repository):
         """How many of the batch's planned slots have no run recorded yet."""
         return self.store.transaction(lambda conn: self._unrecorded(conn, batch_id), write=False)
 
-    def completable(self) -> list[str]:
+    def completable(self, since: datetime | None = None) -> list[str]:
         """Batches whose every planned slot is recorded but that were never completed (the process
-        that recorded the last run stopped before completing it), oldest first."""
+        that recorded the last run stopped before completing it), oldest first. With `since`, only
+        batches with a run recorded at or after it (0021: by `runs.created_at`, no scan of the
+        batches): what a sweep that ran before `since` may have missed."""
         pr, b, bc = planned_runs, batches, batch_completions
         missing = (sa.select(pr.c.run_id).select_from(pr.outerjoin(runs, runs.c.run_id == pr.c.run_id))
                    .where(pr.c.batch_id == b.c.id, runs.c.run_id.is_(None)))
         query = (sa.select(b.c.id).outerjoin(bc, bc.c.batch_id == b.c.id)
                  .where(bc.c.batch_id.is_(None), ~sa.exists(missing))
                  .order_by(b.c.created_at, b.c.id))
+        if since is not None:
+            recent = (sa.select(pr.c.batch_id).select_from(runs.join(pr, pr.c.run_id == runs.c.run_id))
+                      .where(runs.c.created_at >= since))
+            query = query.where(b.c.id.in_(recent))
         return self.store.transaction(lambda conn: [str(i) for i in conn.execute(query).scalars()], write=False)
 
     def recorded(self, run_ids: Sequence[str]) -> set[str]:

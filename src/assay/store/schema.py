@@ -164,6 +164,7 @@ runs = sa.Table(
     # 0003: which version of assay.records wrote the row (older rows are version 1)
     sa.Column("schema_version", sa.Integer, nullable=False, server_default=sa.text("1")),
     sa.CheckConstraint(STATUS_CHECK, name="ck_runs_status"),
+    sa.Index("ix_runs_created_at", "created_at"),  # 0021: the runs recorded lately (the sweeper's)
 )
 
 check_outcomes = sa.Table(
@@ -225,6 +226,9 @@ claim_holders = sa.Table(
     sa.Column("started_at", UTCDateTime(), nullable=False),
     sa.Column("heartbeat_at", UTCDateTime(), nullable=False),
     sa.Column("ended_at", UTCDateTime(), nullable=True),
+    # 0021: the holders not ended, by host (remote play's live leases, without a scan)
+    sa.Index("ix_claim_holders_live", "host", sqlite_where=sa.text("ended_at IS NULL"),
+             postgresql_where=sa.text("ended_at IS NULL")),
 )
 
 run_claims = sa.Table(
@@ -234,6 +238,7 @@ run_claims = sa.Table(
     sa.Column("attempt", sa.Integer, primary_key=True),
     sa.Column("holder", sa.String(32), sa.ForeignKey("claim_holders.id"), nullable=False),
     sa.Column("claimed_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_run_claims_holder", "holder"),  # 0021: a holder's claims
 )
 
 batch_completions = sa.Table(

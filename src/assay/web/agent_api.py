@@ -11,7 +11,9 @@ A thin shell over `service.remote`; the engine decides everything (a malformed m
 run's `empty`, an unknown tool a tool error, a late answer a `timeout`). `step` numbers the
 answers of a run from 1 and makes a retry safe: the same step sent again is answered again, never
 applied twice. A bare assistant message as the body (no `message` key) is taken as the message.
-Only the key's own account's runs exist for it; an API key is refused here like no key.
+Only the key's own account's runs exist for it; an API key is refused here like no key. A key found
+valid is taken on trust for `deps.KEY_RECHECK_SECONDS` (5 s) before it is read again, so a revoked
+agent key is refused here within that time (the other routes refuse it at once).
 
 Play has its own lane (issue 26): the routes run in `web.edge.Lanes.play`, a thread pool public
 reads never use, and a step is charged from the server's last answer to the step's arrival
@@ -31,11 +33,11 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.records import STATUSES
-from assay.service import keys, remote
+from assay.service import remote
 from assay.service.actors import Actor
 from assay.store.db import Store
 from assay.store import schema as store_schema
-from assay.web.deps import agent_scheme
+from assay.web.deps import agent_scheme, verified_keys
 from assay.web.edge import ARRIVED, Answered
 from assay.web.schemas import Closed, error_responses
 
@@ -152,13 +154,15 @@ class StepAnswer(Closed):
 async def _play(request: Request, credentials: HTTPAuthorizationCredentials | None,
                 work: Callable[[Store, Actor], Any]) -> Any:
     """`work` for the key's agent, in the play lane (`web.edge.Lanes.play`: never behind public
-    reads), the key checked there too."""
+    reads), the key checked there too (`deps.VerifiedKeys`: a key checked within the last
+    `deps.KEY_RECHECK_SECONDS` is not read again)."""
     app = request.app
     presented = credentials.credentials if credentials is not None else None
+    verified = verified_keys(app)
 
     def run() -> Any:
         store: Store = app.state.store
-        return work(store, keys.authenticate(store, app.state.settings.secret, presented, "agent"))
+        return work(store, verified.authenticate(store, app.state.settings.secret, presented, "agent"))
 
     return await anyio.to_thread.run_sync(run, limiter=app.state.lanes.play)
 

@@ -10,7 +10,9 @@ Several worker processes may do so at once: the claims split the work.
 The sweeper ends remote runs left idle past their time limit (`remote.expire_idle`) every few
 seconds, so a remote submission whose agent went away still completes; completes every batch whose
 runs are all recorded but which was never completed (`completion.complete_recorded`: the request that
-recorded its last run failed before finishing it, or the server stopped), so a submission whose
+recorded its last run failed before finishing it, or the server stopped; a sweep looks at the
+batches with a run recorded since the previous one, an index's range, and every
+`FULL_SWEEP_EVERY`-th at all of them), so a submission whose
 runs are all recorded always completes, however its finalisation was cut short; and scores the submissions
 of trait suites whose runs are all recorded (`scoring.score_recorded`): scoring lags the runs, and
 a submission is complete once judged.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from datetime import datetime
 from typing import Any
 
 from assay.store.db import Store
@@ -36,6 +39,11 @@ THREADS = 2
 RUNS_IN_FLIGHT = 8
 #: Seconds between sweeps for idle remote runs.
 SWEEP_SECONDS = 5.0
+#: A sweep looks at the batches with a run recorded since the previous sweep began, less this
+#: overlap (a transaction that committed late, another host's clock); every `FULL_SWEEP_EVERY`-th
+#: sweep (the first included) looks at every batch, what a window could still miss.
+SWEEP_OVERLAP_SECONDS = 600.0
+FULL_SWEEP_EVERY = 60
 #: The agents the server plays itself (the API composes only these).
 SERVER_PLAYED = ("openai:",)
 
@@ -60,6 +68,9 @@ class Workers:
         for t in self._threads:
             t.start()
         self._sweeper: threading.Thread | None = None
+        self._sweeps = 0
+        self._swept_from: datetime | None = None  # when the last sweep of the batches that succeeded began
+        self._unfinished: set[str] = set()  # batches whose completion failed: tried again each sweep
         if sweep_seconds:
             self._sweeper = threading.Thread(target=self._sweep, args=(sweep_seconds,), name="assay-sweeper",
                                              daemon=True)
@@ -153,8 +164,26 @@ class Workers:
             remote.expire_idle(self.store)
         except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
             log.warning("sweep for idle remote runs failed: %s: %s", type(exc).__name__, exc)
+        from datetime import timedelta
+
+        from assay.store.schema import utcnow
+
+        began, failed = utcnow(), set()
+
+        def on_error(batch_id: str, exc: Exception) -> None:
+            failed.add(batch_id)
+            _completion_failed(batch_id, exc)
+
+        # 0021: the batches with a run recorded lately (indexed), not every batch, but now and then
+        since = self._swept_from
+        if since is not None and self._sweeps % FULL_SWEEP_EVERY != 0:
+            since -= timedelta(seconds=SWEEP_OVERLAP_SECONDS)
+        else:
+            since = None
+        self._sweeps += 1
         try:
-            completion.complete_recorded(self.store, on_error=_completion_failed)
+            completion.complete_recorded(self.store, on_error=on_error, since=since, also=sorted(self._unfinished))
+            self._swept_from, self._unfinished = began, failed
         except Exception as exc:  # noqa: BLE001 - a missed sweep is retried
             log.warning("sweep for recorded batches failed: %s: %s", type(exc).__name__, exc)
         try:
