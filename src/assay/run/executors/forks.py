@@ -93,7 +93,6 @@ def _child(conn: Connection, parents: list[Connection], factory: Any, limits: Li
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: it is the parent's
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's SIGTERM handler is not ours
     gc.freeze()  # what the fork brought is never ours to collect (nor worth touching its pages)
-    gc.set_threshold(50_000, 20, 100)  # and a run's garbage is collected rarely (`aio.lenient_gc`)
     parent = os.getppid()
     scenarios: dict[str, LoadedScenario] = {}
     while True:

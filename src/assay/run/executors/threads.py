@@ -24,7 +24,6 @@ from typing import Any
 from assay.run.drivers import play_sync
 from assay.run.engine import Episode, Limits, error_record, open_episode
 from assay.run.executors import forks
-from assay.run.executors.aio import lenient_gc
 from assay.run.executors.base import Sink, Task
 
 #: Seconds past a run's budget before the watchdog steps in (the driver notices first when it can).
@@ -52,11 +51,9 @@ class ThreadExecutor:
             # a world that waits (a campaign worded by a model facilitator) keeps its threads
             if not head or not head[0].loaded.world_options:
                 processes = min(self.workers, forks.usable_cpus()) if forks.available() else 1
-                with lenient_gc():  # a scripted run allocates fast: the default collector walks the heap often
-                    if processes > 1 and len(head) >= FORK_AT:
-                        return forks.ForkedScripted(processes).execute(tasks, agent_factory, limits, sink,
-                                                                       self._inline)
-                    return self._inline(tasks, agent_factory, limits, sink)
+                if processes > 1 and len(head) >= FORK_AT:
+                    return forks.ForkedScripted(processes).execute(tasks, agent_factory, limits, sink, self._inline)
+                return self._inline(tasks, agent_factory, limits, sink)
         todo: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         finished: queue.SimpleQueue[tuple[int, Any, int]] = queue.SimpleQueue()
         active: dict[int, tuple[Episode, float]] = {}
