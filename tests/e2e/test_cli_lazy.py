@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 
 from assay.cli import app, lazy
@@ -32,6 +33,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+@pytest.mark.heavy  # starts a process
 def test_assay_run_imports_none_of_the_heavy_packages(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path / "store.db")], capture_output=True,
                           text=True, timeout=120)

@@ -20,6 +20,7 @@ from assay.service.runs import plan_batch, run_suite
 from assay.service.suites import SuiteBundle
 from assay.store import Store
 
+pytestmark = pytest.mark.heavy  # every test here forks the executor's children
 
 
 def _stored(store: Store, batch_id: str) -> dict[tuple[str, int], tuple[Any, ...]]:

@@ -26,6 +26,7 @@ import gc
 import os
 import pickle
 import signal
+import sys
 from collections.abc import Iterable, Iterator
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
@@ -63,8 +64,9 @@ def usable_cpus() -> int:
 
 
 def available() -> bool:
-    """Whether children can be forked here (Linux, macOS: fork exists)."""
-    return hasattr(os, "fork")
+    """Whether children are forked here: on Linux (macOS has fork, but its system libraries are
+    not safe to use in a child forked from a process with threads; there a batch stays in one)."""
+    return sys.platform.startswith("linux")
 
 
 def _play(loaded: LoadedScenario, planned: PlannedRun, factory: Any, limits: Limits) -> Played:
