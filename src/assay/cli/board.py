@@ -25,7 +25,7 @@ from rich.text import Text
 from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
 from assay.cli.agent_opts import AgentEnvOpt, AgentMemoryOpt, agent_options, protect_local, refuse_unsandboxed
-from assay.ui import (
+from assay.cli.ui import (
     AlwaysJson, BatchProgress, DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WorkersOpt,
     Col, WideFlag, check_output, emit_json, fit_table, open_store_at, out, print_json, progress_bar, says,
 )
@@ -209,7 +209,7 @@ def account_show(name: str = typer.Argument(..., help="Account name."), as_json:
 def print_submission(view: dict[str, Any], console: Any = None, *, wide: bool = False) -> None:
     """A submission: what it is, where it stands, its figures, then every run with its seed
     (what `assay debrief RUN` takes), on `console` (default: stdout)."""
-    from assay.ui import Col, fit_table
+    from assay.cli.ui import Col, fit_table
 
     console = console if console is not None else out
     say = lambda line: console.print(line, markup=False, highlight=False)  # noqa: E731
