@@ -269,7 +269,7 @@ def results(
     db: Optional[str] = DbOpt,
 ) -> None:
     """A stored batch's results (the results JSON with --json), or a submission's owner view (runs and seeds)."""
-    from assay.cli.board import print_submission, submission_results
+    from assay.cli.submissions import print_submission, submission_results
     from assay.service.results import results_json
     from assay.store.runs_repo import RunsRepo
     from assay.cli.ui import print_cases, print_summary

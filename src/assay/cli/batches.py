@@ -77,7 +77,7 @@ def resume(
     # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
     finished = completion.complete(store, batch.id)
     if batch.kind == "submission":
-        from assay.cli.board import judge_submission
+        from assay.cli.submissions import judge_submission
 
         summary = judge_submission(store, batch.id, None, None, quiet=quiet)  # the runs it just recorded
     else:
