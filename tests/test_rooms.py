@@ -72,8 +72,9 @@ def test_every_room_is_checked() -> None:
 # -- every module, and the arrows between modules ----------------------------------------------
 
 #: Top-level modules that are not leaves, with what they may import: `__init__` loads an agent on
-#: demand; `demo`, `ui` and `__main__` are shells beside `cli`, free to call anything below.
-TOP_MODULES: dict[str, set[str] | None] = {"__init__": {"agents"}, "demo": None, "ui": None, "__main__": None}
+#: demand; `demo` and `__main__` are shells beside `cli`, free to call anything below (`demo` prints
+#: with `cli.ui`).
+TOP_MODULES: dict[str, set[str] | None] = {"__init__": {"agents"}, "demo": None, "__main__": None}
 
 #: `service/` in layers, lowest first; a module imports service modules of lower layers only (the
 #: foundation's modules also each other). Where a lower layer needs a higher one, it is handed a

@@ -13,7 +13,7 @@ from assay.service.results import results_json
 from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store.db import open_store
-from assay.ui import out, print_summary, progress_bar
+from assay.cli.ui import out, print_summary, progress_bar
 
 #: The forge release the demo plays: 2.0, whose 55 cases × 3 trials can tell the agents apart.
 VERSION = "2.0"

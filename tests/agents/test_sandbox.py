@@ -33,7 +33,7 @@ from assay.service.results import results_json
 from assay.service.runs import run_suite
 from assay.service.suites import resolve_suite
 from assay.store import Store
-from assay.ui import agent_traceback
+from assay.cli.ui import agent_traceback
 from assay.store.runs_repo import RunsRepo
 from tests.board.test_cli_board import ASSAY, Cli
 

@@ -320,7 +320,7 @@ def test_concurrent_submissions_cannot_both_take_the_last_slot(mini: Store) -> N
 
 
 def test_results_dispatch_finds_submissions_by_id_or_prefix(mini: Store) -> None:
-    from assay.cli.board import submission_results
+    from assay.cli.submissions import submission_results
 
     sid = submit(mini)
     assert submission_results(mini, sid)["id"] == sid

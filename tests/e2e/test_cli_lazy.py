@@ -72,3 +72,13 @@ def test_a_named_command_loads_its_module_alone() -> None:
     assert command is not None and command.name == "verify"
     assert set(root._commands) == {"export", "verify"}  # the export module's commands, nothing else
     assert root.get_command(None, "no-such-command") is None  # type: ignore[arg-type]
+
+
+def test_each_module_registers_only_its_own_names() -> None:
+    """Naming one command builds its module's commands and groups, none of another module's (`submit`
+    does not build the board's commands, nor `board` the submissions')."""
+    for module, commands, groups in lazy.LAZY:
+        root = lazy.LazyGroup(name="assay", commands={})
+        first = (*commands, *groups)[0]
+        assert root.get_command(None, first) is not None, first  # type: ignore[arg-type]
+        assert set(root._commands) == {*commands, *groups}, module

@@ -149,7 +149,7 @@ def test_columns_is_read_at_each_print_not_when_the_console_was_made(monkeypatch
     a table follows $COLUMNS as it is when the table is printed."""
     import io
 
-    from assay.ui import PIPED_WIDTH, Col, Screen, fit_table
+    from assay.cli.ui import PIPED_WIDTH, Col, Screen, fit_table
 
     monkeypatch.setenv("COLUMNS", "50")
     page = io.StringIO()

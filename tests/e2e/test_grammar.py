@@ -148,7 +148,7 @@ def test_the_old_json_file_form_is_refused_in_one_line(
 def test_a_narrow_terminal_folds_agent_labels_and_never_cuts_them_to_nothing() -> None:
     from rich.console import Console
 
-    from assay.ui import print_summary
+    from assay.cli.ui import print_summary
 
     label = "an-agent-label-of-some-length"
     results = {"suite": {"key": "forge", "version": "2.0"}, "trials_per_case": 1, "agent": {"label": label},
@@ -167,7 +167,7 @@ def test_a_narrow_terminal_folds_agent_labels_and_never_cuts_them_to_nothing() -
 def test_debrief_of_a_crashed_run_shows_why_it_ended_and_the_agents_traceback() -> None:
     from rich.console import Console
 
-    from assay.ui import print_debrief
+    from assay.cli.ui import print_debrief
 
     trace = 'Traceback (most recent call last):\n  File "agent.py", line 3, in agent\nRuntimeError: [boom]'
     d = {"case_id": "c", "title": "t", "run_id": "r1", "trial": 1, "status": "crashed",

@@ -167,7 +167,7 @@ def test_a_debrief_of_a_crashed_run_shows_why_it_ended_and_the_agents_traceback(
     from rich.console import Console
 
     from assay.service.results import debrief
-    from assay.ui import print_debrief
+    from assay.cli.ui import print_debrief
 
     results = run_batch(sqlite_store, forge, agent=spec("raises"), trials=1)
     print_debrief(Console(width=200), debrief(sqlite_store, all_trials(results)[0]["run_id"], actor=OPERATOR))

@@ -15,7 +15,7 @@ import typer
 from assay.cli import lazy
 from assay.cli.errors import StoreRetryOpt
 from assay.errors import BadInput
-from assay.ui import (
+from assay.cli.ui import (
     AlwaysJson, DbOpt, ExecutorOpt, JsonFlag, OutputOpt, QuietFlag, RayAddressOpt, WideFlag, WorkersOpt, check_output,
     close_stores,
     emit_json, err, open_store_at, out, print_json, says,
@@ -222,7 +222,7 @@ def run(
     from assay.service.results import results_json
     from assay.service.runs import run_suite
     from assay.service.suites import resolve_suite
-    from assay.ui import BatchProgress, print_summary
+    from assay.cli.ui import BatchProgress, print_summary
 
     bundle = resolve_suite(suite, version)
     protect_local(bundle.source, db)
@@ -269,10 +269,10 @@ def results(
     db: Optional[str] = DbOpt,
 ) -> None:
     """A stored batch's results (the results JSON with --json), or a submission's owner view (runs and seeds)."""
-    from assay.cli.board import print_submission, submission_results
+    from assay.cli.submissions import print_submission, submission_results
     from assay.service.results import results_json
     from assay.store.runs_repo import RunsRepo
-    from assay.ui import print_cases, print_summary
+    from assay.cli.ui import print_cases, print_summary
 
     if as_json and output is None and ident is not None and ident.endswith(".json"):
         raise BadInput(_JSON_TAKES_NO_FILE, ident)
@@ -337,7 +337,7 @@ def replay(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."
 def debrief(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."), as_json: bool = JsonFlag,
             db: Optional[str] = DbOpt) -> None:
     """Reveal a run's hidden truth, each check with its outcome, the claim against the outcome, and the transcript."""
-    from assay.ui import print_debrief
+    from assay.cli.ui import print_debrief
     from assay.service.results import debrief as do_debrief
 
     report = do_debrief(open_store_at(db), run_id, actor=OPERATOR)

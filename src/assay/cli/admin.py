@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from assay.service.actors import OPERATOR
-from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 
 admin_app = typer.Typer(no_args_is_help=True, help="Admin accounts (the web's admin pages and panel ingest).")
 

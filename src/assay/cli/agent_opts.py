@@ -65,7 +65,7 @@ def refuse_unsandboxed(spec: str, what: str) -> None:
 def warn_unsandboxed(factory: Any) -> None:
     """One line on stderr when a python: agent runs without its sandbox (bwrap is missing)."""
     from assay.agents import sandbox
-    from assay.ui import err
+    from assay.cli.ui import err
 
     if getattr(factory, "isolation", None) == "subprocess":
         err.print(f"assay: warning: bwrap is not installed, so the python: agent runs in a plain subprocess, "
@@ -95,7 +95,7 @@ MaxCostOpt: Any = typer.Option(
 def say_cost_cap(budget: Any, store: Any, batch_id: str) -> None:
     """One stderr line: the batch stopped at its cost cap, what it spent, and how to go on."""
     from assay.store.runs_repo import RunsRepo
-    from assay.ui import err
+    from assay.cli.ui import err
 
     left = RunsRepo(store).batch_listing()
     listing = next((b for b in left if b.id == batch_id), None)

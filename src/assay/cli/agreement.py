@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from assay.service.actors import OPERATOR
-from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 
 if TYPE_CHECKING:  # the service is imported when the command runs (start-up cost)
     from assay.service.agreement import AgreementReport

@@ -17,7 +17,7 @@ from assay.cli.agent_opts import (
     AgentEnvOpt, AgentMemoryOpt, MaxCostOpt, agent_options, protect_local, say_cost_cap, warn_unsandboxed,
 )
 from assay.cli.errors import StoreRetryOpt
-from assay.ui import (
+from assay.cli.ui import (
     DbOpt, ExecutorOpt, JsonFlag, QuietFlag, RayAddressOpt, WideFlag, WorkersOpt, open_store_at, out, print_json,
 )
 
@@ -50,7 +50,7 @@ def resume(
     from assay.store.runs_repo import RunsRepo
     from assay.run.executors import make_executor
     from assay.service import batches, completion, execution
-    from assay.ui import BatchProgress
+    from assay.cli.ui import BatchProgress
 
     store = open_store_at(db)
     batch = batches.find(store, ident, actor=OPERATOR)
@@ -77,7 +77,7 @@ def resume(
     # every run recorded (now, or before: a finalisation cut short): finish it, whoever played it
     finished = completion.complete(store, batch.id)
     if batch.kind == "submission":
-        from assay.cli.board import judge_submission
+        from assay.cli.submissions import judge_submission
 
         summary = judge_submission(store, batch.id, None, None, quiet=quiet)  # the runs it just recorded
     else:
@@ -135,7 +135,7 @@ def submissions_cmd(
     """Submissions, newest first: id, suite, version, label, status, runs planned / recorded / scored."""
     from rich.text import Text
 
-    from assay.ui import Col, fit_table
+    from assay.cli.ui import Col, fit_table
     from assay.service import batches
 
     rows = batches.list_submissions(open_store_at(db), account, suite, actor=OPERATOR)
@@ -177,7 +177,7 @@ def runs_cmd(
     A slot with no run recorded yet is `pending` here (in the results JSON it counts as a failed `error` trial, because the denominator is the plan)."""
     from rich.text import Text
 
-    from assay.ui import Col, fit_table
+    from assay.cli.ui import Col, fit_table
 
     from assay.service import batches
     from assay.service.results import batch_results

@@ -120,7 +120,7 @@ def store_fault(exc: BaseException) -> int | None:
 
     if not is_fault(exc):
         return None
-    from assay.ui import err
+    from assay.cli.ui import err
 
     line = exc.line() if isinstance(exc, StoreUnavailable) else f"the store failed: {describe(exc)}"
     if debugging():

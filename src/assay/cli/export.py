@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 
 from assay.service.actors import OPERATOR
-from assay.ui import DbOpt, JsonFlag, QuietFlag, err, open_store_at, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, QuietFlag, err, open_store_at, out, print_json
 
 #: A table with at least this many rows is announced on stderr as it is written (with --quiet, none).
 PROGRESS_ROWS = 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.protocol import unreachable_reason
-from assay.ui import err
+from assay.cli.ui import err
 
 if TYPE_CHECKING:
     from assay.service.scoring import ScoringSummary

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from assay.ui import DbOpt, JsonFlag, err, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, err, out, print_json
 
 family_app = typer.Typer(no_args_is_help=True, help="Scenario families: a template and a parameter table, "
                          "expanded into ordinary cases (docs: Writing scenarios, Families).")

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from assay.ui import JsonFlag, out, print_json
+from assay.cli.ui import JsonFlag, out, print_json
 
 WIDTH = 80
 

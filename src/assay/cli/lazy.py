@@ -22,8 +22,11 @@ from typer.core import TyperGroup
 
 #: (module, its commands, its groups), in the order the help lists them.
 LAZY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("assay.cli.board", ("submit", "score", "unpublish", "note", "board", "entry", "card", "compare"),
-     ("suite", "account", "config", "era")),
+    ("assay.cli.submissions", ("submit", "score", "unpublish", "note"), ()),
+    ("assay.cli.board", ("board", "entry", "card", "compare"), ()),
+    ("assay.cli.suites", (), ("suite",)),
+    ("assay.cli.accounts", (), ("account",)),
+    ("assay.cli.config", (), ("config", "era")),
     ("assay.cli.batches", ("resume", "batches", "submissions", "runs"), ()),
     ("assay.cli.serve", ("serve", "play"), ("key", "admin")),
     ("assay.cli.export", ("export", "verify"), ()),  # export, verify (issue 12)
@@ -59,16 +62,8 @@ def unwrap_docstrings(group: typer.Typer) -> None:
 
 def registrar(module: str) -> Callable[[typer.Typer], None]:
     """The function adding `module`'s commands to a Typer app."""
-    loaded = importlib.import_module(module)
-    if module != "assay.cli.board":
-        register: Callable[[typer.Typer], None] = loaded.register
-        return register
-
-    def with_compare(app: typer.Typer) -> None:
-        loaded.register(app)
-        app.command("compare")(loaded.compare)
-
-    return with_compare
+    register: Callable[[typer.Typer], None] = importlib.import_module(module).register
+    return register
 
 
 def build(module: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from assay.cli.errors import StoreRetryOpt
-from assay.ui import DbOpt
+from assay.cli.ui import DbOpt
 
 
 def mcp(
@@ -40,7 +40,7 @@ def mcp(
     from assay.run.engine import Limits
     from assay.service.mcp_play import LocalPlay, batch_for
     from assay.service.suites import resolve_suite
-    from assay.ui import err, open_store_at
+    from assay.cli.ui import err, open_store_at
 
     bundle = resolve_suite(suite)
     store = open_store_at(db)

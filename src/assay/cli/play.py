@@ -138,7 +138,7 @@ class RemoteServer:
                 if (time.monotonic() >= give_up or (never_answered and (not refused(exc) or tries > CONNECT_RETRIES))):
                     raise Unreachable(unreachable("server", self.url, exc)) from None
                 if self._answered and tries == 1:  # said at once, not after two minutes of silence
-                    from assay.ui import err
+                    from assay.cli.ui import err
 
                     err.print(f"assay: {unreachable('server', self.url, exc)}; trying again for up to "
                               f"{self._retry_seconds:g} s", markup=False, highlight=False, soft_wrap=True)
@@ -156,7 +156,7 @@ class RemoteServer:
                 status = response.status_code
                 wait = _retry_after(told) if status == 429 or (status == 503 and told is not None) else pause
                 if status >= 500 and not said:  # said at once: play is waiting, not hung
-                    from assay.ui import err
+                    from assay.cli.ui import err
 
                     err.print(f"assay: the server answered {status} ({_detail(response)}); trying again for up "
                               f"to {self._retry_seconds:g} s", markup=False, highlight=False, soft_wrap=True)
@@ -301,7 +301,7 @@ def play_command(
     import os
 
     from assay.agents.loader import load_agent
-    from assay.ui import err, out
+    from assay.cli.ui import err, out
 
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
@@ -323,7 +323,7 @@ def play_command(
     if as_json:
         from dataclasses import asdict
 
-        from assay.ui import print_json
+        from assay.cli.ui import print_json
 
         print_json({"runs": [asdict(p) for p in played]})
         return

@@ -14,7 +14,7 @@ import typer
 
 from assay.service.actors import OPERATOR
 from assay.cli.errors import StoreRetryOpt
-from assay.ui import DbOpt, JsonFlag, open_store_at, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, open_store_at, out, print_json
 
 key_app = typer.Typer(no_args_is_help=True, help="API keys (submitters) and agent keys (agents).")
 
@@ -116,7 +116,7 @@ def serve(
     import uvicorn
 
     from assay.store.db import default_url, mask_url
-    from assay.ui import err
+    from assay.cli.ui import err
     from assay.web.app import Settings
 
     url = db if db is not None else default_url()

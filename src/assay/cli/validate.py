@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from assay.ui import DbOpt, JsonFlag, err, out, print_json
+from assay.cli.ui import DbOpt, JsonFlag, err, out, print_json
 
 if TYPE_CHECKING:
     from assay.service.suites import Untouched

@@ -9,7 +9,7 @@ re-runnable byte for byte — unless the world kit itself changed, which changes
 refused rather than run on different content.
 
 Built-in suites (`assay/suites/*/suite.yaml`) are released by `bootstrap`, once per store and
-version, when the store is opened for a command (`assay.ui.open_store_at`; the web app will do the
+version, when the store is opened for a command (`assay.cli.ui.open_store_at`; the web app will do the
 same at start-up): reading a release never writes one.
 """
 

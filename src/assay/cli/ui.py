@@ -80,6 +80,8 @@ ExecutorOpt = typer.Option(
 RayAddressOpt = typer.Option(None, "--ray-address", help="An existing Ray cluster (with --executor ray); "
                              "default: a local Ray started for this batch.")
 WorkersOpt = typer.Option(4, "--workers", min=1, max=4096, help="Runs in flight at once.")
+#: a released suite's version (`assay suite show`, `submit`, `board`, `card`)
+VersionOpt = typer.Option(None, "--version", help="Suite version (default: the latest).")
 
 
 #: The stores the running command opened, closed by `close_stores` when it ends (`cli.main`).
@@ -177,6 +179,11 @@ def progress_bar(total: int, title: str, *, quiet: bool = False) -> Iterator[Cal
 
 def _pct(x: float) -> str:
     return f"{x:.2f}"
+
+
+def rate(value: float | None) -> str:
+    """A rate to four places; `—` where there is none."""
+    return "—" if value is None else f"{value:.4f}"
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
