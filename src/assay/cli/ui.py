@@ -88,19 +88,16 @@ VersionOpt = typer.Option(None, "--version", help="Suite version (default: the l
 _opened: list[Any] = []
 
 
-def open_store_at(db: str | None, *, release_builtins: bool = True):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
     """The store a command works on, bootstrapped: built-in suites released (once per version).
-    `release_builtins=False` for a command that reads no release (`assay run`): on a new store,
-    releasing every built-in suite costs more than a small batch; the next command that opens
-    the store releases them."""
+    Every command, `assay run` too: the frozen rule binds a case from its first release, so a
+    store that had not released the built-in suites would let an edited frozen case run."""
+    from assay.service.releases import bootstrap
     from assay.store.db import open_store
 
     store = open_store(db)
     _opened.append(store)
-    if release_builtins:
-        from assay.service.releases import bootstrap
-
-        bootstrap(store)
+    bootstrap(store)
     return store
 
 
