@@ -40,7 +40,7 @@ from assay.service.judgements import JudgeProvenance, judge_provenance, trait_fi
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo, EntryRow, FiguresRow, RunFacts
-from assay.store.releases_repo import ReleasesRepo
+from assay.store.releases_repo import ReleaseRow, ReleasesRepo
 from assay.store.submissions_repo import SubmissionsRepo
 from assay.store.db import Store
 from assay.store.usage_repo import UsageRepo
@@ -237,7 +237,7 @@ def case_counts(store: Store, submission_ids: Sequence[str]) -> dict[str, list[C
 # -- stored figures -------------------------------------------------------------------------------
 
 
-def _trait_figures(store: Store, release: dict[str, Any], submission_id: str) -> JsonObject | None:
+def _trait_figures(store: Store, release: ReleaseRow, submission_id: str) -> JsonObject | None:
     """`trait_figures` for an entry of a release that pins a rubric (the board shows trait
     figures there only), else None."""
     return trait_figures(store, submission_id) if release.get("rubric") is not None else None
@@ -290,7 +290,7 @@ def stored_row(submission_id: str, release_id: int, figures: JsonObject) -> Figu
     }
 
 
-def _computed(store: Store, release: dict[str, Any], submission_id: str, rows: Sequence[RunFacts]) -> FiguresRow:
+def _computed(store: Store, release: ReleaseRow, submission_id: str, rows: Sequence[RunFacts]) -> FiguresRow:
     figures = figures_of.entry_figures(_planned(rows), _trait_figures(store, release, submission_id),
                                        judge_provenance(release),
                                        UsageRepo(store).for_batch(submission_id), usage.prices(store))
@@ -308,7 +308,7 @@ def refresh(store: Store, submission_id: str) -> None:
     repo.put_figures([_computed(store, release, submission_id, repo.run_rows(submission_id))])
 
 
-def _compute_release(store: Store, release: dict[str, Any], which: sa.Select[Any] | None = None
+def _compute_release(store: Store, release: ReleaseRow, which: sa.Select[Any] | None = None
                      ) -> Iterable[FiguresRow]:
     repo = BoardRepo(store)
     for sid, rows in repo.release_run_rows(release["id"], which):
@@ -319,7 +319,7 @@ def _compute_release(store: Store, release: dict[str, Any], which: sa.Select[Any
 _FIGURED: set[tuple[str, int, str]] = set()
 
 
-def ensure(store: Store, release: dict[str, Any]) -> None:
+def ensure(store: Store, release: ReleaseRow) -> None:
     """Store the figures of any finalised submission of a release that has none under the current
     method (a store upgraded to 0018, a method changed since): once per process and release."""
     key = (str(store.engine.url), int(release["id"]), figures_of.METHOD)
@@ -513,7 +513,7 @@ def _uncursor(cursor: str) -> str:
         raise Invalid("not a cursor this board gave", "cursor", value=cursor) from None
 
 
-def provenance(store: Store, release: dict[str, Any]) -> ProvenanceView:
+def provenance(store: Store, release: ReleaseRow) -> ProvenanceView:
     return {
         "suite_key": release["suite_key"],
         "version": release["version"],
@@ -529,13 +529,13 @@ def provenance(store: Store, release: dict[str, Any]) -> ProvenanceView:
     }
 
 
-def _suite(release: dict[str, Any], latest_public: str | None) -> SuiteView:
+def _suite(release: ReleaseRow, latest_public: str | None) -> SuiteView:
     return {"key": release["suite_key"], "version": release["version"], "title": release["title"],
             "language": release["language"], "visibility": release["visibility"],
             "is_latest_public": release["version"] == latest_public}
 
 
-def _public_history(store: Store, key: str) -> list[dict[str, Any]]:
+def _public_history(store: Store, key: str) -> list[ReleaseRow]:
     return sorted((r for r in ReleasesRepo(store).releases(key) if is_listed(PUBLIC, r)),
                   key=lambda r: releases.version_key(r["version"]), reverse=True)
 

@@ -664,7 +664,7 @@ class _Rows:
     def release(self, row: Row) -> ReleaseRow:
         """A release row as the service reads it: with its rubric document (or None)."""
         rubric = self.release_rubrics.get(row["id"])
-        return {**row, "rubric": rubric["document"] if rubric else None}
+        return cast(ReleaseRow, {**row, "rubric": rubric["document"] if rubric else None})
 
     def rubric(self, submission_id: str, release: ReleaseRow) -> Rubric | None:
         own = self.own_rubrics.get(submission_id)
