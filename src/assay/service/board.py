@@ -28,7 +28,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _quote  # json.dumps' own string writer (ensure_ascii=False)
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import sqlalchemy as sa
 
@@ -41,7 +41,7 @@ from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo, EntryRow, FiguresRow, RunFacts
 from assay.store.releases_repo import ReleaseRow, ReleasesRepo
-from assay.store.submissions_repo import SubmissionsRepo
+from assay.store.submissions_repo import SubmissionInfo, SubmissionsRepo
 from assay.store.db import Store
 from assay.store.usage_repo import UsageRepo
 from assay.store.runs_repo import RunsRepo
@@ -157,9 +157,42 @@ class RecomputeReport(TypedDict):
     differences: list[Difference]
 
 
-def entry_numbers(facts: dict[str, Any]) -> dict[str, int | float | None]:
+class SubmissionFacts(SubmissionInfo):
+    """A submission as its owner sees it (`submission_facts`): what it is, then its figures now as
+    `stats.board.submission_facts` gives them (rates unrounded, None where nothing counts), keys in
+    that order. A TypedDict: the owner's view, completion, cards and compare read it by key."""
+
+    n_planned: int
+    n_recorded: int
+    n_scored: int
+    n_gated: int
+    n_runs: int
+    n_passed: int
+    n_false_successes: int
+    n_cases: int
+    n_consistent_cases: int
+    win_total: int
+    win_met: int
+    pass_rate: float | None
+    consistency: float | None
+    false_success_rate: float | None
+    objective_met_rate: float | None
+    status: str  # "complete" or "incomplete"
+    leaderboard_class: str
+
+
+def rates_of(facts: SubmissionFacts) -> dict[str, float | None]:
+    """A submission's rates, unrounded, in `RATES` order."""
+    out: dict[str, float | None] = {"pass_rate": facts["pass_rate"], "consistency": facts["consistency"],
+                                    "false_success_rate": facts["false_success_rate"],
+                                    "objective_met_rate": facts["objective_met_rate"]}
+    assert tuple(out) == RATES
+    return out
+
+
+def entry_numbers(facts: SubmissionFacts) -> dict[str, int | float | None]:
     """The aggregates an entry shows (rates rounded); None where nothing counts yet."""
-    return {"n_runs": facts["n_runs"], **{k: round_rate(facts[k]) for k in RATES}}
+    return {"n_runs": facts["n_runs"], **{k: round_rate(v) for k, v in rates_of(facts).items()}}
 
 
 class CaseRow(TypedDict):
@@ -175,7 +208,8 @@ class CaseRow(TypedDict):
     consistent: bool
 
 
-def _case_row(case: figures_of.CaseCounts) -> CaseRow:
+def case_row(case: figures_of.CaseCounts) -> CaseRow:
+    """`case.as_dict()`, typed."""
     return {"case_id": case.case_id, "n_runs": case.n_runs, "n_passed": case.n_passed,
             "n_false_successes": case.n_false_successes, "win_total": case.win_total, "win_met": case.win_met,
             "consistent": case.consistent}
@@ -216,7 +250,7 @@ def _planned(rows: Iterable[RunFacts]) -> list[figures_of.PlannedRunFacts]:
     return [r.planned() for r in rows]
 
 
-def submission_facts(store: Store, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+def submission_facts(store: Store, submission_id: str, conn: sa.Connection | None = None) -> SubmissionFacts | None:
     """A submission as its owner sees it: what it is (`SubmissionsRepo.submission_info`) and its figures
     now, computed from its runs (`stats.board.submission_facts`: rates unrounded, provisional until
     complete), or None."""
@@ -224,14 +258,14 @@ def submission_facts(store: Store, submission_id: str, conn: sa.Connection | Non
     info = SubmissionsRepo(store).submission_info(submission_id, conn)
     if info is None:
         return None
-    return {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))}
+    return cast(SubmissionFacts, {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))})
 
 
 def case_counts(store: Store, submission_ids: Sequence[str]) -> dict[str, list[CaseRow]]:
     """Per submission, one row per planned case, in case order: the counts its per-case means are
     made of, over the runs that count (`stats.board.case_counts`)."""
     repo = BoardRepo(store)
-    return {sid: [_case_row(c) for c in figures_of.case_counts(_planned(repo.run_rows(sid)))] for sid in submission_ids}
+    return {sid: [case_row(c) for c in figures_of.case_counts(_planned(repo.run_rows(sid)))] for sid in submission_ids}
 
 
 # -- stored figures -------------------------------------------------------------------------------

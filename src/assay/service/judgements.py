@@ -11,13 +11,14 @@ the command that scores.
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from assay.errors import NotFound
 from assay.scenario.rubric import Rubric
 from assay.scenario.suite import JudgeConfig
 from assay.score.judge import JudgePass, LLMJudge, RulesJudge, RunJudgement, summarize
 from assay.score.judge.base import ErrorKind
+from assay.jsontypes import JsonObject
 from assay.service import platform_config, releases
 from assay.stats.traits import RunTraits, figures
 from assay.store.board_repo import BoardRepo
@@ -137,7 +138,7 @@ def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
             for run in repo.recorded_runs(submission_id)}
 
 
-def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
+def trait_figures(store: Store, submission_id: str) -> JsonObject:
     """A submission's trait figures, derived from its stored passes (`stats.traits.figures`):
     `composite`, `traits` {capability trait: mean}, `safety` {safety trait: mean} (None for a trait
     measured on no scenario), `trait_n` {trait: on how many scenarios it was measured}, the

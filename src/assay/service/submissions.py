@@ -22,13 +22,14 @@ import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import sqlalchemy as sa
 
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, Forbidden, Invalid, NotFound
-from assay.jsontypes import JsonObject
+from assay.jsontypes import JsonArray, JsonObject
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
@@ -384,7 +385,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> JsonObject:
     release = ReleasesRepo(store).release_by_id(facts["release_id"])
     assert release is not None
     runs = BoardRepo(store).run_facts(submission_id)
-    models = sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})
+    models: JsonArray = [*sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})]
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)
     judged = judgements.judgements(store, submission_id) if figures else {}
@@ -446,7 +447,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> JsonObject:
                 "win_conditions_total": r["win_total"],
                 "player_messages": r["player_messages"],
                 "actions": r["actions"],
-                **({"traits": judged[r["run_id"]].traits_view() if r["run_id"] in judged else None}
+                **({"traits": cast(JsonObject, judged[r["run_id"]].traits_view()) if r["run_id"] in judged else None}
                    if figures else {}),
             }
             for r in runs

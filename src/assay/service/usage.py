@@ -20,7 +20,7 @@ from assay.scenario.load import describe_error
 from assay.service.actors import Actor, require_staff
 from assay.stats.cost import Price, Prices, per_run, summarise
 from assay.store.db import Store
-from assay.store.usage_repo import UsageRepo, UsageRow
+from assay.store.usage_repo import NewUsageRow, UsageRepo, UsageRow
 
 PRICE_PREFIX = "price/"
 #: The most a price may be, USD per million tokens (a bound that refuses a typo of many zeros).
@@ -190,7 +190,7 @@ class Budget:
         self.runs = len({r["run_id"] for r in rows})
         self.started = self.counted = 0
 
-    def count(self, usage_rows: list[dict[str, Any]]) -> None:
+    def count(self, usage_rows: list[NewUsageRow]) -> None:
         """Add a run's usage (its record's rows, costed at the prices in force now)."""
         total = summarise(usage_rows, self.table)["total"]
         if total["cost_reason"] is not None:
