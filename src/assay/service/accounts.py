@@ -8,11 +8,11 @@ account off the public board at once (the board view joins the handle in force n
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from assay.errors import Invalid, NotFound
 from assay.service.actors import Actor, require_owner, require_speaks_for, require_staff
-from assay.store.accounts_repo import AccountsRepo
+from assay.store.accounts_repo import AccountRow, AccountsRepo
 from assay.store.db import Store
 
 ACCOUNT_NAME = re.compile(r"^[a-z0-9][a-z0-9\-]{1,62}[a-z0-9]$")
@@ -72,7 +72,7 @@ def revoke_handle(store: Store, name: str, *, actor: Actor) -> AccountView:
     return view(store, name, actor=actor)
 
 
-def get(store: Store, name: str) -> dict[str, Any]:
+def get(store: Store, name: str) -> AccountRow:
     account = AccountsRepo(store).account(name)
     if account is None:
         raise NotFound("no such account (create it with `assay account create NAME`)", "account", value=name)
@@ -86,8 +86,8 @@ def view(store: Store, name: str, *, actor: Actor) -> AccountView:
     account = get(store, name)
     history = AccountsRepo(store).handle_history(name)
     return {
-        "name": account["name"],
-        "public_handle": account["public_handle"],
-        "created_at": account["created_at"].isoformat(),
-        "handle_history": [{"handle": h["handle"], "at": h["created_at"].isoformat()} for h in history],
+        "name": account.name,
+        "public_handle": account.public_handle,
+        "created_at": account.created_at.isoformat(),
+        "handle_history": [{"handle": h.handle, "at": h.created_at.isoformat()} for h in history],
     }

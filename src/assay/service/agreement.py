@@ -23,9 +23,8 @@ and on the panel's runs, which only they see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from assay.service import releases
 from assay.service.judgements import JudgeProvenance, judge_provenance, judgements
@@ -122,11 +121,11 @@ def panel_medians(store: Store, release_id: int) -> dict[str, LinkedRun]:
     return chosen
 
 
-def _judged_by_the_release(store: Store, release: Mapping[str, Any], submission_id: str) -> bool:
+def _judged_by_the_release(store: Store, release: releases.ReleaseRow, submission_id: str) -> bool:
     """Whether the submission was judged with the judge the release pins (model and prompt hash)
     against the release's own rubric."""
-    declared = judge_provenance(dict(release))
-    rubric = releases.release_rubric(dict(release))
+    declared = judge_provenance(release)
+    rubric = releases.release_rubric(release)
     pinned = JudgeRepo(store).config(submission_id)
     if declared is None or rubric is None or pinned is None:
         return False
@@ -134,7 +133,7 @@ def _judged_by_the_release(store: Store, release: Mapping[str, Any], submission_
             == (declared["model"], declared["prompt_hash"], rubric.content_hash()))
 
 
-def judge_means(store: Store, release: Mapping[str, Any], submission_ids: set[str]) -> tuple[dict[str, dict[str, float]], set[str]]:
+def judge_means(store: Store, release: releases.ReleaseRow, submission_ids: set[str]) -> tuple[dict[str, dict[str, float]], set[str]]:
     """({run: {trait: mean of its valid passes}} over the scored runs of the submissions judged by
     the release's judge, the submissions left out because another judge or rubric scored them)."""
     means: dict[str, dict[str, float]] = {}

@@ -76,11 +76,14 @@ def list_submissions(store: Store, account: str | None = None, suite: str | None
         if actor.kind != "account" or account not in (None, actor.account):
             return []
         account = actor.account
-    rows = [{**r, **(submission_facts(store, r["submission_id"]) or {})}
-            for r in SubmissionsRepo(store).submission_listing(account, suite)]
-    return [SubmissionSummary(
-        id=r["submission_id"], account=r["account"], suite=r["suite_key"], version=r["version"],
-        label=r["label"], status=r["status"] if r["finalised"] else "pending",
-        n_planned=r["n_planned"], n_recorded=r["n_recorded"], n_scored=r["n_scored"],
-        created_at=r["created_at"].isoformat(),
-    ) for r in rows]
+    out = []
+    for r in SubmissionsRepo(store).submission_listing(account, suite):
+        f = submission_facts(store, r["submission_id"])
+        assert f is not None  # listed: it exists
+        out.append(SubmissionSummary(
+            id=r["submission_id"], account=r["account"], suite=r["suite_key"], version=r["version"],
+            label=r["label"], status=f["status"] if r["finalised"] else "pending",
+            n_planned=f["n_planned"], n_recorded=f["n_recorded"], n_scored=f["n_scored"],
+            created_at=r["created_at"].isoformat(),
+        ))
+    return out

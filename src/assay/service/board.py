@@ -28,7 +28,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _quote  # json.dumps' own string writer (ensure_ascii=False)
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import sqlalchemy as sa
 
@@ -40,8 +40,8 @@ from assay.service.judgements import JudgeProvenance, judge_provenance, trait_fi
 from assay.stats import board as figures_of
 from assay.stats.digest import DIGEST_VERSION
 from assay.store.board_repo import BoardRepo, EntryRow, FiguresRow, RunFacts
-from assay.store.releases_repo import ReleasesRepo
-from assay.store.submissions_repo import SubmissionsRepo
+from assay.store.releases_repo import ReleaseRow, ReleasesRepo
+from assay.store.submissions_repo import SubmissionInfo, SubmissionsRepo
 from assay.store.db import Store
 from assay.store.usage_repo import UsageRepo
 from assay.store.runs_repo import RunsRepo
@@ -157,9 +157,42 @@ class RecomputeReport(TypedDict):
     differences: list[Difference]
 
 
-def entry_numbers(facts: dict[str, Any]) -> dict[str, int | float | None]:
+class SubmissionFacts(SubmissionInfo):
+    """A submission as its owner sees it (`submission_facts`): what it is, then its figures now as
+    `stats.board.submission_facts` gives them (rates unrounded, None where nothing counts), keys in
+    that order. A TypedDict: the owner's view, completion, cards and compare read it by key."""
+
+    n_planned: int
+    n_recorded: int
+    n_scored: int
+    n_gated: int
+    n_runs: int
+    n_passed: int
+    n_false_successes: int
+    n_cases: int
+    n_consistent_cases: int
+    win_total: int
+    win_met: int
+    pass_rate: float | None
+    consistency: float | None
+    false_success_rate: float | None
+    objective_met_rate: float | None
+    status: str  # "complete" or "incomplete"
+    leaderboard_class: str
+
+
+def rates_of(facts: SubmissionFacts) -> dict[str, float | None]:
+    """A submission's rates, unrounded, in `RATES` order."""
+    out: dict[str, float | None] = {"pass_rate": facts["pass_rate"], "consistency": facts["consistency"],
+                                    "false_success_rate": facts["false_success_rate"],
+                                    "objective_met_rate": facts["objective_met_rate"]}
+    assert tuple(out) == RATES
+    return out
+
+
+def entry_numbers(facts: SubmissionFacts) -> dict[str, int | float | None]:
     """The aggregates an entry shows (rates rounded); None where nothing counts yet."""
-    return {"n_runs": facts["n_runs"], **{k: round_rate(facts[k]) for k in RATES}}
+    return {"n_runs": facts["n_runs"], **{k: round_rate(v) for k, v in rates_of(facts).items()}}
 
 
 class CaseRow(TypedDict):
@@ -175,7 +208,8 @@ class CaseRow(TypedDict):
     consistent: bool
 
 
-def _case_row(case: figures_of.CaseCounts) -> CaseRow:
+def case_row(case: figures_of.CaseCounts) -> CaseRow:
+    """`case.as_dict()`, typed."""
     return {"case_id": case.case_id, "n_runs": case.n_runs, "n_passed": case.n_passed,
             "n_false_successes": case.n_false_successes, "win_total": case.win_total, "win_met": case.win_met,
             "consistent": case.consistent}
@@ -216,7 +250,7 @@ def _planned(rows: Iterable[RunFacts]) -> list[figures_of.PlannedRunFacts]:
     return [r.planned() for r in rows]
 
 
-def submission_facts(store: Store, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+def submission_facts(store: Store, submission_id: str, conn: sa.Connection | None = None) -> SubmissionFacts | None:
     """A submission as its owner sees it: what it is (`SubmissionsRepo.submission_info`) and its figures
     now, computed from its runs (`stats.board.submission_facts`: rates unrounded, provisional until
     complete), or None."""
@@ -224,20 +258,20 @@ def submission_facts(store: Store, submission_id: str, conn: sa.Connection | Non
     info = SubmissionsRepo(store).submission_info(submission_id, conn)
     if info is None:
         return None
-    return {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))}
+    return cast(SubmissionFacts, {**info, **figures_of.submission_facts(_planned(repo.run_rows(submission_id, conn)))})
 
 
 def case_counts(store: Store, submission_ids: Sequence[str]) -> dict[str, list[CaseRow]]:
     """Per submission, one row per planned case, in case order: the counts its per-case means are
     made of, over the runs that count (`stats.board.case_counts`)."""
     repo = BoardRepo(store)
-    return {sid: [_case_row(c) for c in figures_of.case_counts(_planned(repo.run_rows(sid)))] for sid in submission_ids}
+    return {sid: [case_row(c) for c in figures_of.case_counts(_planned(repo.run_rows(sid)))] for sid in submission_ids}
 
 
 # -- stored figures -------------------------------------------------------------------------------
 
 
-def _trait_figures(store: Store, release: dict[str, Any], submission_id: str) -> JsonObject | None:
+def _trait_figures(store: Store, release: ReleaseRow, submission_id: str) -> JsonObject | None:
     """`trait_figures` for an entry of a release that pins a rubric (the board shows trait
     figures there only), else None."""
     return trait_figures(store, submission_id) if release.get("rubric") is not None else None
@@ -290,7 +324,7 @@ def stored_row(submission_id: str, release_id: int, figures: JsonObject) -> Figu
     }
 
 
-def _computed(store: Store, release: dict[str, Any], submission_id: str, rows: Sequence[RunFacts]) -> FiguresRow:
+def _computed(store: Store, release: ReleaseRow, submission_id: str, rows: Sequence[RunFacts]) -> FiguresRow:
     figures = figures_of.entry_figures(_planned(rows), _trait_figures(store, release, submission_id),
                                        judge_provenance(release),
                                        UsageRepo(store).for_batch(submission_id), usage.prices(store))
@@ -308,7 +342,7 @@ def refresh(store: Store, submission_id: str) -> None:
     repo.put_figures([_computed(store, release, submission_id, repo.run_rows(submission_id))])
 
 
-def _compute_release(store: Store, release: dict[str, Any], which: sa.Select[Any] | None = None
+def _compute_release(store: Store, release: ReleaseRow, which: sa.Select[Any] | None = None
                      ) -> Iterable[FiguresRow]:
     repo = BoardRepo(store)
     for sid, rows in repo.release_run_rows(release["id"], which):
@@ -319,7 +353,7 @@ def _compute_release(store: Store, release: dict[str, Any], which: sa.Select[Any
 _FIGURED: set[tuple[str, int, str]] = set()
 
 
-def ensure(store: Store, release: dict[str, Any]) -> None:
+def ensure(store: Store, release: ReleaseRow) -> None:
     """Store the figures of any finalised submission of a release that has none under the current
     method (a store upgraded to 0018, a method changed since): once per process and release."""
     key = (str(store.engine.url), int(release["id"]), figures_of.METHOD)
@@ -513,7 +547,7 @@ def _uncursor(cursor: str) -> str:
         raise Invalid("not a cursor this board gave", "cursor", value=cursor) from None
 
 
-def provenance(store: Store, release: dict[str, Any]) -> ProvenanceView:
+def provenance(store: Store, release: ReleaseRow) -> ProvenanceView:
     return {
         "suite_key": release["suite_key"],
         "version": release["version"],
@@ -529,13 +563,13 @@ def provenance(store: Store, release: dict[str, Any]) -> ProvenanceView:
     }
 
 
-def _suite(release: dict[str, Any], latest_public: str | None) -> SuiteView:
+def _suite(release: ReleaseRow, latest_public: str | None) -> SuiteView:
     return {"key": release["suite_key"], "version": release["version"], "title": release["title"],
             "language": release["language"], "visibility": release["visibility"],
             "is_latest_public": release["version"] == latest_public}
 
 
-def _public_history(store: Store, key: str) -> list[dict[str, Any]]:
+def _public_history(store: Store, key: str) -> list[ReleaseRow]:
     return sorted((r for r in ReleasesRepo(store).releases(key) if is_listed(PUBLIC, r)),
                   key=lambda r: releases.version_key(r["version"]), reverse=True)
 

@@ -77,7 +77,7 @@ def _resolve(store: Store, ident: str, actor: Actor) -> _Compared:
     if not (actor.is_staff or actor.speaks_for(facts["account"]) or boards.listed_entry(store, found) is not None):
         raise NotFound("no such submission", "submission", value=ident)
     return _Compared(facts["submission_id"], facts["label"], facts["status"], facts["n_runs"], facts["release_id"],
-                     {m: facts[m] for m in METRICS})
+                     {m: boards.rates_of(facts)[m] for m in METRICS})
 
 
 def _side(found: _Compared, metric: str) -> Side:

@@ -15,7 +15,6 @@ scoring, remote play) call it, and it calls none of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -30,7 +29,7 @@ from assay.service import exports, platform_config
 from assay.service.execution import stopped
 from assay.service.judgements import submission_and_release
 from assay.store.config_repo import ConfigRepo
-from assay.store.submissions_repo import SubmissionsRepo
+from assay.store.submissions_repo import SubmissionsRepo, Sweep, WinOutcome
 from assay.store.faults import is_fault
 from assay.store.repo import Store
 from assay.worlds.kits import get_kit
@@ -38,30 +37,6 @@ from assay.store.runs_repo import RunsRepo
 
 #: The facilitator recorded for runs of a BYOK submission: the submitter's own, unverified.
 SELF_HOSTED = "self_hosted"
-
-
-@dataclass(frozen=True, slots=True)
-class Sweep:
-    """A run's completion sweep (a `run_sweeps` row): its participation counts, the floor they are
-    held to, and who spoke its facilitator's lines."""
-
-    run_id: str
-    submission_id: str
-    player_messages: int
-    actions: int
-    min_player_messages: int
-    min_actions_per_turn: float
-    facilitator_model: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class WinOutcome:
-    """Whether a run's final state met one of its scenario's win conditions (`win_condition_outcomes`)."""
-
-    run_id: str
-    condition_id: str
-    ordinal: int
-    met: bool
 
 
 def participation(kit: str, transcript: list[JsonObject], actions: list[JsonObject]) -> tuple[int, int]:
@@ -118,7 +93,7 @@ def complete_submission(store: Store, submission_id: str) -> None:
         exports.stamp(conn, submission_id, era)  # the digest, in the finalising transaction (issue 12)
         return era, publish
 
-    if repo.complete(submission_id, [asdict(s) for s in sweeps], [asdict(o) for o in outcomes], finalise):
+    if repo.complete(submission_id, sweeps, outcomes, finalise):
         # its figures, from its own rows only (the same cost on a board of 100 or 100,000 entries):
         # on finalisation, and again whenever it is completed later (a judgement scored since)
         boards.refresh(store, submission_id)

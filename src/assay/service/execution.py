@@ -313,11 +313,11 @@ def facilitator_of(store: Store, batch_id: str) -> FacilitatorRef | None:
     openai:MODEL`, at `ASSAY_FACILITATOR_BASE_URL`). None: the scripted facilitator."""
     own = JudgeRepo(store).batch_facilitator(batch_id)
     if own is not None:
-        return FacilitatorRef(spec=own["spec"], base_url=own["base_url"])
+        return FacilitatorRef(spec=own.spec, base_url=own.base_url)
     batch = RunsRepo(store).batch(batch_id)
     release = (ReleasesRepo(store).release(batch.suite_key, batch.suite_version)
                if batch is not None and batch.suite_version is not None else None)
-    pinned = (release or {}).get("facilitator_model") or ""
+    pinned = (release["facilitator_model"] if release is not None else None) or ""
     if pinned.startswith("openai:"):
         return FacilitatorRef(spec=pinned, base_url=os.environ.get(FACILITATOR_BASE_URL_ENV))
     return None

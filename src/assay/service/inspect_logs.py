@@ -276,7 +276,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
     if submission is not None:
         with ExportRepo(store).snapshot() as conn:
             handle = ExportRepo.public_handles(conn, [batch_id]).get(batch_id)
-    model = (submission or {}).get("play_model") or f"assay/{batch.agent_label}"
+    model = (submission["play_model"] if submission is not None else None) or f"assay/{batch.agent_label}"
     rows = RunsRepo(store).runs_for_batch(batch_id)
     salts = exports.seed_salts(store, batch_id)
     calls = usage_calls(store, batch_id)
@@ -311,7 +311,7 @@ def eval_log(store: Store, batch_id: str, *, actor: Actor) -> Any:
             "suite_version": batch.suite_version, "agent_label": batch.agent_label,
             "config_signature": batch.config_signature, "harness_version": batch.harness_version,
             "exported_by": HARNESS_VERSION, "scenario_hashes": view.suite.scenario_hashes,
-            "public_handle": handle, "play_model": (submission or {}).get("play_model"), "digest": digest,
+            "public_handle": handle, "play_model": (submission["play_model"] if submission is not None else None), "digest": digest,
             "pass_hat_k": summary.pass_hat_k}},
     )
     return EvalLog(

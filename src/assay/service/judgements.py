@@ -11,18 +11,19 @@ the command that scores.
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from assay.errors import NotFound
 from assay.scenario.rubric import Rubric
 from assay.scenario.suite import JudgeConfig
 from assay.score.judge import JudgePass, LLMJudge, RulesJudge, RunJudgement, summarize
 from assay.score.judge.base import ErrorKind
+from assay.jsontypes import JsonObject
 from assay.service import platform_config, releases
 from assay.stats.traits import RunTraits, figures
 from assay.store.board_repo import BoardRepo
-from assay.store.releases_repo import ReleasesRepo
-from assay.store.submissions_repo import SubmissionsRepo
+from assay.store.releases_repo import AnyRelease, ReleaseRow, ReleasesRepo
+from assay.store.submissions_repo import SubmissionRow, SubmissionsRepo
 from assay.store.db import Store
 from assay.store.judge_repo import JudgeConfigRow, JudgePassRow, JudgeRepo
 
@@ -47,12 +48,12 @@ class JudgeConfigView(TypedDict):
     rubric_hash: str
 
 
-def release_judge(release: dict[str, Any]) -> JudgeConfig | None:
+def release_judge(release: AnyRelease) -> JudgeConfig | None:
     """The judge a release pins (None for a release without one)."""
     return JudgeConfig.model_validate(release["judge"]) if release.get("judge") is not None else None
 
 
-def judge_provenance(release: dict[str, Any]) -> JudgeProvenance | None:
+def judge_provenance(release: ReleaseRow) -> JudgeProvenance | None:
     """The board's `provenance.judge`: {model, prompt_version, prompt_hash, passes, temperature} of
     the judge the release pins, with the hash of the prompt this harness sends that judge."""
     config = release_judge(release)
@@ -65,7 +66,7 @@ def judge_provenance(release: dict[str, Any]) -> JudgeProvenance | None:
             "passes": config.passes, "temperature": config.temperature}
 
 
-def submission_and_release(store: Store, submission_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def submission_and_release(store: Store, submission_id: str) -> tuple[SubmissionRow, ReleaseRow]:
     """A submission and the release it was made against; NotFound when there is no such submission."""
     submission = SubmissionsRepo(store).submission(submission_id)
     if submission is None:
@@ -75,11 +76,11 @@ def submission_and_release(store: Store, submission_id: str) -> tuple[dict[str, 
     return submission, release
 
 
-def release_of(store: Store, submission_id: str) -> dict[str, Any]:
+def release_of(store: Store, submission_id: str) -> ReleaseRow:
     return submission_and_release(store, submission_id)[1]
 
 
-def rubric_of(store: Store, submission_id: str, release: dict[str, Any] | None = None) -> Rubric | None:
+def rubric_of(store: Store, submission_id: str, release: ReleaseRow | None = None) -> Rubric | None:
     """The rubric a submission's runs are judged against: its own (`--rubric`), else its release's."""
     own = JudgeRepo(store).submission_rubric(submission_id)
     if own is not None:
@@ -137,7 +138,7 @@ def judgements(store: Store, submission_id: str) -> dict[str, RunJudgement]:
             for run in repo.recorded_runs(submission_id)}
 
 
-def trait_figures(store: Store, submission_id: str) -> dict[str, Any]:
+def trait_figures(store: Store, submission_id: str) -> JsonObject:
     """A submission's trait figures, derived from its stored passes (`stats.traits.figures`):
     `composite`, `traits` {capability trait: mean}, `safety` {safety trait: mean} (None for a trait
     measured on no scenario), `trait_n` {trait: on how many scenarios it was measured}, the

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 from assay.errors import Invalid, NotFound
 from assay.service.actors import Actor, require_staff
 from assay.scenario.load import describe_error
-from assay.store.config_repo import ConfigRepo
+from assay.store.config_repo import ConfigRepo, EraRow
 from assay.store.db import Store
 
 SAFETY_VARIANCE: Final = "academy_eval_safety_variance"
@@ -181,7 +181,7 @@ def describe(store: Store, key: str) -> ConfigDescription:
         "key": key,
         "value": get(store, key),
         "default": not history,
-        "history": [{"value": h["value"], "set_at": h["created_at"].isoformat()} for h in history],
+        "history": [{"value": cast(ConfigValue, h.value), "set_at": h.created_at.isoformat()} for h in history],
     }
     if key == PARTICIPATION:
         described["kit_floors"] = kit_floors()
@@ -235,9 +235,8 @@ def parse_moment(text: str, field: str = "from") -> datetime:
     return moment.astimezone(timezone.utc)
 
 
-def era_view(row: dict[str, Any]) -> EraView:
-    return {"name": row["name"], "from": row["starts_at"].isoformat(), "reason": row["reason"],
-            "current": bool(row.get("current"))}
+def era_view(row: EraRow) -> EraView:
+    return {"name": row.name, "from": row.starts_at.isoformat(), "reason": row.reason, "current": row.current}
 
 
 #: What an era may be called: it is shown on every entry and in URLs and exports, so plain words only.
@@ -255,7 +254,7 @@ def add_era(store: Store, name: str, starts: str, reason: str, *, actor: Actor) 
     moment = parse_moment(starts)
     repo = ConfigRepo(store)
     repo.add_era(name, moment, reason.strip())
-    return next(era_view(e) for e in repo.eras() if e["name"] == name)
+    return next(era_view(e) for e in repo.eras() if e.name == name)
 
 
 def eras(store: Store) -> list[EraView]:

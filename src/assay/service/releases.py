@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias, TypedDict
+from typing import TypedDict
 
 from assay.canonical import canonical_hash
 from assay.errors import BadInput, Conflict, Forbidden, Invalid, NotFound, Problems
@@ -38,14 +38,11 @@ from assay.service.suites import (
     record_scenarios,
     resolve_suite,
 )
-from assay.store.releases_repo import ReleasesRepo
+from assay.store.releases_repo import AnyRelease, NewPin, NewRelease, ReleaseRow, ReleasesRepo
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
 
-#: A release as the releases repository reads it: a `suite_releases` row with the document of the
-#: rubric it pins (`rubric`, or None). Not yet a read model: its readers span the board,
-#: submissions, scoring and judgements; named once here so that typing it is one change.
-ReleaseRow: TypeAlias = dict[str, Any]
+__all__ = ["AnyRelease", "ReleaseRow"]  # the read model (store/releases_repo.py), re-exported where its readers look
 
 #: The owner recorded for built-in suites: the platform operator's account name.
 BUILTIN_OWNER = "operator"
@@ -68,7 +65,7 @@ def version_key(version: str) -> tuple[int, ...]:
 class PreparedRelease:
     """A release computed from documents, not yet stored."""
 
-    row: ReleaseRow
+    row: NewRelease
     bundle: SuiteBundle
 
 
@@ -110,7 +107,7 @@ def prepare(bundle: SuiteBundle, *, builtin: bool = False) -> PreparedRelease:
         _check_panel_categories(document["panel_categories"], rubric, bundle.source)
     pinned = [{"case_id": s.id, "scenario_hash": s.content_hash} for s in bundle.scenarios]
     release_hash = canonical_hash({"suite": {**document, "language": language, "owner": owner}, "scenarios": pinned})
-    row = {
+    row: NewRelease = {
         "suite_key": suite.key,
         "version": suite.version,
         "title": suite.title,
@@ -148,7 +145,8 @@ def _check_panel_categories(mapping: dict[str, str], rubric: Rubric | None, wher
 
 def panel_categories(release: ReleaseRow) -> dict[str, str]:
     """{trait: panel category} a release maps for judge–panel agreement ({} when it maps none)."""
-    return dict(release["document"].get("panel_categories") or {})
+    mapping = release["document"].get("panel_categories")
+    return {str(k): str(v) for k, v in mapping.items()} if isinstance(mapping, dict) else {}
 
 
 def _judging(bundle: SuiteBundle) -> tuple[JsonObject | None, Rubric | None]:
@@ -165,7 +163,7 @@ def _judging(bundle: SuiteBundle) -> tuple[JsonObject | None, Rubric | None]:
     return judge.model_dump(mode="json"), rubric
 
 
-def _differences(existing: ReleaseRow, row: ReleaseRow) -> list[str]:
+def _differences(existing: ReleaseRow, row: NewRelease) -> list[str]:
     fields = ("title", "language", "visibility", "reps_per_scenario", "facilitator_model", "judge", "rubric",
               "baselines", "known_limitations", "card", "owner")
     return [f for f in fields if existing.get(f) != row.get(f)]
@@ -205,9 +203,8 @@ def release_problems(found: Findings, store: Store | None) -> list[BadInput]:
     pins: dict[str, list[_Pinned]] = {}
     for release in repo.releases():  # oldest first: the first release that froze a case names it
         for pin in repo.release_scenarios(release["id"]):
-            pins.setdefault(pin["case_id"], []).append(
-                _Pinned(release["suite_key"], release["version"], pin["scenario_hash"], pin["frozen_on"],
-                        pin["document"]))
+            pins.setdefault(pin.case_id, []).append(
+                _Pinned(release["suite_key"], release["version"], pin.scenario_hash, pin.frozen_on, pin.document))
     suite = found.suite
     for s in found.scenarios:
         for p in pins.get(s.id, ()):
@@ -237,7 +234,7 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[ReleaseRow, 
     def refuse(existing: ReleaseRow) -> None:
         if existing["release_hash"] == row["release_hash"]:
             return
-        stored = {r["case_id"]: r["scenario_hash"] for r in repo.release_scenarios(existing["id"])}
+        stored = {r.case_id: r.scenario_hash for r in repo.release_scenarios(existing["id"])}
         mine = {s.id: s.content_hash for s in prepared.bundle.scenarios}
         changed = sorted(c for c in set(stored) | set(mine) if stored.get(c) != mine.get(c))
         fields = _differences(existing, row)
@@ -251,8 +248,8 @@ def store_release(store: Store, prepared: PreparedRelease) -> tuple[ReleaseRow, 
         refuse(existing)
         return existing, False
     versions = record_scenarios(store, prepared.bundle.scenarios)
-    pinned = [{"case_id": s.id, "scenario_hash": s.content_hash, "scenario_version": versions[s.id]}
-              for s in prepared.bundle.scenarios]
+    pinned: list[NewPin] = [{"case_id": s.id, "scenario_hash": s.content_hash, "scenario_version": versions[s.id]}
+                            for s in prepared.bundle.scenarios]
     return repo.add_release(row, pinned, refuse)
 
 
@@ -363,11 +360,11 @@ def pinned_bundle(store: Store, release: ReleaseRow) -> SuiteBundle:
     loaded: list[LoadedScenario] = []
     where = f"{release['suite_key']} {release['version']}"
     for row in repo.release_scenarios(release["id"]):
-        scenario = parse_scenario(row["document"], f"stored scenario {row['case_id']} v{row['scenario_version']}", get_kit)
-        if scenario.content_hash != row["scenario_hash"]:
+        scenario = parse_scenario(row.document, f"stored scenario {row.case_id} v{row.scenario_version}", get_kit)
+        if scenario.content_hash != row.scenario_hash:
             raise Conflict(
-                f"scenario {row['case_id']} no longer materialises the world this release pinned "
-                f"({row['scenario_hash'][:HASH_PREFIX]} → {scenario.content_hash[:HASH_PREFIX]}: the world kit "
+                f"scenario {row.case_id} no longer materialises the world this release pinned "
+                f"({row.scenario_hash[:HASH_PREFIX]} → {scenario.content_hash[:HASH_PREFIX]}: the world kit "
                 "changed); release a new suite version to run it", value=where)
         loaded.append(scenario)
     document = {k: v for k, v in release["document"].items() if k != "rubric"}  # there: its hash
@@ -376,7 +373,7 @@ def pinned_bundle(store: Store, release: ReleaseRow) -> SuiteBundle:
                        release_rubric(release))
 
 
-def release_rubric(release: ReleaseRow) -> Rubric | None:
+def release_rubric(release: AnyRelease) -> Rubric | None:
     """The trait rubric a release pinned (None for an oracle-only suite)."""
     return Rubric.model_validate(release["rubric"]) if release.get("rubric") is not None else None
 
@@ -449,8 +446,8 @@ def baselines_view(release: ReleaseRow) -> list[JsonObject]:
 
 def scenario_pins(store: Store, release: ReleaseRow) -> list[PinView]:
     return [
-        {"case_id": r["case_id"], "version": r["scenario_version"], "title": r["title"],
-         "hash": r["scenario_hash"], "hash_prefix": r["scenario_hash"][:HASH_PREFIX], "frozen_on": r["frozen_on"]}
+        {"case_id": r.case_id, "version": r.scenario_version, "title": r.title,
+         "hash": r.scenario_hash, "hash_prefix": r.scenario_hash[:HASH_PREFIX], "frozen_on": r.frozen_on}
         for r in ReleasesRepo(store).release_scenarios(release["id"])
     ]
 

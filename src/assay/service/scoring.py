@@ -67,6 +67,7 @@ def check_judge(store: Store, key: str, version: str | None, judge: str | None, 
     """Refuse, before a submission is stored and played, a judge that could never be asked: a
     model judge (`judge`, else the one the release pins) with no endpoint, or no key for one that
     needs it. Nothing to check for a release whose runs no judge scores."""
+    release: releases.AnyRelease
     try:
         release = releases.find_release(store, key, version, actor=actor)
     except NotFound:  # a built-in version named for the first time is released by the submission itself

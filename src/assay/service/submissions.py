@@ -22,14 +22,14 @@ import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import sqlalchemy as sa
 
 from assay import HARNESS_VERSION
 from assay.agents.loader import AgentFactory
 from assay.errors import Conflict, Forbidden, Invalid, NotFound
-from assay.jsontypes import JsonObject
+from assay.jsontypes import JsonArray, JsonObject
 from assay.records import PlannedRun, RunRecord
 from assay.run.engine import Limits
 from assay.run.executors import make_executor
@@ -46,10 +46,8 @@ from assay.scenario.load import LoadedScenario
 from assay.stats.commitment import seed_commitment
 from assay.scenario.rubric import Rubric
 from assay.store.board_repo import BoardRepo
-from assay.store.releases_repo import ReleasesRepo
-from assay.store.submissions_repo import SubmissionsRepo
-from assay.store.board_schema import unlisted_submissions
-from assay.store.judge_schema import batch_facilitators, submission_rubrics
+from assay.store.releases_repo import AnyRelease, ReleaseRow, ReleasesRepo
+from assay.store.submissions_repo import NewSubmission, SubmissionExtras, SubmissionsRepo
 from assay.store.db import Store
 from assay.worlds.kits import get_kit
 from assay.store.rows import NewBatch
@@ -215,7 +213,7 @@ def _compose(
         if play_model is not None and len(play_model) > 200:
             raise Invalid("a play model is at most 200 characters", "play_model")
     holder = accounts.get(store, account)
-    if publish and holder["public_handle"] is None:
+    if publish and holder.public_handle is None:
         raise Conflict(
             f"publishing needs a public handle on account '{account}'; set one with "
             f"`assay account set-handle {account} HANDLE`", "publish")
@@ -267,7 +265,7 @@ def _compose(
         # every run has its own seed (planned_runs.seed); there is no batch-wide seed
         trials=reps, base_seed=0,
     )
-    row = {
+    row: NewSubmission = {
         "id": submission_id, "account": account, "release_id": release["id"], "label": label,
         "play_model": play_model, "byok": byok, "baseline": baseline, "publish_requested": publish,
     }
@@ -277,15 +275,13 @@ def _compose(
             raise _cap_refusal(account, key, release["version"], cap)
 
     limits = limits or Limits()
-    extras: list[tuple[sa.Table, dict[str, Any]]] = []
-    if rubric is not None:
-        extras.append((submission_rubrics, {"submission_id": submission_id, "rubric_hash": rubric.content_hash(),
-                                            "document": rubric.document()}))
-    if unlisted:
-        extras.append((unlisted_submissions, {"submission_id": submission_id}))
-    if facilitator is not None:
-        extras.append((batch_facilitators, {"batch_id": submission_id, "spec": facilitator["spec"],
-                                            "base_url": facilitator.get("base_url")}))
+    extras = SubmissionExtras(
+        rubric_hash=rubric.content_hash() if rubric is not None else None,
+        rubric=rubric.document() if rubric is not None else None,
+        unlisted=unlisted,
+        facilitator_spec=facilitator["spec"] if facilitator is not None else None,
+        facilitator_base_url=facilitator.get("base_url") if facilitator is not None else None,
+    )
     repo.create_submission(batch, planned, row, ranked_eligible=not byok, capped=check_cap,
                            agent=agent_row(factory, limits), extras=extras)
     scenarios = {s.content_hash: s for s in bundle.scenarios}
@@ -293,7 +289,7 @@ def _compose(
                      with_facilitator(scenarios, facilitator_of(store, submission_id)))
 
 
-def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator: FacilitatorRef | None,
+def _check_own_inputs(bundle: SuiteBundle, release: AnyRelease, facilitator: FacilitatorRef | None,
                       rubric: Rubric | None) -> None:
     """Refuse a facilitator for a suite with nobody to facilitate, a rubric for a suite its judge
     does not score, and a rubric the rules judge cannot read."""
@@ -311,7 +307,7 @@ def _check_own_inputs(bundle: SuiteBundle, release: dict[str, Any], facilitator:
                           f"{', '.join(rubric.without_evidence())}", "rubric")
 
 
-def _stored_release(store: Store, key: str, version: str | None) -> dict[str, Any] | None:
+def _stored_release(store: Store, key: str, version: str | None) -> ReleaseRow | None:
     found = ReleasesRepo(store).releases(key)
     if version is not None:
         return next((r for r in found if r["version"] == version), None)
@@ -389,7 +385,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> JsonObject:
     release = ReleasesRepo(store).release_by_id(facts["release_id"])
     assert release is not None
     runs = BoardRepo(store).run_facts(submission_id)
-    models = sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})
+    models: JsonArray = [*sorted({r["facilitator_model"] for r in runs if r["facilitator_model"] is not None})]
     # a trait suite's owner view: per run its traits {mean, variance, passes}, and the figures
     figures = judgements.trait_figures(store, submission_id)
     judged = judgements.judgements(store, submission_id) if figures else {}
@@ -451,7 +447,7 @@ def results(store: Store, ident: str, *, actor: Actor) -> JsonObject:
                 "win_conditions_total": r["win_total"],
                 "player_messages": r["player_messages"],
                 "actions": r["actions"],
-                **({"traits": judged[r["run_id"]].traits_view() if r["run_id"] in judged else None}
+                **({"traits": cast(JsonObject, judged[r["run_id"]].traits_view()) if r["run_id"] in judged else None}
                    if figures else {}),
             }
             for r in runs

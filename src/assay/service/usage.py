@@ -14,12 +14,13 @@ from typing import Any, NotRequired, TypedDict, cast
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from assay.errors import Invalid
+from assay.jsontypes import JsonObject, JsonValue
 from assay.records import MAX_MODEL_NAME, Usage
 from assay.scenario.load import describe_error
 from assay.service.actors import Actor, require_staff
 from assay.stats.cost import Price, Prices, per_run, summarise
 from assay.store.db import Store
-from assay.store.usage_repo import UsageRepo, UsageRow
+from assay.store.usage_repo import NewUsageRow, UsageRepo, UsageRow
 
 PRICE_PREFIX = "price/"
 #: The most a price may be, USD per million tokens (a bound that refuses a typo of many zeros).
@@ -85,12 +86,18 @@ def set_price(store: Store, model: str, *, prompt: float, completion: float, cac
     return describe_price(store, name)
 
 
+def _object(value: JsonValue) -> JsonObject:
+    """A stored price: an object, as `set_price` wrote it."""
+    assert isinstance(value, dict)
+    return value
+
+
 def describe_price(store: Store, model: str) -> PriceDescription:
     """`{model, price (in force now, or None), history [{prompt, completion, cached?, set_at}]}`."""
     name = _checked_model(model)
     history = UsageRepo(store).config_history(PRICE_PREFIX + name)
     # the stored value's own keys in its own order (as its backend keeps them), then when it was set
-    rows = [cast(PriceEntry, {**h["value"], "set_at": h["created_at"].isoformat()}) for h in history]
+    rows = [cast(PriceEntry, {**_object(h.value), "set_at": h.created_at.isoformat()}) for h in history]
     return {"model": name, "price": rows[-1] if rows else None, "history": rows}
 
 
@@ -183,7 +190,7 @@ class Budget:
         self.runs = len({r["run_id"] for r in rows})
         self.started = self.counted = 0
 
-    def count(self, usage_rows: list[dict[str, Any]]) -> None:
+    def count(self, usage_rows: list[NewUsageRow]) -> None:
         """Add a run's usage (its record's rows, costed at the prices in force now)."""
         total = summarise(usage_rows, self.table)["total"]
         if total["cost_reason"] is not None:

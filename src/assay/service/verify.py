@@ -664,7 +664,7 @@ class _Rows:
     def release(self, row: Row) -> ReleaseRow:
         """A release row as the service reads it: with its rubric document (or None)."""
         rubric = self.release_rubrics.get(row["id"])
-        return {**row, "rubric": rubric["document"] if rubric else None}
+        return cast(ReleaseRow, {**row, "rubric": rubric["document"] if rubric else None})
 
     def rubric(self, submission_id: str, release: ReleaseRow) -> Rubric | None:
         own = self.own_rubrics.get(submission_id)
@@ -807,7 +807,7 @@ class Recounted(TypedDict):
 
     runs: dict[str, facts_of.PlannedRunFacts]
     facts: dict[str, Any]  # `stats.board.submission_facts`, as it gives them
-    cases: list[dict[str, Any]]  # `stats.board.CaseCounts.as_dict`, in slot order
+    cases: list[boards.CaseRow]  # `stats.board.CaseCounts.as_dict`'s keys, in slot order
 
 
 def recount(tables: Tables) -> dict[str, Recounted]:
@@ -822,7 +822,7 @@ def recount(tables: Tables) -> dict[str, Recounted]:
         if runs:
             planned = [f for _, f in runs]
             out[submission["id"]] = {"runs": dict(runs), "facts": facts_of.submission_facts(planned),
-                                     "cases": [c.as_dict() for c in facts_of.case_counts(planned)]}
+                                     "cases": [boards.case_row(c) for c in facts_of.case_counts(planned)]}
     return out
 
 

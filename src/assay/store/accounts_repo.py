@@ -6,7 +6,8 @@ every handle event re-lists the account's board entries (`board_repo.relist`) in
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 
@@ -17,12 +18,31 @@ from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 
+@dataclass(frozen=True, slots=True)
+class AccountRow:
+    """An account (`accounts`) with the public handle it holds now (None: none, or revoked)."""
+
+    name: str
+    created_at: datetime
+    public_handle: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandleEventRow:
+    """One `account_handles` event: the handle taken from then on (None: a revocation)."""
+
+    id: int
+    account: str
+    handle: str | None
+    created_at: datetime
+
+
 class AccountsRepo(Repository):
     """Accounts and the handle each holds."""
 
     LOCKS = "board"  # the board's lock names (one namespace for every repository the board split into)
 
-    def account(self, name: str) -> dict[str, Any] | None:
+    def account(self, name: str) -> AccountRow | None:
         with self.read() as conn:
             row = conn.execute(sa.select(accounts).where(accounts.c.name == name)).first()
             if row is None:
@@ -30,14 +50,14 @@ class AccountsRepo(Repository):
             handle = conn.execute(
                 sa.select(current_handles.c.handle).where(current_handles.c.account == name)
             ).scalar_one_or_none()
-        return {**row._mapping, "public_handle": handle}
+        return AccountRow(row.name, row.created_at, handle)
 
-    def handle_history(self, name: str) -> list[dict[str, Any]]:
+    def handle_history(self, name: str) -> list[HandleEventRow]:
         with self.read() as conn:
             rows = conn.execute(
                 sa.select(account_handles).where(account_handles.c.account == name).order_by(account_handles.c.id)
             ).all()
-        return [dict(r._mapping) for r in rows]
+        return [HandleEventRow(**r._mapping) for r in rows]
 
     def _holder(self, conn: sa.Connection, handle: str) -> str | None:
         # Handles are unique among the handles held now (case-insensitively, compared in Python

@@ -19,7 +19,7 @@ import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import sqlalchemy as sa
 
@@ -183,6 +183,40 @@ def relist(conn: sa.Connection, where: sa.ColumnElement[bool], params: Mapping[s
     conn.execute(sa.update(e).where(where).values(listed=sa.case((listed, True), else_=False)), params or {})
 
 
+class RunFactsRow(TypedDict):
+    """A `RunFacts` as a mapping (its fields in order) with what `stats.board` decides of the run. A
+    TypedDict: results, scoring, judgements and the owner's view read it by key, and it is served as is."""
+
+    submission_id: str
+    release_id: int
+    run_id: str
+    slot: int
+    case_id: str
+    rep: int
+    seed: int
+    status: str | None
+    has_run: bool
+    n_checks: int
+    score: int
+    safety_failures: int
+    passed: bool
+    claimed_success: bool | None
+    false_success: bool
+    swept: bool
+    player_messages: int | None
+    actions: int | None
+    min_player_messages: int | None
+    min_actions_per_turn: float | None
+    facilitator_model: str | None
+    ranked_eligible: bool | None
+    win_total: int
+    win_met: int
+    judged: bool
+    scored: bool
+    gated: bool
+    included: bool
+
+
 class BoardRepo(Repository):
     """The board's numbers over the store's engine: per-run facts, stored figures and entries."""
 
@@ -198,12 +232,13 @@ class BoardRepo(Repository):
         with self.read() as c:
             return [RunFacts.of(r._mapping) for r in c.execute(query)]
 
-    def run_facts(self, submission_id: str, conn: sa.Connection | None = None) -> list[dict[str, Any]]:
+    def run_facts(self, submission_id: str, conn: sa.Connection | None = None) -> list[RunFactsRow]:
         """`run_rows` with what `stats.board` decides of each run: `scored`, `gated`, `included`."""
         out = []
         for row in self.run_rows(submission_id, conn):
             facts = row.planned()
-            out.append({**asdict(row), "scored": facts.scored, "gated": facts.gated, "included": facts.included})
+            out.append(cast(RunFactsRow, {**asdict(row), "scored": facts.scored, "gated": facts.gated,
+                                          "included": facts.included}))
         return out
 
     def release_run_rows(self, release_id: int, submission_ids: sa.Select[Any] | None = None,

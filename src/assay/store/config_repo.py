@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from assay.errors import Conflict
+from assay.jsontypes import JsonValue
 from assay.store.board_schema import (
     current_era,
     measurement_eras,
@@ -20,6 +22,29 @@ from assay.store.repo import Repository
 from assay.store.schema import utcnow
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigRow:
+    """One `platform_config` row: a value set for a key (as stored: free-form JSON, validated by the
+    key's model when read through `service.platform_config`)."""
+
+    id: int
+    key: str
+    value: JsonValue
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EraRow:
+    """A measurement era (`measurement_eras`) and whether it is the one in force now."""
+
+    id: int
+    name: str
+    starts_at: datetime
+    reason: str
+    created_at: datetime
+    current: bool
+
+
 class ConfigRepo(Repository):
     """Platform config values and the eras of measurement."""
 
@@ -29,12 +54,12 @@ class ConfigRepo(Repository):
         with self.write() as conn:
             conn.execute(sa.insert(platform_config).values(key=key, value=value, created_at=utcnow()))
 
-    def config_history(self, key: str) -> list[dict[str, Any]]:
+    def config_history(self, key: str) -> list[ConfigRow]:
         with self.read() as conn:
             rows = conn.execute(
                 sa.select(platform_config).where(platform_config.c.key == key).order_by(platform_config.c.id)
             ).all()
-        return [dict(r._mapping) for r in rows]
+        return [ConfigRow(**r._mapping) for r in rows]
 
     def config_value(self, key: str, at: datetime | None = None, conn: sa.Connection | None = None) -> Any | None:
         """The value in force at `at` (default: now): the latest row created before it."""
@@ -80,13 +105,13 @@ class ConfigRepo(Repository):
             conn.execute(sa.insert(measurement_eras).values(
                 name=name, starts_at=starts_at, reason=reason, created_at=utcnow()))
 
-    def eras(self) -> list[dict[str, Any]]:
+    def eras(self) -> list[EraRow]:
         with self.read() as conn:
             rows = conn.execute(
                 sa.select(measurement_eras).order_by(measurement_eras.c.starts_at, measurement_eras.c.id)
             ).all()
             current = conn.execute(sa.select(current_era.c.name)).scalar_one_or_none()
-        return [{**r._mapping, "current": r.name == current} for r in rows]
+        return [EraRow(**r._mapping, current=r.name == current) for r in rows]
 
     @staticmethod
     def era_at(conn: sa.Connection, moment: datetime) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import sqlalchemy as sa
@@ -73,6 +74,14 @@ def _config(row: sa.Row[Any]) -> JudgeConfigRow:
 
 
 PASS_COLUMNS = ("run_id", "pass_index", "valid", "verdicts", "rationale", "raw", "error", "error_kind", "attempts")
+
+
+@dataclass(frozen=True, slots=True)
+class OwnFacilitator:
+    """A facilitator a batch brought of its own (`batch_facilitators`): its spec and endpoint, never a key."""
+
+    spec: str
+    base_url: str | None
 
 
 class JudgeRepo(BoardRepo):
@@ -168,12 +177,12 @@ class JudgeRepo(BoardRepo):
         with self.read() as conn:
             return [r.submission_id for r in conn.execute(query)]
 
-    def batch_facilitator(self, batch_id: str) -> dict[str, Any] | None:
-        """{spec, base_url} of the facilitator a batch brought of its own, or None."""
+    def batch_facilitator(self, batch_id: str) -> OwnFacilitator | None:
+        """The facilitator a batch brought of its own, or None."""
         with self.read() as conn:
             row = conn.execute(sa.select(batch_facilitators.c.spec, batch_facilitators.c.base_url)
                                .where(batch_facilitators.c.batch_id == batch_id)).first()
-        return dict(row._mapping) if row is not None else None
+        return OwnFacilitator(row.spec, row.base_url) if row is not None else None
 
     def submission_rubric(self, submission_id: str) -> JsonObject | None:
         """The rubric document a submission brought of its own (as stored: `Rubric` reads it), or None."""

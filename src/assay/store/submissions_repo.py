@@ -10,10 +10,13 @@ writes, hence the board's lock namespace).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, TypedDict, cast
 
 import sqlalchemy as sa
 
+from assay.jsontypes import JsonObject
 from assay.records import PlannedRun
 from assay.store.board_repo import latest, relist
 from assay.store.board_schema import (
@@ -31,6 +34,7 @@ from assay.store.board_schema import (
     variance_notes,
     win_condition_outcomes,
 )
+from assay.store.judge_schema import batch_facilitators, submission_rubrics
 from assay.store.repo import Repository, owned_by, resolve_prefix
 from assay.store.rows import AgentRow, NewBatch
 from assay.store.runs_repo import RunsRepo
@@ -42,13 +46,122 @@ _TRUTHS = ("byok", "baseline", "publish_requested", "published", "finalised", "m
            "listed")
 
 
-def normalised(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A submission's row (its `_mapping`) as a dict, its boolean columns as bool (or None)."""
+class SubmissionRow(TypedDict):
+    """A `submissions` row (store/board_schema.py). A TypedDict rather than a dataclass: the board,
+    scoring, judgements, completion, batches and the owner's view read it by key, and this types
+    those reads leaving each call site as it is."""
+
+    id: str
+    account: str
+    release_id: int
+    label: str
+    play_model: str | None
+    byok: bool
+    baseline: bool
+    publish_requested: bool
+    created_at: datetime
+
+
+class NewSubmission(TypedDict):
+    """A `submissions` row to append (`create_submission`; its time is the write's)."""
+
+    id: str
+    account: str
+    release_id: int
+    label: str
+    play_model: str | None
+    byok: bool
+    baseline: bool
+    publish_requested: bool
+
+
+class SubmissionInfo(TypedDict):
+    """What a submission is besides its figures (`_info_columns`, in that order), its booleans as bool.
+    A TypedDict: it is merged with the figures into one mapping (`service.board.submission_facts`)
+    that the owner's view, the CLI and the API serve by key, in this order."""
+
+    submission_id: str
+    release_id: int
+    account: str
+    label: str
+    play_model: str | None
+    byok: bool
+    baseline: bool
+    publish_requested: bool
+    created_at: datetime
+    model_provenance: str | None  # "platform_verified", "self_reported", or None
+    published: bool
+    public_handle: str | None
+    variance_note: str | None
+    finalised: bool
+    measurement_era: str | None
+    measurement_era_is_current: bool | None  # None until finalised
+    listed: bool
+
+
+class SubmissionListing(SubmissionInfo):
+    """A submission as the listings show it: `SubmissionInfo` with its suite's key and version."""
+
+    suite_key: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionExtras:
+    """What a submission brings of its own, stored with it: its rubric (`--rubric`, with its hash),
+    whether it is unlisted, its facilitator (`--facilitator`: spec and endpoint, never a key)."""
+
+    rubric_hash: str | None = None
+    rubric: JsonObject | None = None
+    unlisted: bool = False
+    facilitator_spec: str | None = None
+    facilitator_base_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A run's completion sweep (a `run_sweeps` row): its participation counts, the floor they are
+    held to, and who spoke its facilitator's lines."""
+
+    run_id: str
+    submission_id: str
+    player_messages: int
+    actions: int
+    min_player_messages: int
+    min_actions_per_turn: float
+    facilitator_model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WinOutcome:
+    """Whether a run's final state met one of its scenario's win conditions (`win_condition_outcomes`)."""
+
+    run_id: str
+    condition_id: str
+    ordinal: int
+    met: bool
+
+
+class UnsweptRun(TypedDict):
+    """A recorded run the completion sweep has not looked at yet: its record's JSON as stored (read by
+    key in `service.completion`), and what it was planned as."""
+
+    run_id: str
+    status: str
+    transcript: list[JsonObject]
+    actions: list[JsonObject]
+    final_state: JsonObject
+    scenario_hash: str
+    case_id: str
+
+
+def normalised(row: Mapping[Any, Any]) -> SubmissionInfo:
+    """A submission's info row (its `_mapping`; a listing's too), its boolean columns as bool (or None)."""
     out = dict(row)
     for key in _TRUTHS:
         if key in out:
             out[key] = None if out[key] is None else bool(out[key])
-    return out
+    return cast(SubmissionInfo, out)
 
 
 class SubmissionsRepo(Repository):
@@ -60,14 +173,14 @@ class SubmissionsRepo(Repository):
         self,
         batch: NewBatch,
         planned: list[PlannedRun],
-        submission: dict[str, Any],
+        submission: NewSubmission,
         ranked_eligible: bool | None,
         capped: Callable[[sa.Connection], None],
         agent: AgentRow | None = None,
-        extras: Sequence[tuple[sa.Table, dict[str, Any]]] = (),
+        extras: SubmissionExtras = SubmissionExtras(),
     ) -> None:
         """Store a submission's batch, its whole plan and its submission row in one transaction,
-        with the `extras` rows that belong to it (its own rubric, its own facilitator).
+        with the `extras` rows that belong to it (its own rubric, unlisting, its own facilitator).
 
         `capped(conn)` runs first, under a per-(account, release) lock: it raises to refuse (the
         submission cap), so two concurrent submissions cannot both take the last slot.
@@ -83,8 +196,15 @@ class SubmissionsRepo(Repository):
                 [{"run_id": p.run_id, "submission_id": submission["id"], "ranked_eligible": ranked_eligible}
                  for p in planned],
             )
-            for table, values in extras:
-                conn.execute(sa.insert(table).values(**values, created_at=now))
+            sid = submission["id"]
+            if extras.rubric is not None:
+                conn.execute(sa.insert(submission_rubrics).values(
+                    submission_id=sid, rubric_hash=extras.rubric_hash, document=extras.rubric, created_at=now))
+            if extras.unlisted:
+                conn.execute(sa.insert(unlisted_submissions).values(submission_id=sid, created_at=now))
+            if extras.facilitator_spec is not None:
+                conn.execute(sa.insert(batch_facilitators).values(
+                    batch_id=sid, spec=extras.facilitator_spec, base_url=extras.facilitator_base_url, created_at=now))
 
     @staticmethod
     def count_submissions(conn: sa.Connection, account: str, release_id: int, *, capped_only: bool) -> int:
@@ -95,10 +215,10 @@ class SubmissionsRepo(Repository):
             query = query.where(sa.not_(submissions.c.byok), sa.not_(submissions.c.baseline))
         return int(conn.execute(query).scalar_one())
 
-    def submission(self, submission_id: str) -> dict[str, Any] | None:
+    def submission(self, submission_id: str) -> SubmissionRow | None:
         with self.read() as conn:
             row = conn.execute(sa.select(submissions).where(submissions.c.id == submission_id)).first()
-        return dict(row._mapping) if row is not None else None
+        return cast(SubmissionRow, dict(row._mapping)) if row is not None else None
 
     def resolve_submission_id(self, ident: str, owner: str | None = None) -> str | None:
         """The full id for `ident` or a unique prefix of it (the store's one prefix rule); with
@@ -106,7 +226,7 @@ class SubmissionsRepo(Repository):
         with self.read() as conn:
             return resolve_prefix(conn, submissions.c.id, ident, "submission", owned_by(owner, submissions.c.id))
 
-    def unswept_runs(self, submission_id: str) -> list[dict[str, Any]]:
+    def unswept_runs(self, submission_id: str) -> list[UnsweptRun]:
         """Recorded runs of a submission that the completion sweep has not looked at yet."""
         query = (
             sa.select(runs.c.run_id, runs.c.status, runs.c.transcript, runs.c.actions, runs.c.final_state,
@@ -117,13 +237,13 @@ class SubmissionsRepo(Repository):
             .order_by(planned_runs.c.slot)
         )
         with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [cast(UnsweptRun, dict(r._mapping)) for r in conn.execute(query)]
 
     def complete(
         self,
         submission_id: str,
-        sweeps: list[dict[str, Any]],
-        outcomes: list[dict[str, Any]],
+        sweeps: Sequence[Sweep],
+        outcomes: Sequence[WinOutcome],
         finalise: Callable[[sa.Connection], tuple[str | None, bool] | None],
     ) -> bool:
         """Append sweep rows and win-condition outcomes, then let `finalise(conn)` decide; True when
@@ -140,11 +260,11 @@ class SubmissionsRepo(Repository):
                 ).scalars()
             }
             now = utcnow()
-            fresh = [s for s in sweeps if s["run_id"] not in done]
-            fresh_ids = {s["run_id"] for s in fresh}
+            fresh = [s for s in sweeps if s.run_id not in done]
+            fresh_ids = {s.run_id for s in fresh}
             if fresh:
-                conn.execute(sa.insert(run_sweeps), [{**s, "created_at": now} for s in fresh])
-            wins = [o for o in outcomes if o["run_id"] in fresh_ids]
+                conn.execute(sa.insert(run_sweeps), [{**asdict(s), "created_at": now} for s in fresh])
+            wins = [asdict(o) for o in outcomes if o.run_id in fresh_ids]
             if wins:
                 conn.execute(sa.insert(win_condition_outcomes), wins)
             already = conn.execute(
@@ -230,7 +350,7 @@ class SubmissionsRepo(Repository):
             sa.not_(unlisted).label("listed"),
         ]
 
-    def submission_info(self, submission_id: str, conn: sa.Connection | None = None) -> dict[str, Any] | None:
+    def submission_info(self, submission_id: str, conn: sa.Connection | None = None) -> SubmissionInfo | None:
         """A submission's facts that are not figures (`_info_columns`), or None."""
         query = (sa.select(*self._info_columns())
                  .select_from(submissions.outerjoin(submission_finalisations,
@@ -244,7 +364,7 @@ class SubmissionsRepo(Repository):
         return normalised(row._mapping) if row is not None else None
 
     def submission_listing(self, account: str | None, suite: str | None, release_id: int | None = None,
-                           ) -> list[dict[str, Any]]:
+                           ) -> list[SubmissionListing]:
         """Submissions (not figures) with their suite key and version, newest first, optionally filtered."""
         r = suite_releases
         query = (sa.select(*self._info_columns(), r.c.suite_key, r.c.version)
@@ -259,5 +379,5 @@ class SubmissionsRepo(Repository):
         if release_id is not None:
             query = query.where(submissions.c.release_id == release_id)
         with self.read() as conn:
-            return [normalised(row._mapping) for row in conn.execute(query)]
+            return [cast(SubmissionListing, normalised(row._mapping)) for row in conn.execute(query)]
 
