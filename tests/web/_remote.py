@@ -172,3 +172,12 @@ def write_one_rep_forge(root: Path) -> Path:
     doc.update(key=ONE_REP_FORGE, reps_per_scenario=1)
     (suite / "suite.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return suite
+
+
+def one_rep_forge(store: Store, root: Path) -> tuple[str, Path]:
+    """`write_one_rep_forge(root)` released into `store`: (its key, its path)."""
+    from assay.service import releases
+
+    suite = write_one_rep_forge(root)
+    releases.release_path(store, str(suite), actor=OPERATOR)
+    return ONE_REP_FORGE, suite

@@ -43,6 +43,7 @@ from ._remote import (
     answering,
     expected_score,
     in_process,
+    one_rep_forge,
     same_as_stored,
     submit_remote,
     write_one_rep_forge,
@@ -72,16 +73,6 @@ def _remote_submission(store: Store, limits: Limits | None = None, label: str = 
 
 
 # -- the whole flow ---------------------------------------------------------------------------
-
-
-def one_rep_forge(store: Store, root: Path) -> tuple[str, Path]:
-    """Forge's five cases at one rep each, released as `forge-1` (key, path): every case, a third
-    of the runs."""
-    from assay.service import releases
-
-    suite = write_one_rep_forge(root)
-    releases.release_path(store, str(suite), actor=OPERATOR)
-    return ONE_REP_FORGE, suite
 
 
 def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_store: Store, tmp_path: Path) -> None:
