@@ -26,7 +26,7 @@ from assay.service.releases import bootstrap
 from assay.store import open_store
 from assay.store import rls
 from tests.board.test_cli_board import Cli
-from tests.web._remote import RemoteAgent, accounts_and_keys, submit_remote
+from tests.web._remote import RemoteAgent, accounts_and_keys, one_rep_forge, submit_remote
 from tests.web.conftest import bearer, make_app
 
 
@@ -43,24 +43,31 @@ def _url(pg_server: Any, user: str, database: str) -> str:
 
 
 def test_a_remote_submission_completes_when_the_service_runs_as_the_production_role(
-        pg_server: Any, owned: str, login_role: Any) -> None:
+        pg_server: Any, owned: str, login_role: Any, tmp_path: Path) -> None:
+    """On forge's five cases at one rep (`forge-1`, released by the owner as an operator would):
+    what the role must be allowed shows in any complete submission; five runs show it as fifteen do."""
+    owner_store = open_store(pg_server.url(owned))
+    try:
+        suite_key, _path = one_rep_forge(owner_store, tmp_path)
+    finally:
+        owner_store.close()
     web = login_role(rls.SERVICE_ROLE)
     store = open_store(_url(pg_server, web, owned))
     try:
         bootstrap(store)  # what `assay serve` does at start-up: nothing to release, nothing refused
         keys = accounts_and_keys(store)
         client = TestClient(make_app(store, rate_limit=0))
-        created = submit_remote(client, keys.alice_api, "diligent", publish=True)
+        created = submit_remote(client, keys.alice_api, "diligent", suite=suite_key, publish=True)
         assert created.status_code == 201, created.text
         submission_id = created.json()["id"]
         agent = RemoteAgent(client, keys.alice_agent, lambda _lease: load_agent("reference:diligent"))
-        assert agent.play_all() == 15
+        assert agent.play_all() == 5
         view = client.get(f"/api/submissions/{submission_id}", headers=bearer(keys.alice_api))
         assert view.status_code == 200, view.text
         owner = view.json()
         assert owner["status"] == "complete" and owner["finalised"] is True and owner["published"] is True
-        assert all(run["score"] is not None for run in owner["runs"]) and len(owner["runs"]) == 15
-        board = client.get("/api/leaderboard/forge").json()
+        assert all(run["score"] is not None for run in owner["runs"]) and len(owner["runs"]) == 5
+        board = client.get(f"/api/leaderboard/{suite_key}").json()
         entry = next(e for e in board["entries"] if e["submission_id"] == submission_id)
         assert entry["pass_rate"] == 1.0
         with store.engine.connect() as conn:  # its figures were stored by the service role on completion

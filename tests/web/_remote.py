@@ -3,10 +3,13 @@ the same run played in-process for comparison."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import yaml
 from fastapi.testclient import TestClient
 
 from assay.agents.loader import AgentFactory, load_agent
@@ -152,3 +155,29 @@ def expected_score(store: Store, run_id: str, expected: RunRecord) -> tuple[int,
     loaded = _scenarios(store, _batch_of(store, run_id))[expected.scenario_hash]
     v = verdict(evaluate_checks(loaded.scenario.checks, expected.final_state), expected.status)
     return v.score, v.passed
+
+
+#: The key of forge's cases at one rep each (`write_one_rep_forge`).
+ONE_REP_FORGE = "forge-1"
+
+
+def write_one_rep_forge(root: Path) -> Path:
+    """A copy of the built-in forge suite under `root`, keyed `forge-1` with one rep per case:
+    every case of forge in 5 runs rather than 15, for tests whose property holds run for run."""
+    import assay
+
+    suite = root / ONE_REP_FORGE
+    shutil.copytree(Path(assay.__file__).resolve().parent / "suites" / "forge", suite)
+    doc = yaml.safe_load((suite / "suite.yaml").read_text(encoding="utf-8"))
+    doc.update(key=ONE_REP_FORGE, reps_per_scenario=1)
+    (suite / "suite.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return suite
+
+
+def one_rep_forge(store: Store, root: Path) -> tuple[str, Path]:
+    """`write_one_rep_forge(root)` released into `store`: (its key, its path)."""
+    from assay.service import releases
+
+    suite = write_one_rep_forge(root)
+    releases.release_path(store, str(suite), actor=OPERATOR)
+    return ONE_REP_FORGE, suite

@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from assay.store.remote_schema import remote_steps
 from assay.store.schema import runs
 from assay.store.runs_repo import RunsRepo
 
-from ._remote import accounts_and_keys, in_process, same_as_stored
+from ._remote import accounts_and_keys, in_process, one_rep_forge, same_as_stored
 from .conftest import bearer, make_app
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -62,8 +63,8 @@ def _count(store: Store, query: Any) -> int:
         return int(conn.execute(query).scalar_one())
 
 
-def _remote(store: Store, account: str = "alice", label: str = "remote") -> str:
-    return submissions.compose(store, "forge", factory=remote.remote_factory(), account=account, label=label,
+def _remote(store: Store, account: str = "alice", label: str = "remote", suite: str = "forge") -> str:
+    return submissions.compose(store, suite, factory=remote.remote_factory(), account=account, label=label,
                                actor=account_actor(account))
 
 
@@ -134,10 +135,14 @@ def test_the_same_step_from_many_threads_is_applied_once(web_store: Store, apps:
                   .where(remote_steps.c.run_id == run_id)) == 2
 
 
-def test_agents_playing_at_once_record_every_run_once_as_in_process(web_store: Store,
-                                                                    apps: list[TestClient]) -> None:
+def test_agents_playing_at_once_record_every_run_once_as_in_process(web_store: Store, apps: list[TestClient],
+                                                                    tmp_path: Path) -> None:
+    """Four agents play two submissions at once, every step sent twice to both workers. On forge's
+    five cases at one rep (`forge-1`): ten runs keep four players busy at once, and each run is
+    compared with its in-process run, which holds run for run."""
     keys = accounts_and_keys(web_store)
-    ids = [_remote(web_store, label="one"), _remote(web_store, label="two")]
+    suite, _path = one_rep_forge(web_store, tmp_path)
+    ids = [_remote(web_store, label="one", suite=suite), _remote(web_store, label="two", suite=suite)]
     factory = load_agent("reference:diligent")
     lock = threading.Lock()
     played: list[str] = []
@@ -168,8 +173,8 @@ def test_agents_playing_at_once_record_every_run_once_as_in_process(web_store: S
                     index += 1
 
     at_once(4, play)
-    assert len(played) == len(set(played)) == 30
-    assert _count(web_store, sa.select(sa.func.count()).select_from(runs)) == 30
+    assert len(played) == len(set(played)) == 10
+    assert _count(web_store, sa.select(sa.func.count()).select_from(runs)) == 10
     for submission_id in ids:
         assert submissions.results(web_store, submission_id, actor=OPERATOR)["status"] == "complete"
         for slot in RunsRepo(web_store).planned_runs(submission_id):

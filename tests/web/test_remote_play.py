@@ -37,13 +37,16 @@ from tests.support.forkserver import assay_command
 from tests.run.test_hidden import Seen, secrets_of
 
 from ._remote import (
+    ONE_REP_FORGE,
     RemoteAgent,
     accounts_and_keys,
     answering,
     expected_score,
     in_process,
+    one_rep_forge,
     same_as_stored,
     submit_remote,
+    write_one_rep_forge,
 )
 from .conftest import assay_serve, bearer, make_app
 
@@ -72,16 +75,21 @@ def _remote_submission(store: Store, limits: Limits | None = None, label: str = 
 # -- the whole flow ---------------------------------------------------------------------------
 
 
-def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_store: Store) -> None:
+def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_store: Store, tmp_path: Path) -> None:
+    """Three submissions (the cap) to forge's five cases, each played remotely to the end and every
+    run compared with the in-process run of its seed. "Exactly as in process" holds run for run,
+    so one rep of each case (15 runs, not 45) proves it as well as forge's three reps would."""
     keys = accounts_and_keys(web_store)
     client = _client(web_store)
+    suite_key, suite_path = one_rep_forge(web_store, tmp_path)
     ids = {}
     for label in AGENTS:
-        created = submit_remote(client, keys.alice_api, label, publish=True)
+        created = submit_remote(client, keys.alice_api, label, suite=suite_key, publish=True)
         assert created.status_code == 201, created.text
-        assert created.json()["remote"] is True and created.json()["n_planned"] == 15
+        assert created.json()["remote"] is True and created.json()["n_planned"] == 5
         ids[created.json()["id"]] = label
-    assert submit_remote(client, keys.alice_api, "a-fourth").status_code == 409  # the cap: three per version
+    # the cap: three per version
+    assert submit_remote(client, keys.alice_api, "a-fourth", suite=suite_key).status_code == 409
 
     # an API key is refused on the agent routes, and bob's agent finds nothing of alice's
     assert client.post("/api/agent/runs/next", headers=bearer(keys.alice_api)).status_code == 401
@@ -90,15 +98,15 @@ def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_
 
     by_label = {label: load_agent(spec) for label, spec in AGENTS.items()}
     agent = RemoteAgent(client, keys.alice_agent, lambda lease: by_label[ids[lease["submission_id"]]])
-    assert agent.play_all() == 45
-    assert len(set(agent.played)) == 45
+    assert agent.play_all() == 15
+    assert len(set(agent.played)) == 15
 
     for submission_id, label in ids.items():
         view = client.get(f"/api/submissions/{submission_id}", headers=bearer(keys.alice_api))
         assert view.status_code == 200
         owner = view.json()
         assert owner["status"] == "complete" and owner["finalised"] is True and owner["published"] is True
-        assert len(owner["runs"]) == 15 and {r["run_id"] for r in owner["runs"]} <= set(agent.played)
+        assert len(owner["runs"]) == 5 and {r["run_id"] for r in owner["runs"]} <= set(agent.played)
         for run in owner["runs"]:  # every run is the run in-process play gives for its seed
             assert isinstance(run["seed"], int)  # the owner sees the seed
             expected = in_process(web_store, run["run_id"], AGENTS[label])
@@ -110,9 +118,9 @@ def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_
         assert client.get(f"/api/submissions/{submission_id}").status_code == 401
 
     rates = {ids[e["submission_id"]]: e["pass_rate"]
-             for e in client.get("/api/leaderboard/forge").json()["entries"] if e["submission_id"] in ids}
+             for e in client.get(f"/api/leaderboard/{suite_key}").json()["entries"] if e["submission_id"] in ids}
     assert rates["diligent"] == 1.0 and rates["overclaimer"] == 0.0
-    board_text = client.get("/api/leaderboard/forge").text
+    board_text = client.get(f"/api/leaderboard/{suite_key}").text
     seeds = {str(r["seed"]) for s in ids for r in client.get(
         f"/api/submissions/{s}", headers=bearer(keys.alice_api)).json()["runs"]}
     assert not any(seed in board_text for seed in seeds)  # never a seed on the public board
@@ -121,7 +129,7 @@ def test_a_remote_agent_plays_three_forge_submissions_exactly_as_in_process(web_
     seen = Seen()
     for body in agent.seen:
         seen.add(body)
-    assert seen.leaks(secrets_of(resolve_suite("forge"))) == []
+    assert seen.leaks(secrets_of(resolve_suite(str(suite_path)))) == []
     assert not any(seed in text for text in seen.raw for seed in seeds)
     assert client.post("/api/agent/runs/next", headers=bearer(keys.alice_agent)).status_code == 204
 
@@ -340,9 +348,13 @@ def _assay(*args: str, env: dict[str, str], check: bool = True) -> subprocess.Co
 
 @pytest.mark.heavy  # starts a process
 def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path) -> None:
+    """The real processes, on forge's five cases at one rep each (`forge-1`): what is proved here
+    is the processes' part (the CLI, the server, their messages), which five runs show as well as
+    fifteen; run-for-run equality with in-process play is the in-process tests' work above."""
     db = f"sqlite:///{tmp_path / 'assay.db'}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "OPENAI_"))}
     env.update(ASSAY_DB=db, ASSAY_SECRET="e2e-secret-" + "x" * 32, NO_COLOR="1")
+    _assay("suite", "release", str(write_one_rep_forge(tmp_path)), env=env)
     _assay("account", "create", "alice", "--public-handle", "alice-h", env=env)
     api_key = _assay("key", "create", "--account", "alice", "--kind", "api", env=env).stdout.strip().splitlines()[-1]
     agent_key = _assay("key", "create", "--account", "alice", "--kind", "agent", env=env).stdout.strip().splitlines()[-1]
@@ -353,21 +365,21 @@ def test_assay_play_plays_a_remote_submission_against_assay_serve(tmp_path: Path
     with assay_serve(None, tmp_path / "serve.log", env=env, probe="/api/suites") as base:
         with httpx2.Client(base_url=base, timeout=30) as http:
             created = http.post("/api/submissions", headers=bearer(api_key),
-                                json={"suite": "forge", "label": "my-remote-agent", "agent": "remote", "publish": True})
+                                json={"suite": ONE_REP_FORGE, "label": "my-remote-agent", "agent": "remote", "publish": True})
             assert created.status_code == 201, created.text
             submission_id = created.json()["id"]
 
             played = _assay("play", "--server", base, "--agent", "reference:diligent",
                             env={**env, "ASSAY_AGENT_KEY": agent_key})
-            assert played.stderr.count("· completed ·") == 15, played.stderr  # a line per run off a terminal
-            assert "15 remote run(s) played" in played.stdout
+            assert played.stderr.count("· completed ·") == 5, played.stderr  # a line per run off a terminal
+            assert "5 remote run(s) played" in played.stdout
 
             owner = http.get(f"/api/submissions/{submission_id}", headers=bearer(api_key)).json()
             assert owner["status"] == "complete" and owner["pass_rate"] == 1.0
             assert {r["status"] for r in owner["runs"]} == {"completed"}
-            entries = http.get("/api/leaderboard/forge").json()["entries"]
+            entries = http.get(f"/api/leaderboard/{ONE_REP_FORGE}").json()["entries"]
             assert [e["agent_label"] for e in entries if e["submission_id"] == submission_id] == ["my-remote-agent"]
-            page = http.get("/suites/forge")
+            page = http.get(f"/suites/{ONE_REP_FORGE}")
             assert page.status_code == 200 and "my-remote-agent" in page.text
 
             again = _assay("play", "--server", base, "--agent", "reference:diligent",

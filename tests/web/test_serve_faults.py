@@ -1,11 +1,13 @@
 """Store faults under a real `assay serve` with remote play (issue 23, item 5).
 
 `assay serve` and `assay play --agent reference:diligent` run as a user starts them; while play
-plays a remote forge submission, the store goes away: on PostgreSQL (a server this module owns,
+plays a remote submission to forge's five cases (at one rep each: `forge-1`, released by `assay
+suite release`; riding through a fault is shown by one fault mid-play, not by the number of runs
+around it), the store goes away: on PostgreSQL (a server this module owns,
 `tests/support/own_pg.py`) a `pg_ctl restart -m fast`, then every backend of the service
 terminated, the service retrying nothing (`ASSAY_STORE_RETRY=0`), so it answers 503 and play must
 wait; on SQLite the store file locked by another connection for two seconds. Play rides through
-(exit 0, every run played once, one line per wait), the submission ends `complete` with its 15
+(exit 0, every run played once, one line per wait), the submission ends `complete` with its 5
 runs each recorded once (counted behind the service's back), it is on the board, and neither
 process prints a traceback.
 """
@@ -27,9 +29,11 @@ from tests.e2e.test_cli import assay, clean_env
 from tests.support.forkserver import assay_command
 from tests.support.own_pg import OwnPg, own_pg
 
+from ._remote import ONE_REP_FORGE, write_one_rep_forge
 from .conftest import SECRET, assay_serve, bearer
 
-RUNS = 15  # forge: 5 cases × 3 reps
+RUNS = 5  # forge-1: forge's 5 cases × 1 rep
+BEFORE_FAULT = 1  # runs recorded before the fault: play has got going, and most of its runs are still to come
 TRACE = "Traceback (most recent call last)"
 WAITING = "assay: the server answered 503 (store unavailable); trying again for up to 120 s"
 
@@ -60,8 +64,9 @@ def _cli(*args: str, url: str) -> str:
 
 
 def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry: str) -> tuple[str, str]:
-    """Serve `url`, submit a remote forge submission, play it with `fault()` done after its third
+    """Serve `url`, submit a remote forge-1 submission, play it with `fault()` done after its first
     run; assert everything came through once. Returns play's stderr and the service's log."""
+    _cli("suite", "release", str(write_one_rep_forge(log.parent)), url=url)
     _cli("account", "create", "alice", "--public-handle", "alice-h", url=url)
     api_key = _cli("key", "create", "--account", "alice", "--kind", "api", url=url)
     agent_key = _cli("key", "create", "--account", "alice", "--kind", "agent", url=url)
@@ -69,7 +74,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
 
     with assay_serve(url, log, env=env, probe="/api/suites") as base, httpx2.Client(base_url=base, timeout=30) as http:
         created = http.post("/api/submissions", headers=bearer(api_key),
-                            json={"suite": "forge", "label": "rides-through", "agent": "remote", "publish": True})
+                            json={"suite": ONE_REP_FORGE, "label": "rides-through", "agent": "remote", "publish": True})
         assert created.status_code == 201, created.text
         submission_id = created.json()["id"]
 
@@ -78,7 +83,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             end = time.monotonic() + 60
-            while _counts(url)[0] < 3:
+            while _counts(url)[0] < BEFORE_FAULT:
                 assert play.poll() is None, play.communicate()
                 assert time.monotonic() < end, "play did not get going"
                 time.sleep(0.02)
@@ -99,7 +104,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
         owner = http.get(f"/api/submissions/{submission_id}", headers=bearer(api_key)).json()
         assert owner["status"] == "complete", owner
         assert len(owner["runs"]) == RUNS and {r["status"] for r in owner["runs"]} == {"completed"}
-        board = http.get("/api/leaderboard/forge")
+        board = http.get(f"/api/leaderboard/{ONE_REP_FORGE}")
         assert board.status_code == 200
         assert [e["submission_id"] for e in board.json()["entries"]] == [submission_id]
     assert _counts(url) == (RUNS, 0)  # every run recorded, none twice
