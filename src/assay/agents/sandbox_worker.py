@@ -185,4 +185,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        # the harness went away (stopped, interrupted or killed) while this worker wrote to it or
+        # waited: nobody is left to tell, and a traceback on the shared stderr would read as the
+        # harness's own (`assay run` interrupted must say one line)
+        os._exit(0)
