@@ -145,6 +145,20 @@ def test_fresh_reads_are_answered_before_routing_and_a_zero_window_asks_the_stor
         third = client.get("/suites/mini")
         assert third.content == first.content and dict(third.headers) == dict(first.headers)
         assert third.headers["x-content-type-options"] == "nosniff" and app.state.edge.computed == 1
+        if fresh:
+            # stale: one request is sent on to ask the store; the others keep the cached answer until
+            # it has asked, or for one more window at most
+            now = [5.0 + fresh]
+            app.state.edge.clock = lambda: now[0]
+            # a request when stale goes on to the route, which reads the token anew (unchanged: the
+            # cached answer, nothing computed) and makes the cache fresh again
+            assert client.get("/suites/mini").content == first.content and app.state.edge.computed == 1
+            assert app.state.edge.cached(key, None) is not None
+            now[0] += fresh
+            assert app.state.edge.cached(key, None) is None  # this one asks
+            assert app.state.edge.cached(key, None) is not None  # meanwhile, the cache answers
+            now[0] += fresh
+            assert app.state.edge.cached(key, None) is None  # the asker never came back in a window: ask again
 
 
 def test_a_request_whose_client_has_gone_is_not_computed(populated_site: Site) -> None:

@@ -13,9 +13,11 @@ every caller, and it changes only when the board does. `Edge.read` answers such 
   cached answer.
 - For `Edge.fresh` seconds after the token was read (`ASSAY_CACHE_FRESH`, default 1 s; 0: ask the
   store every time) a read already cached is answered by `CachedReads`, a middleware in front of
-  the routes, on the event loop: no thread, no routing, no query. So the board a reader sees is at
-  most that long behind the store — well inside the `max-age` every answer already grants a proxy
-  or a browser — and a crowd of readers costs the store one query a second, not one a read.
+  the routes, on the event loop: no thread, no routing, no query. When the token goes stale, one
+  request is sent on to read it again while the others keep the cached answers (for one more
+  window at most). So the board a reader sees is at most two windows behind the store — well
+  inside the `max-age` every answer already grants a proxy or a browser — and a crowd of readers
+  costs the store one query a second, not one a read, and never queues behind it.
 - Each answer carries `ETag` (a digest of the token and the request), `Last-Modified` (the latest
   time the token holds) and `Cache-Control: public, max-age=N` (`Settings.cache_max_age`), and a
   request whose `If-None-Match` names the current tag is answered 304 with no body, so a reverse
@@ -107,6 +109,9 @@ class Edge:
         self._answers: OrderedDict[str, _Cached] = OrderedDict()
         #: the token last read from the store, its time, and when (`clock`) it was read
         self._seen: tuple[str, datetime | None, float] | None = None
+        #: when (`clock`) one request was sent on to ask the store again, while the others keep
+        #: the cached answers (None: nobody is asking)
+        self._asking: float | None = None
         self.computed = 0  # answers computed (not served from the cache): for tests and benchmarks
 
     def clear(self) -> None:
@@ -141,7 +146,11 @@ class Edge:
         return headers
 
     def _last_change(self, store: Store) -> tuple[str, datetime | None]:
-        token, modified = BoardRepo(store).last_change()
+        try:
+            token, modified = BoardRepo(store).last_change()
+        finally:
+            with self._lock:
+                self._asking = None
         with self._lock:
             self._seen = (token, modified, self.clock())
         return token, modified
@@ -170,11 +179,21 @@ class Edge:
 
     def cached(self, key: str, if_none_match: str | None) -> Response | None:
         """The answer to `key` without the store, when the token was read within `fresh` seconds and
-        the answer is cached under it (on the event loop: a dictionary lookup); else None."""
+        the answer is cached under it (on the event loop: a dictionary lookup); else None.
+
+        When the token has gone stale, one request is sent on (None) to ask the store again, and
+        until it has (or for `fresh` seconds more at most) the others keep the cached answers:
+        a crowd never queues behind a second's worth of the same question, and what it reads is
+        at most two windows old."""
         with self._lock:
             seen = self._seen
-            if seen is None or seen[0] != self._token or self.clock() - seen[2] >= self.fresh:
+            if seen is None or seen[0] != self._token or self.fresh <= 0:
                 return None
+            now = self.clock()
+            if now - seen[2] >= self.fresh:
+                if self._asking is None or now - self._asking >= self.fresh:
+                    self._asking = now  # this request asks; the rest are answered meanwhile
+                    return None
             found = self._answers.get(key)
             if found is None:
                 return None
