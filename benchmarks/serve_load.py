@@ -15,7 +15,7 @@ the default cap in flight) on 127.0.0.1 and drives it with asyncio httpx clients
   req/s and p50/p95/p99 latency, and the share refused (503 past the cap);
 * play: 1, 8 and 32 agents playing remote runs as `assay play` does (lease, step until done;
   each step's answer is `reference:diligent`'s message), steps/s and step p50/p95/p99, alone
-  and while 64 clients read `/suites/forge`.
+  and while 64 clients read `/suites/forge` (wrk in its own process by default; `--readers python`: httpx readers in this one).
 
 Figures go to stdout side by side with the issue's previous ones (wrk, same machine, before).
 PostgreSQL is a throwaway cluster started as the tests start theirs.
@@ -163,6 +163,39 @@ async def _agent(client: httpx.AsyncClient, key: str, stop: float, out: list[flo
             return
 
 
+#: Who reads while agents play: "wrk" (a C client in its own process: the server is measured, not
+#: this process's event loop) when installed, else "python" (httpx readers in this process).
+READERS = "wrk"
+
+
+def _wrk_start(base: str, readers: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(["wrk", "-t1", f"-c{readers}", "-d3600s", "--latency", "--timeout", "30s",
+                             base + "/suites/forge"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wrk_stop(proc: subprocess.Popen[str], wall: float) -> dict[str, Any]:
+    """Stop wrk (SIGINT: it prints its summary) and read its requests and latency percentiles."""
+    import re
+    import signal as _signal
+
+    proc.send_signal(_signal.SIGINT)
+    out = proc.communicate(timeout=60)[0]
+
+    def seconds(text: str) -> float:
+        number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+        return round(float(number) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit], 4)
+
+    n = re.search(r"(\d+) requests in", out)
+    found: dict[str, Any] = {"n": int(n.group(1)) if n else 0, "seconds": round(wall, 1), "client": "wrk"}
+    found["per_s"] = round(found["n"] / wall, 1)
+    for pct, name in (("50", "p50"), ("90", "p90"), ("99", "p99")):
+        m = re.search(rf"^\s+{pct}%\s+(\S+)", out, re.M)
+        found[name] = seconds(m.group(1)) if m else None
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    found["refused"] = int(non2xx.group(1)) if non2xx else 0
+    return found
+
+
 async def play(base: str, agent_keys: list[str], agents: int, seconds: float, readers: int = 0,
                think: float = 0.0, server: int | None = None) -> dict[str, Any]:
     out: list[float] = []
@@ -172,12 +205,16 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
     limits = httpx.Limits(max_connections=agents + readers + 4, max_keepalive_connections=agents + readers + 4)
     cpu = cpu_seconds(server) if server is not None else None
     client_cpu = time.process_time()
+    use_wrk = bool(readers) and READERS == "wrk"
+    wrk = _wrk_start(base, readers) if use_wrk else None
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         began = time.monotonic()
         stop = began + seconds
         once = think > 0  # slow agents: one run each, the readers until the last one ends
         tasks = [_agent(client, agent_keys[i % len(agent_keys)], stop, out, runs, think, once) for i in range(agents)]
-        if once:
+        if wrk is not None:
+            await asyncio.gather(*tasks)
+        elif once:
             done = asyncio.Event()
 
             async def agents_then_stop() -> None:
@@ -202,7 +239,9 @@ async def play(base: str, agent_keys: list[str], agents: int, seconds: float, re
         found["client_cpu_share"] = round((time.process_time() - client_cpu) / wall, 2)
     found["runs"] = len(runs)
     found["timeouts"] = runs.count("timeout")
-    if readers:
+    if wrk is not None:
+        found["reads"] = _wrk_stop(wrk, wall)
+    elif readers:
         found["reads"] = _summary(read_out, wall, len(refused))
     return found
 
@@ -290,8 +329,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--parts", default="reads,play", help="What to measure: reads, play, slow (comma-separated).")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server (assay serve --workers).")
+    parser.add_argument("--readers", choices=("wrk", "python"), default="wrk",
+                        help="Who reads while agents play: wrk (its own process; the default when installed) "
+                             "or httpx readers in this process (the figures before wrk).")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    global READERS
+    import shutil
+
+    READERS = args.readers if shutil.which("wrk") else "python"
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped benchmark still stops its PostgreSQL
