@@ -302,8 +302,8 @@ class Answered:
 # -- a cap on requests in flight (issue 26) --------------------------------------------------------
 
 #: Requests a worker holds at once, besides remote play's, before it answers 503 (`ASSAY_MAX_INFLIGHT`;
-#: 0: no cap). Measured: one worker serves ~300+ cached board reads a second with p99 well under
-#: 500 ms at 64 clients, so 128 in flight is a queue of well under a second.
+#: 0: no cap). Measured (benchmarks/serve_load.md): one worker serves 2,800-4,500 cached board reads
+#: a second at 64 clients, p99 under 0.5 s, so 128 in flight is a queue of well under a second.
 MAX_INFLIGHT = 128
 #: What a refused request is told: come back in this many seconds.
 BUSY_RETRY_SECONDS = 1
