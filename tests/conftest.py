@@ -313,24 +313,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))
 
     items.sort(key=in_browser_group)  # stable: every other order is kept
-    _name_xdist_groups(config, items)
-
-
-def _name_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup`, put each `xdist_group` test's group in its node id (`…@browser`),
-    which is what sends a group to one worker. pytest-xdist 3.8 does it by setting `item._nodeid`,
-    which pytest 9 no longer reads (a node's id is `item._id`): without this every test of a group
-    went to whichever worker was free, and each worker started its own Ray, site, server and
-    Chromium (~20 s of setup each time). Does nothing when xdist's own renaming took hold."""
-    if not getattr(config.option, "loadgroup", False):
-        return
-    for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                        for m in item.iter_markers("xdist_group")})
-        node_id = getattr(item, "_id", None)
-        if not names or "@" in item.nodeid or node_id is None or not hasattr(type(node_id), "parse"):
-            continue
-        item._id = type(node_id).parse(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
