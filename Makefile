@@ -36,8 +36,10 @@ check: lint typecheck
 
 # one worker more than there are cores (CI has two, so three): part of the suite waits on servers,
 # subprocesses and sandboxes, which another worker fills (measured on CI's kind of machine: 0.316 s a
-# test at three workers, 0.326 s at two: a small gain); each worker starts its own PostgreSQL; the Ray
-# tests share one worker (xdist_group "ray"), so one local Ray serves them all
+# test at three workers, 0.326 s at two: a small gain); each worker starts its own PostgreSQL. The
+# tests' xdist_group marks are not honoured under pytest 9 with xdist 3.8 (the group never reaches the
+# node id), so each worker that runs a browser or Ray test starts its own Chromium or Ray, the browser
+# tests last on each worker (tests/conftest.py sorts them there: Playwright's loop runs to the end)
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: compiled
 	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
