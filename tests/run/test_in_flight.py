@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # pragma: no cover
 WANT = 100
 #: A bound on how long the endpoint holds a call waiting for the others: only a broken executor
 #: ever reaches it (the count it leaves is then below WANT, and the test says so).
-PATIENCE_S = 60.0
+PATIENCE_S = 180.0  # a bound on waiting, never a timed assertion: a loaded CI machine with a Ray per worker needed more than 60 s
 
 
 class Gate:
