@@ -70,3 +70,14 @@ def test_help_says_what_is_true(tmp_path: Path) -> None:
     run = _help(["run"], tmp_path, columns=200)
     assert "--trials" in run and re.search(r"--trials\s+N\b", run)
     assert "thinking" in run and "Wall-clock" not in run  # the limit counts the agent's time (engine.time_left)
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=lambda p: " ".join(p) if isinstance(p, list) else "")
+def test_no_help_text_is_eaten_as_rich_markup(path: list[str], command: Any) -> None:
+    """Typer renders help through Rich markup: an unescaped `[word]` (an extra's name, a usage example)
+    is taken for a style and vanishes from the screen. Every help says on screen what it says in code."""
+    from rich.text import Text
+
+    texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+    for text in texts:
+        assert Text.from_markup(text).plain == text.replace("\\[", "["), (path, text)

@@ -29,7 +29,7 @@ def export(
         None, "--inspect", metavar="DIR", help="Instead of --out: write each batch and submission as an Inspect AI "
         "evaluation log (DIR/*.eval, for `inspect view --log-dir DIR` and `inspect_ai.log.read_eval_log`): one "
         "sample per run, its transcript, its verdict as the score, the trials as epochs; no seeds, hidden truths or "
-        "account names. Needs the extra: pip install 'assay[inspect]'."),
+        "account names. Needs the extra: pip install 'assay\\[inspect]'."),
     batch: Optional[list[str]] = typer.Option(
         None, "--batch", help="With --inspect: only this batch or submission (an id or a unique prefix; repeat "
         "for more)."),
