@@ -159,6 +159,12 @@ def test_fresh_reads_are_answered_before_routing_and_a_zero_window_asks_the_stor
             assert app.state.edge.cached(key, None) is not None  # meanwhile, the cache answers
             now[0] += fresh
             assert app.state.edge.cached(key, None) is None  # the asker never came back in a window: ask again
+            # after a quiet spell (the token read two windows ago or more), the cache serves nobody
+            # while one asks: a reader never gets an answer older than two windows
+            client.get("/suites/mini")  # the token is read anew at now[0]
+            now[0] += 10 * fresh
+            assert app.state.edge.cached(key, None) is None
+            assert app.state.edge.cached(key, None) is None
 
 
 def test_a_request_whose_client_has_gone_is_not_computed(populated_site: Site) -> None:

@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store import schema as store_schema
+from assay.web.guards import send_json
 
 #: Threads each lane runs its sync work in (per worker process); `ASSAY_READ_THREADS`,
 #: `ASSAY_PLAY_THREADS` change them.
@@ -184,13 +185,17 @@ class Edge:
         When the token has gone stale, one request is sent on (None) to ask the store again, and
         until it has (or for `fresh` seconds more at most) the others keep the cached answers:
         a crowd never queues behind a second's worth of the same question, and what it reads is
-        at most two windows old."""
+        at most two windows old. A token read two windows ago or more (the server was quiet) serves
+        nobody: each request asks the store, as an uncached read does."""
         with self._lock:
             seen = self._seen
             if seen is None or seen[0] != self._token or self.fresh <= 0:
                 return None
             now = self.clock()
-            if now - seen[2] >= self.fresh:
+            age = now - seen[2]
+            if age >= 2 * self.fresh:
+                return None  # too old to serve while somebody asks (after a quiet spell): every request asks
+            if age >= self.fresh:
                 if self._asking is None or now - self._asking >= self.fresh:
                     self._asking = now  # this request asks; the rest are answered meanwhile
                     return None
@@ -366,8 +371,6 @@ class Admission:
                 self._played = self.clock()
             return
         if self.cap > 0 and self.inflight >= self.cap:
-            from assay.web.guards import send_json
-
             await send_json(send, 503, {"detail": "the server is busy; try again shortly", "field": None,
                                         "retry_after": BUSY_RETRY_SECONDS},
                             {"retry-after": str(BUSY_RETRY_SECONDS)})
