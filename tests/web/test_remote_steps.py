@@ -259,3 +259,63 @@ def test_a_step_that_finds_no_live_run_replays_it_and_plays_the_same_run(web_sto
         remote._LIVE.clear()
         _play(web_store, lease, each_step=forget)
         same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
+
+
+def test_a_step_after_the_process_own_last_step_is_one_statement(web_store: Store) -> None:
+    """A process decides a run's next step from what it kept of its own last step of it (the
+    stepper, the steps, the lease, the last step's time), without reading the run: the step is
+    one statement, the insert that checks the run did not move (issue 26). Only the step that
+    ends the run sends more (it records the run)."""
+    _submission(web_store)
+    lease = remote.next_run(web_store, actor=ALICE)
+    assert lease is not None
+    sent: list[str] = []
+
+    def on_execute(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if not statement.startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):
+            sent.append(statement)
+
+    per_step: list[list[str]] = []
+
+    def counted(_answer: dict[str, Any]) -> None:
+        per_step.append(list(sent))
+        sent.clear()
+
+    sa.event.listen(web_store.engine, "before_cursor_execute", on_execute)
+    try:
+        last = _play(web_store, lease, each_step=counted)
+    finally:
+        sa.event.remove(web_store.engine, "before_cursor_execute", on_execute)
+    assert last["done"] and len(per_step) >= 3
+    assert all(len(step) == 1 and step[0].startswith("INSERT INTO remote_steps") for step in per_step[:-1])
+    assert len(per_step[-1]) > 1  # the last step recorded the run
+    same_as_stored(web_store, lease["run_id"], in_process(web_store, lease["run_id"], "reference:diligent"))
+
+
+def test_a_kept_run_another_process_moved_on_is_decided_again_from_a_read(
+        web_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process played step 1 and kept the run; another process took step 2. A step sent
+    here without its number is tried as step 2 from what was kept, which the insert refuses (the
+    step is taken): the kept stepper is dropped and the step is decided again from the stored
+    run, as step 3. The run is the in-process run all the same."""
+    from collections import OrderedDict
+
+    _submission(web_store)
+    mine: OrderedDict[Any, Any] = OrderedDict()
+    monkeypatch.setattr(remote, "_LIVE", mine)
+    lease = remote.next_run(web_store, actor=ALICE)
+    assert lease is not None
+    run_id, agent, history = lease["run_id"], load_agent("reference:diligent")(), list(lease["messages"])
+    index: int | None = 1
+    for cache, sent_index in ((mine, 1), (OrderedDict(), 2), (mine, None), (mine, 4)):
+        monkeypatch.setattr(remote, "_LIVE", cache)
+        message = agent(history, lease["tools"])
+        answer = remote.step(web_store, run_id, message, actor=ALICE, index=sent_index)
+        assert answer["step"] == index and not answer["done"]
+        history, index = [*history, message, *answer["messages"]], index + 1
+    assert [s.step for s in RemoteRepo(web_store).steps(run_id)] == [1, 2, 3, 4]
+    while not answer["done"]:
+        message = agent(history, lease["tools"])
+        answer = remote.step(web_store, run_id, message, actor=ALICE, index=index)
+        history, index = [*history, message, *answer["messages"]], index + 1
+    same_as_stored(web_store, run_id, in_process(web_store, run_id, "reference:diligent"))

@@ -9,6 +9,7 @@ from assay.service.actors import OPERATOR
 
 import asyncio
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from assay.service.suites import resolve_suite
 from assay.store import Store
 from assay.worlds.campaign.facilitator import Cue, ReplayFacilitator, ScriptedFacilitator, Table, recorded_lines, replaying
 from assay.worlds.campaign.kit import READ_ONLY_SECTIONS, CampaignKit
+from assay.worlds.campaign.phrases import PHRASEBOOKS, Phrases
+from assay.worlds.campaign.state import PhraseBook
 from assay.worlds.kits import get_kit
 from assay.worlds.rng import Rng
 from assay.store.runs_repo import RunsRepo
@@ -164,6 +167,14 @@ def test_bcp47_tags_are_canonical_and_another_language_brings_its_own_words() ->
                                                      "objective_met", "needs_roll", "noted", "last", "closing")}
     doc["phrases"]["refusals"] = ["nein"]
     assert KIT.materialise(KIT.parse_world(doc), 1)["script"]["phrases"]["refusals"] == ["nein"]
+
+
+
+def test_the_states_phrasebook_has_every_phrase_in_order_and_every_phrasebook_fits_it() -> None:
+    assert list(PhraseBook.model_fields) == [f.name for f in dataclasses.fields(Phrases)]
+    for book in PHRASEBOOKS.values():
+        assert PhraseBook.model_validate(book.as_json()).model_dump() == book.as_json()
+        assert Phrases.from_json(book.as_json()) == book
 
 
 # ---- a turn -------------------------------------------------------------------------------------

@@ -20,11 +20,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.agents.protocol import Agent
 from assay.errors import BadInput
 from assay.canonical import canonical_hash
+
+if TYPE_CHECKING:  # imported where used: the sandbox is loaded only when an agent is
+    from assay.agents import sandbox
 
 WHERE = "--agent"
 
@@ -187,7 +190,7 @@ def _load_refusal(target: str, name: str, error: str) -> str:
     return f"could not import module '{target}': {error}"
 
 
-def _locate_module(target: str, name: str) -> tuple[Path | None, Any]:
+def _locate_module(target: str, name: str) -> tuple[Path | None, sandbox.Target]:
     """Find `python:module:NAME`'s module without importing it (importing runs its code here):
     its file, and the sandbox's view of it (its top-level package or file, and the directory on
     the search path it was found in, this directory last, as `python -m` from here would)."""
@@ -208,10 +211,11 @@ def _locate_module(target: str, name: str) -> tuple[Path | None, Any]:
     item = Path(locations[0]) if locations else Path(str(found.origin))
     spec = found
     for i in range(1, len(parts)):
-        spec = PathFinder.find_spec(".".join(parts[:i + 1]), locations) if locations else None
-        if spec is None:
+        sub = PathFinder.find_spec(".".join(parts[:i + 1]), locations) if locations else None
+        if sub is None:
             raise BadInput(f"could not import module '{target}': ModuleNotFoundError: No module named "
                            f"'{'.'.join(parts[:i + 1])}'", WHERE)
+        spec = sub
         locations = list(spec.submodule_search_locations or [])
     origin = Path(spec.origin) if spec.origin and spec.has_location else None
     item = item.resolve()

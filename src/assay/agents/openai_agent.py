@@ -44,7 +44,7 @@ __all__ = ["DEFAULT_BASE_URL", "Endpoint", "OpenAIAgent", "OpenAIAgentError", "o
 DEFAULT_POOL = 100
 #: Connections per client; more clients share a larger pool (see `Endpoint`).
 SHARD = 16
-_AUTH: dict[str, Any] = {"security": {"bearer_auth": True}}
+_AUTH: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 #: Where the `openai` client goes when neither `base_url` nor `OPENAI_BASE_URL` says otherwise.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -54,7 +54,7 @@ class Unreachable(Exception):
 
 def unreachable_reason(reason: str | None) -> bool:
     """Whether a run's recorded reason says its agent's endpoint could not be reached."""
-    return bool(reason) and reason.startswith("agent endpoint ") and " unreachable: " in reason  # type: ignore[union-attr]
+    return reason is not None and reason.startswith("agent endpoint ") and " unreachable: " in reason
 
 
 def _get(obj: Any, key: str) -> Any:

@@ -621,11 +621,11 @@ class SandboxedAgent:
         try:
             if worker.unasked:
                 raise AgentGarbage("the agent's process sent what it was not asked for")
-            frame = {"op": "turn", "seq": self._seq, "run": self._run, "base": self._shown,
-                     "new": messages[self._shown:]}
+            ask: dict[str, Any] = {"op": "turn", "seq": self._seq, "run": self._run, "base": self._shown,
+                                   "new": messages[self._shown:]}
             if self._shown == 0:
-                frame["tools"] = tools
-            await worker.write(frame)
+                ask["tools"] = tools
+            await worker.write(ask)
             frame = await worker.read()
             if frame.get("seq") != self._seq:
                 raise AgentGarbage("the agent's process answered out of turn")

@@ -230,7 +230,7 @@ def run(
     warn_unsandboxed(factory)
     chosen = make_executor(executor, workers, factory, ray_address=ray_address)
     check_output(output)
-    store = open_store_at(db)
+    store = open_store_at(db, needed=bundle)
     say = says(as_json)
     budgets: list[Any] = []
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:

@@ -92,7 +92,7 @@ def command_flags(app: Any, argv: Sequence[str]) -> set[str] | None:
         while hasattr(command, "commands"):  # a group: its first non-flag argument names the subcommand
             name = next((a for a in args if not a.startswith("-")), None)
             sub = command.commands.get(name) if name is not None else None
-            if sub is None:
+            if name is None or sub is None:
                 return None
             args = args[args.index(name) + 1:]
             command = sub

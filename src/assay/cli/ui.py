@@ -88,16 +88,18 @@ VersionOpt = typer.Option(None, "--version", help="Suite version (default: the l
 _opened: list[Any] = []
 
 
-def open_store_at(db: str | None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+def open_store_at(db: str | None, needed: Any = None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
     """The store a command works on, bootstrapped: built-in suites released (once per version).
     Every command, `assay run` too: the frozen rule binds a case from its first release, so a
-    store that had not released the built-in suites would let an edited frozen case run."""
+    store that had not released the built-in suites would let an edited frozen case run. `assay run`
+    passes the suite it plays as `needed` (a `SuiteBundle`): only the built-in suites holding its
+    cases are released then (`releases.bootstrap`)."""
     from assay.service.releases import bootstrap
     from assay.store.db import open_store
 
     store = open_store(db)
     _opened.append(store)
-    bootstrap(store)
+    bootstrap(store, needed)
     return store
 
 

@@ -261,7 +261,8 @@ def _what(value: Any) -> str:
         return f"the number {value}"
     if isinstance(value, str):
         return f"the string {value!r}"
-    return {list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {list: "a list", dict: "a mapping"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _PREDICATE: TypeAdapter[Any] = TypeAdapter(Predicate)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -354,15 +354,15 @@ def contradictions(pred: AllOf) -> list[str]:
     for path, preds in values.items():
         if _conflict(preds):
             found.append(f"no value of {path} meets all of {_conditions(preds)}")
-    for (path, _), preds in counts.items():
-        lo = max((p.at_least for p in preds if p.at_least is not None), default=None)
-        hi = min((p.at_most for p in preds if p.at_most is not None), default=None)
-        if len(preds) > 1 and lo is not None and hi is not None and lo > hi:
-            found.append(f"no count of {path} meets all of {_conditions(preds)}")
+    for (path, _), counted in counts.items():
+        lo = max((p.at_least for p in counted if p.at_least is not None), default=None)
+        hi = min((p.at_most for p in counted if p.at_most is not None), default=None)
+        if len(counted) > 1 and lo is not None and hi is not None and lo > hi:
+            found.append(f"no count of {path} meets all of {_conditions(counted)}")
     return found
 
 
-def _conditions(preds: list[Any]) -> str:
+def _conditions(preds: Sequence[ValueAt | CountOf]) -> str:
     """The conditions of some predicates on one path, as written: "equals 'a', at_least 3"."""
     said = [f"{k} {_show(v)}" for p in preds for k, v in p.model_dump(by_alias=True).items()
             if k not in ("path", "count", "where", "before", "after") and (v is not None or k == "equals")]

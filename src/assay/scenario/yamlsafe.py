@@ -29,8 +29,8 @@ class _StrictSafeLoader(_Base):  # type: ignore[misc, valid-type]
     (Aliases and anchors are refused before composing, in `_refuse_aliases`.)
     """
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
-        seen: set[Any] = set()
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        seen: set[str] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str):

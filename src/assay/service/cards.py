@@ -7,7 +7,7 @@ submissions to this version, read from the board views, and shown only when comp
 
 from __future__ import annotations
 
-from assay.jsontypes import JsonObject
+from assay.jsontypes import JsonObject, JsonValue
 from assay.score.oracle import PASS_MARK
 from assay.stats.intervals import LEVEL, POWER, detectable_difference
 from assay.service.actors import Actor
@@ -87,11 +87,12 @@ def card(store: Store, key: str, version: str | None = None, *, actor: Actor) ->
                      f"{_cell(p['title'])} |")
     lines += ["", "## Judge configuration", ""]
     rubric = releases.release_rubric(release)
-    judge = judge_provenance(release) if rubric is not None else releases.judge_view(release)
-    if rubric is not None and judge is not None:
-        lines.append(f"- Judge: `{judge['model']}` · prompt version {judge['prompt_version']} "
-                     f"(hash `{judge['prompt_hash'][: releases.HASH_PREFIX]}`) · {judge['passes']} pass(es) per "
-                     f"run at temperature {judge['temperature']}")
+    provenance = judge_provenance(release) if rubric is not None else None
+    judge = releases.judge_view(release) if rubric is None else None
+    if rubric is not None and provenance is not None:
+        lines.append(f"- Judge: `{provenance['model']}` · prompt version {provenance['prompt_version']} "
+                     f"(hash `{provenance['prompt_hash'][: releases.HASH_PREFIX]}`) · {provenance['passes']} pass(es) per "
+                     f"run at temperature {provenance['temperature']}")
         lines.append(f"- Rubric: `{rubric.key}` (hash `{rubric.content_hash()[: releases.HASH_PREFIX]}`) — "
                      "capability traits " + ", ".join(f"`{k}`" for k in rubric.capability_keys)
                      + "; safety traits " + (", ".join(f"`{k}`" for k in rubric.safety_keys) or "none"))
@@ -138,8 +139,9 @@ def _cell(text: str) -> str:
 
 def _baselines(store: Store, release: releases.ReleaseRow) -> list[str]:
     declared = releases.baselines_view(release)
-    measured = [boards.submission_facts(store, s["submission_id"])
-                for s in SubmissionsRepo(store).submission_listing(None, None, release["id"]) if s["baseline"]]
+    listed = SubmissionsRepo(store).submission_listing(None, None, release["id"])
+    measured = [f for s in listed if s["baseline"]
+                if (f := boards.submission_facts(store, s["submission_id"])) is not None]
     out: list[str] = []
     if not declared and not measured:
         return ["- None yet: this version has no calibration reference."]
@@ -161,6 +163,12 @@ def _baselines(store: Store, release: releases.ReleaseRow) -> list[str]:
     return out
 
 
+def _object(value: JsonValue) -> JsonObject:
+    """A block of a served board entry (its usage, by role and in total): a JSON object."""
+    assert isinstance(value, dict), value
+    return value
+
+
 def _tokens(block: JsonObject) -> str:
     """A usage block of a served board entry (`usage.agent`, `usage.judge`) in words."""
     text = f"{block['prompt_tokens']:,} in / {block['completion_tokens']:,} out"
@@ -178,11 +186,11 @@ def _costs(store: Store, release: releases.ReleaseRow, actor: Actor) -> list[str
            "`assay config price` when the usage was recorded.", "",
            "| entry | agent tokens | judge tokens | calls | total cost | cost per run |", "|---|---|---|---|---|---|"]
     for e in entries:
-        usage = e["usage"]
-        total = usage["total"]
+        usage = _object(e["usage"])
+        total = _object(usage["total"])
         cost = "—" if total["cost_usd"] is None else f"${total['cost_usd']:.6f}"
         per = ("no number: " + str(total["cost_reason"])) if e.get("cost_per_run_usd") is None \
             else f"${e['cost_per_run_usd']:.6f}"
-        out.append(f"| {_cell(str(e.get('agent_label', '')))} | {_tokens(usage['agent'])} | "
-                   f"{_tokens(usage['judge'])} | {total['calls']} | {cost} | {_cell(per)} |")
+        out.append(f"| {_cell(str(e.get('agent_label', '')))} | {_tokens(_object(usage['agent']))} | "
+                   f"{_tokens(_object(usage['judge']))} | {total['calls']} | {cost} | {_cell(per)} |")
     return out

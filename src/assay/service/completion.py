@@ -24,10 +24,7 @@ from assay.jsontypes import JsonObject
 from assay.records import legacy_actions, transcript_events
 from assay.scenario.models import Scenario
 from assay.scenario.predicates import holds
-from assay.service import board as boards
-from assay.service import exports, platform_config
 from assay.service.execution import stopped
-from assay.service.judgements import submission_and_release
 from assay.store.config_repo import ConfigRepo
 from assay.store.submissions_repo import SubmissionsRepo, Sweep, WinOutcome
 from assay.store.faults import is_fault
@@ -50,6 +47,11 @@ def complete_submission(store: Store, submission_id: str) -> None:
     Safe to call again at any time (a later sweep only adds what is missing; the era stamp and the
     automatic publication happen once).
     """
+    # lazy: start-up cost; a run batch (`assay run`, the CLI's hot path) never gets here
+    from assay.service import board as boards
+    from assay.service import exports, platform_config
+    from assay.service.judgements import submission_and_release
+
     repo = SubmissionsRepo(store)
     submission, release = submission_and_release(store, submission_id)
     floor = platform_config.get(store, platform_config.PARTICIPATION)

@@ -27,14 +27,14 @@ from assay.scenario.load import LoadedScenario, parse_scenario
 from assay.scenario.rubric import Rubric, rubric_hash
 from assay.scenario.suite import Baseline, JudgeConfig, Suite, builtin_suites_dir
 from assay.scenario.yamlsafe import load_yaml_file
-from assay.score.judge import RulesJudge
 from assay.service.actors import PUBLIC, Actor, is_listed, may_see, require_staff
-from assay.service.panel import taxonomy
 from assay.service.suites import (
     Findings,
     SuiteBundle,
+    builtin_case_ids,
     builtin_suite_names,
     builtin_versions,
+    is_builtin_default,
     record_scenarios,
     resolve_suite,
 )
@@ -134,6 +134,8 @@ def _check_panel_categories(mapping: dict[str, str], rubric: Rubric | None, wher
     if rubric is None:
         raise Invalid("panel_categories maps traits, but the suite has no trait rubric", "panel_categories",
                       value=where)
+    from assay.service.panel import taxonomy  # lazy: start-up cost (the panel's models), off `assay run`'s path
+
     known = {c.slug for c in taxonomy()}
     for trait, category in mapping.items():
         if trait not in rubric.keys:
@@ -159,6 +161,8 @@ def _judging(bundle: SuiteBundle) -> tuple[JsonObject | None, Rubric | None]:
         return (suite.judge.model_dump(mode="json") if suite.judge else None), None
     judge = suite.judge or JudgeConfig(model="rules")
     if judge.model == "rules":
+        from assay.score.judge import RulesJudge  # lazy: start-up cost, for suites with a rubric only
+
         RulesJudge().check(rubric)
     return judge.model_dump(mode="json"), rubric
 
@@ -297,21 +301,33 @@ def _builtin_version(key: str) -> str | None:
     return str(version) if version is not None else None
 
 
-def bootstrap(store: Store) -> list[tuple[str, str]]:
+def bootstrap(store: Store, needed: SuiteBundle | None = None) -> list[tuple[str, str]]:
     """Release every built-in suite's default version this store does not hold yet; what was
     released. (A built-in's other versions, `suites/KEY/<version>/`, are released when first named:
     `assay submit KEY --version V`, `assay suite release PATH`.)
 
     Cheap when there is nothing to do (one small YAML read and one query per built-in suite), so
     it can run whenever a store is opened; the suite is loaded and pinned only when its version is
-    new to the store."""
+    new to the store.
+
+    With `needed` (the suite `assay run` is about to play), only the built-in suites that list one
+    of its case ids are released: the frozen rule binds a case from its first release, and these
+    are the releases that can bind the cases of this run (the next command that opens the store
+    without `needed` releases the rest). A built-in suite that `needed` itself is (its default
+    document) is released from it, not loaded a second time."""
     done: list[tuple[str, str]] = []
     repo = ReleasesRepo(store)
+    playing = frozenset(s.id for s in needed.scenarios) if needed is not None else frozenset()
     for key in builtin_suite_names():
         declared = _builtin_version(key)
         if declared is not None and repo.release(key, declared) is not None:
             continue
-        prepared = builtin_prepared(key)
+        if needed is not None and is_builtin_default(needed, key):
+            prepared: PreparedRelease | None = prepare(needed, builtin=True)
+        elif needed is not None and (listed := builtin_case_ids(key)) is not None and not listed & playing:
+            continue  # none of the run's cases is this suite's: nothing of it can bind them
+        else:
+            prepared = builtin_prepared(key)
         if prepared is not None and repo.release(key, prepared.row["version"]) is None:
             store_release(store, prepared)
             done.append((key, prepared.row["version"]))

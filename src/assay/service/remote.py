@@ -22,9 +22,11 @@ process, or a restarted one, replays. So a restarted server (or another worker) 
 run was, a retried step (the same index and the same message) is answered again and never applied
 twice, and a different message for a taken index is refused.
 
-One short write transaction per step (issue 26): the step is decided and applied from what was
-read, then appended by `RemoteRepo.append_step`, which appends nothing (and the step is decided
-again) if the run moved meanwhile. The step that ends a run records it in that same transaction —
+One short write transaction per step (issue 26), of one statement: the step is decided and
+applied from what this process kept of the run after its own last step of it (`_step_kept`: its
+stepper, steps, lease and last step's time; no read), else from a read, then appended by
+`RemoteRepo.append_step`, whose insert appends nothing (and the step is decided again, from a read)
+if the run moved meanwhile. The step that ends a run records it in that same transaction —
 the run, its check outcomes and oracle verdict (`execution.record_in`), its lease ended — so a run
 is recorded once, with the step that ended it. Completion (sweep, era, digest, figures) is not the
 step's: after the commit, the step that recorded a submission's last run completes it
@@ -253,7 +255,20 @@ def _worded(store: Store, run: RemoteRun, loaded: LoadedScenario) -> LoadedScena
 
 # -- live runs: the stepper a process fed last, kept for the run's next step ----------------------
 
-_LIVE: OrderedDict[tuple[str, str], tuple[int, str | None, Stepper]] = OrderedDict()
+@dataclasses.dataclass(slots=True)
+class _Kept:
+    """A run's stepper as this process left it: fed `steps` stored steps, the last with `digest`
+    and stamped `last_at`, under `lease` (None when not known): what its next step is decided from
+    without reading the run again (`_step_kept`)."""
+
+    steps: int
+    digest: str | None
+    stepper: Stepper
+    lease: Lease | None = None
+    last_at: datetime | None = None
+
+
+_LIVE: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
 _LIVE_MAX = 2048
 _LIVE_GUARD = threading.Lock()
 
@@ -263,25 +278,31 @@ def _stepper(store: Store, run: RemoteRun, steps: Sequence[StepHead]) -> Stepper
     other request advances it meanwhile) if it was fed exactly these steps, else a replay."""
     with _LIVE_GUARD:
         kept = _LIVE.pop((store.url, run.run_id), None)
-    if kept is not None and kept[0] == len(steps) and kept[1] == (steps[-1].digest if steps else None):
-        return kept[2]
+    if kept is not None and kept.steps == len(steps) and kept.digest == (steps[-1].digest if steps else None):
+        return kept.stepper
     full = [s for s in steps if isinstance(s, StoredStep)]
     if len(full) != len(steps):  # read without their replies (`RemoteRepo.state`): read them
         full = RemoteRepo(store).steps(run.run_id)[:len(steps)]  # append-only: the same steps, and any after
     return _replay(store, run, full)
 
 
-def _keep(store: Store, run_id: str, steps: int, digest: str | None, stepper: Stepper) -> None:
-    """Keep the run's stepper, fed `steps` stored steps (the last with `digest`), for its next step."""
+def _keep(store: Store, run_id: str, steps: Sequence[StepHead] | int, digest: str | None, stepper: Stepper,
+          lease: Lease | None = None, last_at: datetime | None = None) -> None:
+    """Keep the run's stepper, fed `steps` stored steps (the last with `digest`, stamped
+    `last_at`), under `lease` if known, for its next step. `steps` as read: its count, digest and
+    time are taken from it."""
+    if not isinstance(steps, int):
+        digest, last_at = (steps[-1].digest, steps[-1].created_at) if steps else (None, None)
+        steps = len(steps)
     key = (store.url, run_id)
     with _LIVE_GUARD:
         if stepper.done:
             _LIVE.pop(key, None)
             return
         kept = _LIVE.get(key)
-        if kept is not None and kept[0] > steps:
+        if kept is not None and kept.steps > steps:
             return
-        _LIVE[key] = (steps, digest, stepper)
+        _LIVE[key] = _Kept(steps, digest, stepper, lease, last_at)
         _LIVE.move_to_end(key)
         while len(_LIVE) > _LIVE_MAX:
             _LIVE.popitem(last=False)
@@ -333,23 +354,24 @@ def _completed(store: Store, run: RemoteRun, left: int | None) -> None:
                     type(exc).__name__, exc)
 
 
-def _take(store: Store, run: RemoteRun, steps: Sequence[StepHead], holder: str, row: NewStep,
+def _take(store: Store, run: RemoteRun, seen: int, seen_digest: str | None, lease: Lease, row: NewStep,
           stepper: Stepper) -> Stepper:
-    """Append `row` as the run's next step (its steps being `steps`, leased by `holder`) and apply
-    it to `stepper`, the run as `steps` say; the step that ends the run records it in the same
-    transaction. Raises `Moved` (nothing appended) if the run moved on since `steps` were read."""
-    repo, stored = RemoteRepo(store), _as_stored(row)
+    """Append `row` as the run's next step (its steps being `seen`, the last with `seen_digest`,
+    leased by `lease`) and apply it to `stepper`, the run as those steps say; the step that ends
+    the run records it in the same transaction. Raises `Moved` (nothing appended; `stepper` may
+    have been fed `row`: drop it) if the run moved on since."""
+    repo, stored, holder, created = RemoteRepo(store), _as_stored(row), lease.holder, utcnow()
     if _facilitator(store, run) is None:
         _apply(stepper, stored)  # before the write: so the write records the run the step ended
         then = _recorder(store, run, stepper, holder) if stepper.done else None
-        left = repo.append_step(run.run_id, len(steps), holder, row, then)
+        left = repo.append_step(run.run_id, seen, seen_digest, holder, row, created, then)
         _completed(store, run, left)
     else:
-        repo.append_step(run.run_id, len(steps), holder, row)  # a line is asked only for a stored step
+        repo.append_step(run.run_id, seen, seen_digest, holder, row, created)  # a line is asked only for a stored step
         _apply(stepper, stored)
         if stepper.done:
             _record(store, run, stepper, holder)
-    _keep(store, run.run_id, len(steps) + 1, row.digest, stepper)
+    _keep(store, run.run_id, seen + 1, row.digest, stepper, lease, created)
     return stepper
 
 
@@ -427,13 +449,13 @@ def next_run(store: Store, *, actor: Actor) -> LeaseView | None:
             steps = repo.steps(run_id)
             stepper = _stepper(store, run, steps)
             view = None if stepper.done else _lease_view(store, run, stepper)
-            holder = repo.take_lease(run_id, attempt)
-            if holder is None:
+            lease = repo.take_lease(run_id, attempt)
+            if lease is None:
                 continue  # another agent leased it meanwhile: look further
             if view is None:  # its world could not open: recorded as the harness's `error`
-                _record(store, run, stepper, holder)
+                _record(store, run, stepper, lease.holder)
                 continue
-            _keep(store, run_id, len(steps), steps[-1].digest if steps else None, stepper)
+            _keep(store, run_id, steps, None, stepper, lease)
             return view
     return None
 
@@ -508,6 +530,9 @@ def step(store: Store, run_id: str, message: object = None, *, actor: Actor, ind
         reply = {"message": _json_value(message)}
         kind, reason = "message", None
         digest = _digest(kind, reply)
+    kept = _step_kept(store, run, index, kind, reply, reason, digest, arrival, answered_at)
+    if kept is not None:
+        return kept
     for _ in range(MAX_TRIES):
         steps, lease, recorded = RemoteRepo(store).state(run_id)
         answered, row = _decide(run_id, steps, lease, recorded, index, kind, reply, reason, digest, arrival,
@@ -516,16 +541,43 @@ def step(store: Store, run_id: str, message: object = None, *, actor: Actor, ind
         if row is None or stepper.done:  # a retry of a step taken, or the run is over: nothing to append
             if stepper.done and not recorded:  # over, but its record went missing (cut short)
                 _record(store, run, stepper, lease.holder if lease is not None else None)
-            _keep(store, run_id, len(steps), steps[-1].digest if steps else None, stepper)
+            _keep(store, run_id, steps, None, stepper, lease)
             return _answer(store, run, stepper, answered if row is None else None)
         assert lease is not None
         try:
-            stepper = _take(store, run, steps, lease.holder, row, stepper)
+            stepper = _take(store, run, len(steps), steps[-1].digest if steps else None, lease, row, stepper)
         except Moved:
             continue  # another request for this run got in first: decide again from what it left
         return _answer(store, run, stepper, answered)
     raise Conflict("this run is being stepped by other requests at the same time; send the step again", "step",
                    value=run_id)
+
+
+def _step_kept(store: Store, run: RemoteRun, index: int | None, kind: str, reply: JsonObject | None,
+               reason: str | None, digest: str, arrival: datetime,
+               answered_at: tuple[int, datetime] | None) -> StepView | None:
+    """The step taken from what this process kept of the run after its own last step of it (its
+    stepper, steps, lease and last step's time), without reading the run (issue 26: one
+    statement a step): the answer, or None when nothing usable is kept (this process did not
+    play the run's last step, `index` is not the next step, the run is over) or the run moved
+    since (`Moved`: then the kept stepper is dropped). The caller then decides from a read."""
+    key = (store.url, run.run_id)
+    with _LIVE_GUARD:
+        kept = _LIVE.get(key)
+        if (kept is None or kept.lease is None or kept.stepper.done
+                or (index is not None and index != kept.steps + 1)):
+            return None
+        del _LIVE[key]  # taken out: no other request advances it meanwhile
+    n, lease = kept.steps, kept.lease
+    previous = lease.leased_at if kept.last_at is None else max(kept.last_at, lease.leased_at)
+    if answered_at is not None and answered_at[0] == n:
+        previous = max(previous, answered_at[1])
+    row = NewStep(n + 1, kind, reply, reason, digest, max(0.0, (arrival - previous).total_seconds()))
+    try:
+        stepper = _take(store, run, n, kept.digest, lease, row, kept.stepper)
+    except Moved:
+        return None
+    return _answer(store, run, stepper, n + 1)
 
 
 def _decide(run_id: str, steps: Sequence[StepHead], lease: Lease | None, recorded: bool,
@@ -624,12 +676,12 @@ def _expire(store: Store, lease: OpenLease, now: datetime) -> int:
         last = max(steps[-1].created_at, held.leased_at) if steps else held.leased_at
         spent = sum(s.elapsed for s in steps)
         if now <= _deadline(held.leased_at, last, lease.time_limit, spent):
-            _keep(store, run.run_id, len(steps), steps[-1].digest if steps else None, stepper)
+            _keep(store, run.run_id, steps, None, stepper, held)
             return 0  # it answered in time after all
         row = NewStep(len(steps) + 1, "expired", None, None, _digest("expired", None),
                       max(0.0, (now - last).total_seconds()))
         try:
-            stepper = _take(store, run, steps, held.holder, row, stepper)
+            stepper = _take(store, run, len(steps), steps[-1].digest if steps else None, held, row, stepper)
         except Moved:
             continue
         return 1 if stepper.done else 0

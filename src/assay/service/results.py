@@ -18,8 +18,6 @@ from assay.errors import NotFound
 from assay.jsontypes import JsonObject
 from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.service import usage
-from assay.service.batches import owner_of
-from assay.service.judgements import judgements, needs_judging, why_unscored
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
                            ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
 from assay.run.drivers import replay as replay_actions
@@ -29,7 +27,6 @@ from assay.scenario.load import parse_scenario
 from assay.scenario.predicates import PREDICATE, missing_paths
 from assay.worlds.kits import get_kit
 from assay.stats.trials import TrialOutcome, consistent, pass_rate, summary
-from assay.store.board_repo import BoardRepo
 from assay.store.db import Store
 from assay.store.rows import Batch, StoredRun
 from assay.store.runs_repo import RunsRepo
@@ -111,6 +108,8 @@ def batch_results(store: Store, batch_id: str, *, actor: Actor) -> BatchResults:
 
 def _gated(store: Store, submission_id: str) -> set[str]:
     """The submission's participation-gated runs, as the board decides them (`board_run_facts`)."""
+    from assay.store.board_repo import BoardRepo  # lazy: start-up cost (a run batch has no gate)
+
     return {r["run_id"] for r in BoardRepo(store).run_facts(submission_id) if r["gated"]}
 
 
@@ -123,6 +122,8 @@ def _require_owner(store: Store, actor: Actor, batch: Batch | None, ident: str, 
     """Seeds, hidden truths and transcripts are for the owner of the batch (and the operator)."""
     if actor.is_staff and actor.kind == "operator":
         return
+    from assay.service.batches import owner_of  # lazy: start-up cost (the operator's `assay run` never asks)
+
     require_owner(actor, owner_of(store, batch) if batch is not None else None, noun, ident, noun)
 
 
@@ -179,6 +180,8 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
 def _judged(store: Store, run: StoredRun) -> _Judged:
     """The judge's view of a run of a trait suite's submission (`traits`), and why it has no judge
     score when it has none (`unjudged`); nothing for any other run."""
+    from assay.service.judgements import judgements, needs_judging, why_unscored  # lazy: start-up cost
+
     batch = RunsRepo(store).batch(run.batch_id)
     if batch is None or batch.kind != "submission" or not needs_judging(store, run.batch_id):
         return _Judged()

@@ -86,6 +86,32 @@ def builtin_suite_file(key: str, version: str | None) -> Path:
     return versions[version]
 
 
+def builtin_case_ids(key: str) -> frozenset[str] | None:
+    """The case ids the default version of built-in suite `key` lists, read from each scenario
+    document's `id` without validating it or materialising its world (a few small YAML reads);
+    None when a document does not say plainly (whoever asks then loads the suite whole)."""
+    try:
+        suite = load_yaml_file(builtin_suites_dir() / key / "suite.yaml")
+        listed = suite.get("scenarios") if isinstance(suite, dict) else None
+        if not isinstance(listed, list):
+            return None
+        ids = set()
+        for rel in listed:
+            raw = load_yaml_file(inside_suite(builtin_suites_dir() / key, rel, "scenario file", key))
+            case_id = raw.get("id") if isinstance(raw, dict) else None
+            if not isinstance(case_id, str):
+                return None
+            ids.add(case_id)
+    except (BadInput, TypeError):
+        return None
+    return frozenset(ids)
+
+
+def is_builtin_default(bundle: SuiteBundle, key: str) -> bool:
+    """Whether `bundle` was loaded from the default document of built-in suite `key`."""
+    return bundle.key == key and Path(bundle.source).resolve() == (builtin_suites_dir() / key / "suite.yaml").resolve()
+
+
 @dataclass(frozen=True)
 class Findings:
     """What examining SUITE_OR_PATH found: the scenarios that loaded, and every problem.

@@ -210,7 +210,7 @@ def submission_facts(runs: Sequence[PlannedRunFacts]) -> dict[str, Any]:
     }
 
 
-def rankable(facts: dict[str, Any]) -> bool:
+def rankable(facts: Mapping[str, Any]) -> bool:
     """Whether an entry is ranked at all: a complete platform entry (the view's `_RANKABLE`)."""
     return facts["leaderboard_class"] == "platform" and facts["status"] == "complete"
 

@@ -33,6 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql.dml import ReturningInsert
 
 from assay.store.faults import is_fault
 from assay.store.repo import Store
@@ -173,15 +174,18 @@ class ClaimRepo:
         cursor = free[-1].slot if len(free) == n else rows[-1].slot
         return [(r.run_id, (r.attempt or 0) + 1) for r in free], cursor
 
-    def claim_statement(self) -> Any:
+    def claim_statement(self) -> ReturningInsert[tuple[str]]:
         """INSERT … ON CONFLICT DO NOTHING RETURNING run_id: a claim row each, none for a slot
         another process claimed at that attempt first."""
         if self._engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        insert = dialect_insert(run_claims)
-        return insert.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
+            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+            pg = postgresql_insert(run_claims)
+            return pg.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        lite = sqlite_insert(run_claims)
+        return lite.on_conflict_do_nothing(index_elements=["run_id", "attempt"]).returning(run_claims.c.run_id)
 
     def _insert(self, holder_id: str, attempts: Sequence[tuple[str, int]]) -> list[str]:
         now = utcnow()

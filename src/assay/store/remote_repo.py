@@ -1,14 +1,15 @@
 """Reads and appends of remote play: leases (durable-batch claims held by a remote agent), the
 steps of a leased run (`remote_steps`) and the lines a model facilitator spoke in it (`remote_lines`).
 
-A step is decided from what `state` read (the run's steps, its lease, whether it is recorded) and
-appended by `append_step` in one short write transaction, under a lock on its run (PostgreSQL: an
-advisory transaction lock; SQLite: BEGIN IMMEDIATE), which first checks that nothing moved since
-that read (the same number of steps, the same live lease, still unrecorded) and otherwise appends
-nothing and raises `Moved`: so two requests for one run — a retry racing its original, two worker
-processes — are decided in the database, one after the other: the step is taken once, and the
-other, reading again, sees it taken. What else the step does (recording the run it ended) is done
-by the caller's `then`, inside the same transaction.
+A step is decided from what the caller last saw of the run (what `state` read, or what the
+process kept from its own last step of it) and appended by `append_step` in one short write
+transaction of one statement, which carries the check that nothing moved since (the same steps, the
+same live lease, still unrecorded) and otherwise appends nothing and raises `Moved`: so two
+requests for one run — a retry racing its original, two worker processes — are decided in the
+database by the step's key: the step is taken once, and the other, reading again, sees it taken.
+What else the step does (recording the run it ended) is done by the caller's `then`, inside the
+same transaction, under a lock on its run (PostgreSQL: an advisory transaction lock; SQLite:
+BEGIN IMMEDIATE).
 """
 
 from __future__ import annotations
@@ -164,7 +165,6 @@ class _Statements:
     head: sa.Select[Any]
     lease: sa.Select[Any]
     recorded: sa.Select[Any]
-    insert: sa.Insert
     end: sa.Update
 
 
@@ -193,7 +193,6 @@ def _statements() -> _Statements:
                .where(c.c.run_id == rid, c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
                       .where(latest.c.run_id == rid).scalar_subquery())),
         recorded=sa.select(runs.c.run_id).where(runs.c.run_id == rid),
-        insert=sa.insert(rs),
         end=(sa.update(h).where(h.c.id == sa.bindparam("holder"), h.c.ended_at.is_(None))
              .values(ended_at=sa.bindparam("ended_at"))),
     )
@@ -207,6 +206,38 @@ _STEP_COLUMNS = (remote_steps.c.step, remote_steps.c.kind, remote_steps.c.reason
 def _latest_claim(run_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
     inner = run_claims.alias("latest")
     return sa.select(sa.func.max(inner.c.attempt)).where(inner.c.run_id == run_id).scalar_subquery()
+
+
+@functools.cache
+def _append_statement(dialect: str, first: bool) -> sa.Insert:
+    """The one statement that appends a step (issue 26: no read before it, no lock): the row, if
+    the run is unrecorded, its latest claim is the live lease of `holder`, its step `seen` is the
+    one seen (by `seen_digest`; `first`: no step before) and the step is not taken yet. Taken
+    meanwhile by an uncommitted transaction, PostgreSQL waits for it, and then appends nothing
+    (`ON CONFLICT DO NOTHING`); SQLite's writers are one at a time. No row returned: the run moved."""
+    rs, c, h = remote_steps, run_claims, claim_holders
+    params = {name: sa.bindparam(name, type_=rs.c[name].type) for name in _APPEND_COLUMNS}
+    rid, step = params["run_id"], params["step"]
+    latest = run_claims.alias("latest")
+    live = sa.exists().where(c.c.run_id == rid, c.c.holder == sa.bindparam("holder", type_=c.c.holder.type),
+                             h.c.id == c.c.holder, h.c.host == REMOTE_HOST, h.c.ended_at.is_(None),
+                             c.c.attempt == sa.select(sa.func.max(latest.c.attempt))
+                             .where(latest.c.run_id == rid).scalar_subquery())
+    conditions = [~sa.exists().where(runs.c.run_id == rid), live,
+                  ~sa.exists().where(rs.c.run_id == rid, rs.c.step == step)]
+    if not first:
+        conditions.append(sa.exists().where(
+            rs.c.run_id == rid, rs.c.step == sa.bindparam("seen", type_=rs.c.step.type),
+            rs.c.digest == sa.bindparam("seen_digest", type_=rs.c.digest.type)))
+    rows = sa.select(*params.values()).where(*conditions)
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(rs).from_select(list(_APPEND_COLUMNS), rows).on_conflict_do_nothing().returning(rs.c.step)
+    return sa.insert(rs).from_select(list(_APPEND_COLUMNS), rows).returning(rs.c.step)
+
+
+_APPEND_COLUMNS = ("run_id", "step", "kind", "reply", "reason", "digest", "elapsed", "created_at")
 
 
 class RemoteRepo:
@@ -273,16 +304,17 @@ class RemoteRepo:
 
     # -- leases ---------------------------------------------------------------------------------
 
-    def take_lease(self, run_id: str, attempt: int) -> str | None:
+    def take_lease(self, run_id: str, attempt: int) -> Lease | None:
         """Lease the run to a remote agent: its holder (no process, no heartbeat, gone once it is
         ended) and its claim at `attempt`, in ONE transaction, so a lease exists whole or not at
         all — a fault between the two leaves the run claimable, never held by a lease nobody was
-        told of. Returns the holder id, or None when another agent claimed the run at that attempt first."""
+        told of. Returns the lease (its holder and time), or None when another agent claimed the run at
+        that attempt first."""
         from assay.store.claims import ClaimRepo
 
         statement = ClaimRepo(self.store).claim_statement()
 
-        def body(conn: sa.Connection) -> str | None:
+        def body(conn: sa.Connection) -> Lease:
             holder_id, now = uuid.uuid4().hex, utcnow()
             conn.execute(sa.insert(claim_holders).values(
                 id=holder_id, host=REMOTE_HOST, pid=0, started_at=now, heartbeat_at=now))
@@ -290,7 +322,7 @@ class RemoteRepo:
                                             "claimed_at": now}]).first()
             if won is None:
                 raise _Taken()
-            return holder_id
+            return Lease(holder_id, now)
 
         try:
             return self.store.transaction(body)
@@ -391,22 +423,25 @@ class RemoteRepo:
         lease = None if head.holder is None else Lease(head.holder, head.leased_at)
         return steps, lease, bool(head.recorded)
 
-    def append_step(self, run_id: str, seen: int, holder: str | None, row: NewStep,
-                    then: Callable[[sa.Connection], T] | None = None) -> T | None:
-        """Append step `row` to the run in one write transaction,
-        if the run is as `state` saw it: `seen` steps, its lease held by `holder` (None: no check of
-        the lease), not recorded; else append nothing and raise `Moved`. `then(conn)` runs in the
-        same transaction after the step is appended (recording the run the step ended) and its
-        value is returned. On a transient fault the whole transaction runs again, `then` with it.
-        On SQLite, steps that arrive together are committed together (`Store.batched`)."""
-        st = _statements()
+    def append_step(self, run_id: str, seen: int, seen_digest: str | None, holder: str, row: NewStep,
+                    created_at: datetime, then: Callable[[sa.Connection], T] | None = None) -> T | None:
+        """Append step `row` (stamped `created_at`) to the run in one write transaction, if the run
+        is as the caller last saw it: `seen` steps, the last with `seen_digest`, its lease held by
+        `holder`, not recorded; else append nothing and raise `Moved`. Without reading first: the
+        insert itself carries the conditions (`_append_statement`), and the step's key (run, step)
+        decides a race — two requests appending the same step, in two threads or two processes,
+        append it once (PostgreSQL: the later waits for the earlier's commit and appends nothing).
+        `then(conn)` runs in the same transaction after the step is appended (recording the run
+        the step ended, under the run's lock) and its value is returned. On a transient fault the
+        whole transaction runs again, `then` with it. On SQLite, steps that arrive together are
+        committed together (`Store.batched`)."""
+        values = {**row.values(run_id, created_at), "holder": holder, "seen": seen, "seen_digest": seen_digest or ""}
 
         def body(conn: sa.Connection) -> T | None:
-            lock_run(conn, run_id)
-            head = conn.execute(st.head, {"run_id": run_id}).one()
-            if head.n != seen or head.recorded or (holder is not None and head.holder != holder):
+            if then is not None:
+                lock_run(conn, run_id)
+            if conn.execute(_append_statement(conn.dialect.name, seen == 0), values).first() is None:
                 raise Moved()
-            conn.execute(st.insert, [row.values(run_id, utcnow())])
             return then(conn) if then is not None else None
 
         return self.store.batched(body)  # SQLite: committed with the steps that arrive with it

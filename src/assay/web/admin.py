@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -182,6 +183,12 @@ async def _credentials(request: Request) -> dict[str, Any]:
     return dict(await form_fields(request))
 
 
+def _text(fields: Mapping[str, object], name: str) -> str:
+    """A credential as given: a string, else empty (which no account matches)."""
+    value = fields.get(name)
+    return value if isinstance(value, str) else ""
+
+
 _LOGIN_BODY = {
     "required": True,
     "content": {
@@ -213,8 +220,7 @@ async def login(request: Request) -> Response:
         if html:
             return render("admin_login.html", 422, title="Admin login", error=str(exc))
         raise
-    email = fields.get("email") if isinstance(fields.get("email"), str) else ""
-    password = fields.get("password") if isinstance(fields.get("password"), str) else ""
+    email, password = _text(fields, "email"), _text(fields, "password")
     client = request.client
     wait = throttle_of(request).wait(client.host if client else "unknown", email)
     if wait > 0:

@@ -174,7 +174,7 @@ RETRY_AFTER_SECONDS = 5
 REQUEST_RETRY_SECONDS = 3.0
 
 
-def _outage_types() -> tuple[type[BaseException], ...]:
+def _outage_types() -> tuple[type[Exception], ...]:
     import sqlite3
 
     import psycopg

@@ -436,7 +436,7 @@ class CampaignWorld(WorldDefaults):
         self._s["rolls"].append(entry)
         self._s["tally"]["rolls"] += 1
         turn.rolls.append(entry)
-        if met:
+        if met and objective_id is not None:  # met only when an objective was named
             self._meet(objective_id, turn, notes)
         return {"die": "d20", **entry, "objective_met": met}, {
             "skill": skill, "d20": d20, "modifier": modifier, "total": total, "dc": dc, "success": success,

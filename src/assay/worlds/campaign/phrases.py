@@ -8,6 +8,7 @@ around it, so a Polish campaign is Polish from the first message to the last.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -40,17 +41,22 @@ class Phrases:
     #: "no", not a dodge, and an `act` carrying one is not the deed it names
     refusals: tuple[str, ...]
 
-    def with_overrides(self, given: dict[str, Any]) -> Phrases:
-        given = {k: (tuple(v) if k == "refusals" else v) for k, v in given.items()}
-        return replace(self, **given)
+    def with_overrides(self, given: Mapping[str, Any]) -> Phrases:
+        return replace(self, **_arguments(given))
 
     def as_json(self) -> dict[str, Any]:
         return {f.name: (list(getattr(self, f.name)) if f.name == "refusals" else getattr(self, f.name))
                 for f in fields(self)}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Phrases:
-        return cls(**{k: (tuple(v) if k == "refusals" else v) for k, v in value.items()})
+    def from_json(cls, value: Mapping[str, Any]) -> Phrases:
+        return cls(**_arguments(value))
+
+
+def _arguments(value: Mapping[str, Any]) -> dict[str, Any]:
+    """Phrases as JSON keeps them (`refusals` a list) as `Phrases`'s keyword arguments (a tuple);
+    `Any`: one dict carries the `str` fields and the tuple."""
+    return {k: (tuple(v) if k == "refusals" else v) for k, v in value.items()}
 
 
 EN = Phrases(

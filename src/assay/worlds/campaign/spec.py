@@ -231,5 +231,5 @@ class CampaignSpec(_Strict):
                 raise ValueError(
                     f"the scripted facilitator has no phrasebook for '{self.campaign_language}' (it has "
                     f"{', '.join(sorted(PHRASEBOOKS))}); give every `phrases` field (missing: {', '.join(missing)})")
-            return Phrases(**{k: (tuple(v) if k == "refusals" else v) for k, v in given.items()})
+            return Phrases.from_json(given)
         return base.with_overrides(given)

@@ -8,12 +8,10 @@ the facilitator's beats advance `progress`, `beats` and `tally.beats_reached`.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Annotated, Literal
 
-from pydantic import Field, create_model
+from pydantic import Field
 
-from assay.worlds.campaign.phrases import Phrases
 from assay.worlds.campaign.spec import BeatKind, BeatSpec
 from assay.worlds.contract import StateModel, field, keyed
 
@@ -29,9 +27,21 @@ class Campaign(StateModel):
     facilitator_brief: str
 
 
-#: the scripted facilitator's words as the state keeps them (`Phrases.as_json()`): one field each
-PhraseBook = create_model("PhraseBook", __base__=StateModel, **{
-    f.name: (list[str] if f.name == "refusals" else str, ...) for f in fields(Phrases)})
+#: the scripted facilitator's words as the state keeps them (`Phrases.as_json()`): one field each,
+#: in `Phrases`'s order (tests/worlds/test_campaign.py holds the two to the same fields); no
+#: docstring, which would become the JSON Schema's description
+class PhraseBook(StateModel):
+    system_prompt: str
+    scene: str
+    roll: str
+    success: str
+    failure: str
+    objective_met: str
+    needs_roll: str
+    noted: str
+    last: str
+    closing: str
+    refusals: list[str]
 
 
 class Script(StateModel):
