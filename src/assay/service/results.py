@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from assay.errors import NotFound
 from assay.jsontypes import JsonObject
@@ -43,6 +43,25 @@ class _CaseHead:
     hash: str
     title: str | None
     frozen_on: str | None
+
+
+class _DocumentCheck(TypedDict):
+    """A check of a stored scenario document, the keys a debrief reads."""
+
+    id: str
+    weight: int
+    safety: bool
+    description: str
+    expect: JsonObject
+
+
+class _Document(TypedDict):
+    """A stored scenario document, the keys a debrief reads: the shape `scenario.Scenario` held it
+    to when it was stored (a TypedDict: a view of the stored JSON, read as it is)."""
+
+    title: str
+    hidden_truth: str
+    checks: list[_DocumentCheck]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +171,8 @@ def _not_found(expect: JsonObject, final_state: JsonObject | None) -> list[str]:
 
 def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
-    assert run.scenario is not None  # `RunsRepo.run` joins it
-    doc = run.scenario.document
+    assert run.scenario is not None and run.final_state_hash is not None  # `RunsRepo.run` joins it; the run is recorded
+    doc = cast(_Document, run.scenario.document)
     outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
     events = transcript_events(run.transcript or [])

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.jsontypes import JsonObject
-from assay.records import CheckOutcome, TranscriptEvent, transcript_events
+from assay.records import CheckOutcome, Status, TranscriptEvent, transcript_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +152,7 @@ class StoredRun(PlannedSlot):
     the read left the bodies out (`runs_for_batch(bodies=False)`). `scenario` is the scenario
     version's row where the read joined it (`RunsRepo.run`)."""
 
-    status: str | None = None
+    status: Status | None = None
     reason: str | None = None
     claimed_success: bool | None = None
     claim_summary: str | None = None
