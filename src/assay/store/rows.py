@@ -222,11 +222,8 @@ def verdict_of(row: sa.Row[Any] | None) -> StoredVerdict | None:
 
 def run_of(row: sa.Row[Any], checks: list[CheckOutcome], verdict: StoredVerdict | None,
            scenario: ScenarioVersion | None = None) -> StoredRun:
-    """A slot row joined with its run's columns (those the query selected; the rest None)."""
-    get = row._mapping.get
-    return StoredRun(**{n: _column(get, n) for n in _RUN}, checks=tuple(checks), verdict=verdict, scenario=scenario)
-
-
-def _column(get: Callable[[str], Any], name: str) -> Any:
-    """A column's value, None where the query did not select it (`bodies=False`)."""
-    return get(name)
+    """A slot row joined with its run's columns (those the query selected; the rest None, as for
+    `bodies=False`). The row is read once into a dict: a row's own `get` of a column it does not
+    hold raises and catches inside, which a results view of thousands of runs paid per field."""
+    get: Callable[[str], Any] = dict(row._mapping).get
+    return StoredRun(**{n: get(n) for n in _RUN}, checks=tuple(checks), verdict=verdict, scenario=scenario)
