@@ -21,7 +21,7 @@ from assay.service import usage
 from assay.service.batches import owner_of
 from assay.service.judgements import judgements, needs_judging, why_unscored
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
-                           ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
+                           ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions)
 from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
 from assay.canonical import canonical_hash
@@ -156,7 +156,7 @@ def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     doc = run.scenario.document
     outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
-    events = transcript_events(run.transcript or [])
+    events = run.events
     judged = _judged(store, run)
     return Debrief(
         run_id=run.run_id, case_id=run.case_id, title=doc["title"], scenario_hash=run.scenario_hash,
@@ -217,7 +217,7 @@ def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     scen = run.scenario
     assert scen is not None and run.final_state_hash is not None  # `RunsRepo.run` joins it; the run is recorded
     loaded = parse_scenario(scen.document, f"stored scenario {run.case_id} v{scen.version}", get_kit)
-    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run.transcript or []))
+    replaying = get_kit(loaded.scenario.kit).replay_options(run.events)
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew
         loaded = dataclasses.replace(loaded, world_options=replaying)
     world_same = loaded.world_fingerprint == scen.world_fingerprint

@@ -174,8 +174,9 @@ class StoredRun(PlannedSlot):
 
     @property
     def events(self) -> list[TranscriptEvent]:
-        """The transcript as typed events (a version-1 transcript read as version 2)."""
-        return [TranscriptEvent.model_validate(e) for e in transcript_events(self.transcript or [])]
+        """The transcript as typed events (a version-1 transcript read as version 2), each the
+        stored dict as it is: the keys in the order the run wrote them."""
+        return transcript_events(self.transcript or [])
 
 
 def _names(kind: type) -> tuple[str, ...]:
