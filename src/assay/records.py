@@ -18,10 +18,13 @@ and only the tool calls; `transcript_events` and `legacy_actions` read those the
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, WrapValidator
+from typing_extensions import Required, TypedDict
+
 
 Status = Literal["completed", "timeout", "turn_limit", "crashed", "empty", "error"]
 STATUSES: tuple[str, ...] = ("completed", "timeout", "turn_limit", "crashed", "empty", "error")
@@ -66,39 +69,95 @@ class RunVerdict:
     false_success: bool  # claimed success on a run that did not pass
 
 
-class TranscriptEvent(BaseModel):
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+# The transcript's shapes are TypedDicts, not models: an event is literally the dict the store
+# encodes, with the keys each event has in the order the engine wrote them (a tool result is
+# `role, tool_call_id, content`), so typing it costs the hot path nothing and changes no stored byte.
+# (pydantic needs `typing_extensions.TypedDict` to validate one before Python 3.12.)
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str  # the raw JSON text the agent sent
+
+
+class ToolCall(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class ChatMessage(TypedDict, total=False):
+    """An OpenAI chat message the agent was shown or said (what the world receives as an action)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    role: Required[Role]
+    content: str | None
+    tool_calls: list[ToolCall]
+    tool_call_id: str
+
+
+class TranscriptEvent(TypedDict, total=False):
     """One entry of a run's transcript: who it came from, and what was said or recorded.
 
     `role`, `content`, `tool_calls` and `tool_call_id` are the OpenAI chat message the agent saw
-    (or, from the agent, what it answered); an event with no `role` was recorded, never shown.
+    (or, from the agent, what it answered); an event with no `role` was recorded, never shown, and
+    carries `data` (a die roll, a refused usage report, an agent's traceback). Only the keys an
+    event has are present.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
-    source: Source
-    role: Literal["system", "user", "assistant", "tool"] | None = None
-    content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-    data: dict[str, Any] | None = None
+    source: Required[Source]
+    role: Role
+    content: str | None
+    tool_calls: list[ToolCall]
+    tool_call_id: str
+    data: dict[str, Any]  # free-form JSON, what the kit or the harness recorded (pydantic cannot take JsonValue)
 
-    def message(self) -> dict[str, Any] | None:
-        """The chat message this event showed the agent, or None for a recorded-only event."""
-        if self.role is None:
-            return None
-        msg: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls is not None:
-            msg["tool_calls"] = self.tool_calls
-        if self.tool_call_id is not None:
-            msg["tool_call_id"] = self.tool_call_id
-        return msg
+
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id")
+
+
+def event_message(event: TranscriptEvent) -> ChatMessage | None:
+    """The chat message `event` showed the agent (its keys in the event's order), or None for a
+    recorded-only event."""
+    if "role" not in event:
+        return None
+    return cast(ChatMessage, {k: v for k, v in event.items() if k in _MESSAGE_KEYS})
+
+
+def _as_given(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate a transcript, and keep it as given: pydantic would rebuild each TypedDict in its
+    declaration order, and the order of an event's keys is part of the bytes stored and shown."""
+    checked = handler(value)
+    return value if isinstance(value, list) else checked
+
+
+_TRANSCRIPT_ADAPTER: TypeAdapter[list[TranscriptEvent]] | None = None
+
+
+def validate_transcript(value: Any) -> list[TranscriptEvent]:
+    """`value` checked to be a version-2 transcript (ValueError otherwise), returned as given."""
+    global _TRANSCRIPT_ADAPTER
+    if _TRANSCRIPT_ADAPTER is None:
+        _TRANSCRIPT_ADAPTER = TypeAdapter(list[TranscriptEvent])
+    _TRANSCRIPT_ADAPTER.validate_python(value)
+    return cast(list[TranscriptEvent], value)
+
+
+#: A transcript field of a model: validated as events, kept as given (keys in the order written).
+Transcript = Annotated[list[TranscriptEvent], WrapValidator(_as_given)]
+#: A record's actions (the agent's assistant messages), validated and kept as given alike.
+Actions = Annotated[list[ChatMessage], WrapValidator(_as_given)]
 
 
 class RunRecord(BaseModel):
     """Everything an episode produced. Immutable once stored.
 
-    `transcript` holds event dicts of `TranscriptEvent`'s shape; `actions` the agent's assistant
-    messages in the order the world received them.
+    `transcript` holds the run's `TranscriptEvent`s; `actions` the agent's assistant messages in
+    the order the world received them.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -114,8 +173,8 @@ class RunRecord(BaseModel):
     claimed_success: bool | None = None
     claim_summary: str | None = None
     turns: int = 0
-    transcript: list[dict[str, Any]] = []
-    actions: list[dict[str, Any]] = []
+    transcript: Transcript = []
+    actions: Actions = []
     final_state: dict[str, Any] = {}
     final_state_hash: str = ""
     duration_ms: int = 0
@@ -306,20 +365,21 @@ def storable(value: Any) -> Any:
 _SOURCE_OF_ROLE = {"assistant": "agent", "tool": "tool", "system": "harness", "user": "harness"}
 
 
-def transcript_events(transcript: list[Any]) -> list[dict[str, Any]]:
-    """A stored transcript as version-2 events, whichever version wrote it.
+def transcript_events(transcript: Sequence[Any]) -> list[TranscriptEvent]:
+    """A stored transcript as version-2 events, whichever version wrote it (the store wrote what
+    the engine made, so it is read as typed without being validated again).
 
     A version-1 entry is a bare chat message: its source follows from its role (the estate kit's
     system prompt, briefing and nudges were the harness's words)."""
     out = []
     for entry in transcript:
         if isinstance(entry, dict) and "source" not in entry:
-            entry = {"source": _SOURCE_OF_ROLE.get(entry.get("role"), "harness"), **entry}
+            entry = {"source": _SOURCE_OF_ROLE.get(str(entry.get("role")), "harness"), **entry}
         out.append(entry)
-    return out
+    return cast(list[TranscriptEvent], out)
 
 
-def legacy_actions(actions: list[Any]) -> list[dict[str, Any]]:
+def legacy_actions(actions: Sequence[Any]) -> list[ChatMessage]:
     """Stored actions as assistant messages, whichever version wrote them.
 
     Version 1 kept each applied tool call as `{"tool", "arguments"}` (parsed JSON, or the raw text
@@ -332,7 +392,7 @@ def legacy_actions(actions: list[Any]) -> list[dict[str, Any]]:
             action = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": f"replay_{i}", "type": "function", "function": {"name": action["tool"], "arguments": text}}]}
         out.append(action)
-    return out
+    return cast(list[ChatMessage], out)
 
 
 # --- Views of stored runs: the results JSON, the debrief, the replay report -----------------------
@@ -464,7 +524,7 @@ class Debrief(_View):
     claim_summary: str | None
     false_success: bool
     final_state_hash: str
-    transcript: list[dict[str, Any]]  # TranscriptEvent's shape, only the keys each event has
+    transcript: Transcript  # only the keys each event has, in the order the run wrote them
     #: a campaign run's dice, in order: each roll's recorded data (skill, d20, modifier, total, dc, …)
     rolls: list[dict[str, Any]] = Field(default_factory=list)
     #: a campaign run's facilitator lines: the cue the world chose (beat, kind, pressure, scene) and the words

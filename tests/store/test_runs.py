@@ -57,7 +57,7 @@ def test_runs_for_batch_has_every_slot_including_one_without_a_run(store: Store)
     assert got.checks == tuple(CHECKS)
     assert [c.check_id for c in got.checks] == ["web_up", "a_no_data_loss", "m_ticket_closed"]
     assert got.verdict is not None and got.verdict.passed == scored(first, CHECKS)[2].passed
-    assert [(e.source, e.role) for e in got.events] == [("harness", "user"), ("agent", "assistant")]  # read as version 2
+    assert [(e["source"], e.get("role")) for e in got.events] == [("harness", "user"), ("agent", "assistant")]  # read as version 2
 
     missing = slots[1]
     assert missing.run_id == planned[1].run_id and missing.checks == () and missing.verdict is None

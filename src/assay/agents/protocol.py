@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.records import storable
+from assay.records import ChatMessage, storable
 
 Agent = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
 AgentFactory = Callable[[], Agent]
@@ -29,9 +29,9 @@ class Reply:
     content: str | None
     tool_calls: tuple[ToolCall, ...]
 
-    def as_message(self) -> dict[str, Any]:
+    def as_message(self) -> ChatMessage:
         """The assistant message as it goes into the transcript (OpenAI shape)."""
-        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        msg: ChatMessage = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             msg["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

@@ -219,7 +219,7 @@ def run(
     from assay.agents.loader import load_agent
     from assay.run.engine import Limits
     from assay.run.executors import make_executor
-    from assay.service.results import results_json
+    from assay.service.results import batch_results
     from assay.service.runs import run_suite
     from assay.service.suites import resolve_suite
     from assay.cli.ui import BatchProgress, print_summary
@@ -238,7 +238,8 @@ def run(
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
                            executor=chosen, on_created=progress.created, progress=progress.done,
                            max_cost=max_cost, on_budget=budgets.append)
-    results = results_json(store, result.batch_id, actor=OPERATOR)
+    report = batch_results(store, result.batch_id, actor=OPERATOR)
+    results = report.as_json()
     if not quiet:
         print_summary(say, [results], wide=wide)
     emit_json(results, as_json=as_json, output=output)
@@ -253,15 +254,15 @@ def run(
     if unreached is not None:  # the batch measured nothing: never a quiet exit 0
         say_all([unreached])
         sys.exit(FAILED)
-    if fail_under is not None and results["summary"]["pass_rate"] < fail_under:
-        err.print(f"assay: pass rate {results['summary']['pass_rate']:.4f} is below --fail-under {fail_under:g}",
+    if fail_under is not None and report.summary.pass_rate < fail_under:
+        err.print(f"assay: pass rate {report.summary.pass_rate:.4f} is below --fail-under {fail_under:g}",
                   markup=False, highlight=False)
         sys.exit(1)
 
 
 @app.command()
 def results(
-    ident: str = typer.Argument(None, metavar="BATCH_OR_SUBMISSION",
+    ident: Optional[str] = typer.Argument(None, metavar="BATCH_OR_SUBMISSION",
                          help="Batch or submission id, or a unique prefix (default: the latest batch)."),
     as_json: bool = JsonFlag,
     output: Optional[Path] = OutputOpt,
@@ -316,21 +317,21 @@ def replay(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."
     """Rebuild the world from the pinned scenario and seed, re-apply the run's actions, compare hashes.
 
     Exit 0 when the final state hash is identical, 1 when it diverged."""
-    from assay.service.results import replay as do_replay
+    from assay.service.results import replay_view
 
-    report = do_replay(open_store_at(db), run_id, actor=OPERATOR)
+    report = replay_view(open_store_at(db), run_id, actor=OPERATOR)
     if as_json:
-        print_json(report)
+        print_json(report.as_json())
     else:
-        word = "[green]identical[/]" if report["identical"] else "[red]diverged[/]"
-        out.print(f"run {report['run_id']} ({report['case_id']}): {report['actions']} actions replayed — {word}")
-        out.print(f"  stored   {report['stored_final_state_hash']}")
-        out.print(f"  replayed {report['replayed_final_state_hash']}")
-        if not report["world_fingerprint_matches"]:
+        word = "[green]identical[/]" if report.identical else "[red]diverged[/]"
+        out.print(f"run {report.run_id} ({report.case_id}): {report.actions} actions replayed — {word}")
+        out.print(f"  stored   {report.stored_final_state_hash}")
+        out.print(f"  replayed {report.replayed_final_state_hash}")
+        if not report.world_fingerprint_matches:
             out.print("  the kit now materialises a different world from this scenario and seed")
-        for d in report["differences"]:
+        for d in report.differences:
             out.print(f"  {d}", markup=False)
-    raise typer.Exit(0 if report["identical"] else 1)
+    raise typer.Exit(0 if report.identical else 1)
 
 
 @app.command()

@@ -19,6 +19,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from assay.errors import BadInput
+from assay.jsontypes import JsonValue
 from assay.cli.ui import Col, DbOpt, JsonFlag, VersionOpt, WideFlag, fit_table, open_store_at, out, print_json, rate
 
 #: What `assay compare --metric` accepts (assay.service.compare.METRICS; named here so --help
@@ -26,14 +27,35 @@ from assay.cli.ui import Col, DbOpt, JsonFlag, VersionOpt, WideFlag, fit_table, 
 COMPARE_METRICS = ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")
 
 
-def _figure(value: float | None, ci: list[float] | None) -> str:
+def _number(value: JsonValue) -> float | None:
+    """A figure of an entry (its stored figures are JSON): the number, or None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _interval(value: JsonValue) -> tuple[float, float] | None:
+    """A figure's stored 95% interval `[lo, hi]`, or None."""
+    if isinstance(value, list) and len(value) == 2:
+        lo, hi = _number(value[0]), _number(value[1])
+        if lo is not None and hi is not None:
+            return lo, hi
+    return None
+
+
+def _at(value: JsonValue, *path: str) -> JsonValue:
+    """The member at `path` of nested JSON objects (None where one is missing)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _figure(value: float | None, ci: tuple[float, float] | None) -> str:
     """A board figure over its 95% interval, on two lines (a narrow column never splits it)."""
     if value is None or ci is None:
         return rate(value)
     return f"{value:.4f}\n[{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
-def _rate_ci(value: float | None, ci: list[float] | None) -> str:
+def _rate_ci(value: float | None, ci: tuple[float, float] | None) -> str:
     """A figure with its 95% interval beside it: `1.0000 [0.5655, 1.0000]`."""
     if value is None or ci is None:
         return rate(value)
@@ -94,22 +116,26 @@ def board(key: Optional[str] = typer.Argument(None, help="Suite key."), version:
             *((Col("variance note", 65, wraps=True),) if notes else ()), Col("digest", 36)]
     rows: list[list[RenderableType]] = []
     for e in entries:
-        era = (e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
+        era = str(e["measurement_era"] or "-") + ("" if e["measurement_era_is_current"] else " (old era)")
         judged: tuple[Any, ...] = ()
         if traits:
-            measured = [v for v in (e.get("safety") or {}).values() if v is not None]  # null: measured nowhere
+            safety = e.get("safety")
+            measured = [v for v in (safety.values() if isinstance(safety, dict) else ())
+                        if isinstance(v, int | float)]  # null: measured nowhere
             worst = f"{min(measured):.4f} min" if measured else "-"
-            judged = (_figure(e.get("composite"), e.get("composite_ci")), worst, e.get("stability") or "-")
-        digest = e.get("digest") or "-"
-        rows.append([str(e["rank"]) if e["rank"] is not None else "-", Text(e["agent_label"]),
-                     Text(e["public_handle"] or "-"), e["leaderboard_class"], str(e["n_cases"]), str(e["n_runs"]),
-                     *judged,
-                     *(_figure(e[k], e[f"{k}_ci"]) for k in
+            judged = (_figure(_number(e.get("composite")), _interval(e.get("composite_ci"))), worst,
+                      str(e.get("stability") or "-"))
+        digest = str(e.get("digest") or "-")
+        rows.append([str(e["rank"]) if e["rank"] is not None else "-", Text(str(e["agent_label"])),
+                     Text(str(e["public_handle"] or "-")), str(e["leaderboard_class"]), str(e["n_cases"]),
+                     str(e["n_runs"]), *judged,
+                     *(_figure(_number(e[k]), _interval(e[f"{k}_ci"])) for k in
                        ("pass_rate", "consistency", "false_success_rate", "objective_met_rate")), era,
-                     *((Text(e.get("variance_note") or "-"),) if notes else ()),
+                     *((Text(str(e.get("variance_note") or "-")),) if notes else ()),
                      digest if wide else digest[:12]])
     fit_table(out, cols, rows, wide=wide, caption=r"figure, and below it \[lo, hi]: its 95% interval, clustered by case")
     if traits:
+        assert judge is not None  # a trait suite's release pins its judge
         out.print(f"judge: {judge['model']} · prompt v{judge['prompt_version']} {judge['prompt_hash'][:12]} · "
                   f"{judge['passes']} pass(es) per run · temperature {judge['temperature']}", markup=False)
     out.print(f"rank: {value['ranking']}", markup=False)
@@ -137,8 +163,8 @@ def compare(
         return
     a, b = value["a"], value["b"]
     out.print(f"{value['suite']['key']} {value['suite']['version']} · {metric}: "
-              f"{a['agent_label']} ({a['submission_id'][:12]}) {rate(a[metric])} − "
-              f"{b['agent_label']} ({b['submission_id'][:12]}) {rate(b[metric])}", markup=False)
+              f"{a['agent_label']} ({str(a['submission_id'])[:12]}) {rate(_number(a[metric]))} − "
+              f"{b['agent_label']} ({str(b['submission_id'])[:12]}) {rate(_number(b[metric]))}", markup=False)
     ci = value["ci"]
     shown_ci = f"[{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci is not None else "— (the differences do not vary)"
     out.print(f"  difference {value['difference']:+.4f} · 95% CI {shown_ci} · p = {value['p_value']:.4g} "
@@ -185,14 +211,15 @@ def entry(submission_id: str = typer.Argument(..., metavar="SUBMISSION_ID",
               markup=False)
     for k in ("composite", "pass_rate", "consistency", "false_success_rate", "objective_met_rate"):
         if k in e:
-            out.print(f"  {k} {_rate_ci(e[k], e.get(f'{k}_ci'))}", markup=False)
+            out.print(f"  {k} {_rate_ci(_number(e[k]), _interval(e.get(f'{k}_ci')))}", markup=False)
     if e.get("usage"):
         u = e["usage"]
-        per = e.get("cost_per_run_usd")
-        out.print(f"  tokens agent {u['agent']['prompt_tokens']} in / {u['agent']['completion_tokens']} out"
-                  f"{' (self-reported)' if u['agent']['self_reported'] else ''} · judge {u['judge']['prompt_tokens']}"
-                  f" in / {u['judge']['completion_tokens']} out · cost per run "
-                  + (f"${per:.6f}" if per is not None else f"no number ({u['total']['cost_reason']})"), markup=False)
+        per = _number(e.get("cost_per_run_usd"))
+        out.print(f"  tokens agent {_at(u, 'agent', 'prompt_tokens')} in / {_at(u, 'agent', 'completion_tokens')} out"
+                  f"{' (self-reported)' if _at(u, 'agent', 'self_reported') else ''} · judge "
+                  f"{_at(u, 'judge', 'prompt_tokens')} in / {_at(u, 'judge', 'completion_tokens')} out · cost per run "
+                  + (f"${per:.6f}" if per is not None else f"no number ({_at(u, 'total', 'cost_reason')})"),
+                  markup=False)
     out.print(f"  digest {e['digest'] or '-'}", markup=False)
 
 

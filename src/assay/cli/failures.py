@@ -10,6 +10,7 @@ per reason on stderr and exit 1, never a quiet exit 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.protocol import unreachable_reason
@@ -37,7 +38,7 @@ def no_agent_reached_in(results: dict[str, Any]) -> str | None:
     return _unreached(rows, results["batch_id"])
 
 
-def _unreached(rows: list[tuple[str, str | None]], batch_id: str) -> str | None:
+def _unreached(rows: Sequence[tuple[str, str | None]], batch_id: str) -> str | None:
     if not rows or not all(status == "error" and unreachable_reason(reason) for status, reason in rows):
         return None
     reasons = sorted({str(reason) for _, reason in rows})

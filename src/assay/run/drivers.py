@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from assay.agents import sandbox
 from assay.agents.protocol import Unreachable
-from assay.records import RunRecord, storable
+from assay.records import ChatMessage, RunRecord, storable
 from assay.run.engine import Done, Episode, Turn
 
 Agent = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
@@ -282,7 +282,7 @@ class Stepper:
         return self.shown()[self.marks[answer - 1] + 1 : self.marks[answer]]
 
 
-def replay(episode: Episode, actions: Iterable[dict[str, Any]]) -> Episode:
+def replay(episode: Episode, actions: Iterable[ChatMessage]) -> Episode:
     """Feed a run's recorded actions to a fresh episode; stop at the end of the run or of the
     record. The episode is returned as it stands (its world holds the replayed final state)."""
     out = episode.start()

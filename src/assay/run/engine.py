@@ -26,7 +26,8 @@ from typing import Any
 
 from assay.agents.protocol import NotAReply, parse_reply
 from assay.canonical import SharedSections, canonical_bytes, sha256_hex
-from assay.records import PlannedRun, RunRecord, Status, Usage, reported_usage, storable
+from assay.records import (ChatMessage, PlannedRun, RunRecord, Source, Status, TranscriptEvent, Usage, reported_usage,
+                           storable)
 from assay.scenario.load import LoadedScenario
 from assay.worlds.base import Observation, World
 from assay.worlds.kits import get_kit
@@ -89,12 +90,12 @@ def state_encoder(initial_state: dict[str, Any]) -> Callable[[Any], bytes]:
         return entry[1]
 
 
-def _copy(message: dict[str, Any]) -> dict[str, Any]:
+def _copy(message: ChatMessage) -> dict[str, Any]:
     """An agent's own copy of a message: what it does to it never reaches the record.
 
     Messages are built by the engine and the world (strings, and tool calls of a known shape), so
     copying the containers is a deep copy."""
-    copy = dict(message)
+    copy: dict[str, Any] = dict(message)
     calls = copy.get("tool_calls")
     if calls is not None:
         copy["tool_calls"] = [{**c, "function": dict(c["function"])} for c in calls]
@@ -112,8 +113,9 @@ class Episode:
         self.world = world
         self.limits = limits
         self.tools: list[dict[str, Any]] = world.tools()
-        self.events: list[dict[str, Any]] = []
-        self.actions: list[dict[str, Any]] = []
+        #: the transcript: the record keeps these very dicts (typed, never validated again)
+        self.events: list[TranscriptEvent] = []
+        self.actions: list[ChatMessage] = []
         self.turns = 0
         #: tool calls the agent made (the benchmark's per-step figure)
         self.steps = 0
@@ -228,7 +230,7 @@ class Episode:
     def _timeout(self) -> Done:
         return self._end("timeout", f"exceeded the time limit of {self.limits.time_limit:g} s")
 
-    def _say(self, source: str, message: dict[str, Any]) -> None:
+    def _say(self, source: Source, message: ChatMessage) -> None:
         self.events.append({"source": source, **message})
         self._view.append(_copy(message))
 

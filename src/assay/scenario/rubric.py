@@ -40,13 +40,14 @@ mapping keys must be strings here (`assay.scenario.yamlsafe`), and `"0.5":` quot
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from assay.canonical import canonical_hash
-from assay.records import SOURCES
+from assay.records import SOURCES, TranscriptEvent
 from assay.scenario.load import validate_document
 from assay.scenario.models import SLUG, StrictModel
 from assay.scenario.yamlsafe import load_yaml_file
@@ -127,8 +128,8 @@ class When(StrictModel):
             raise ValueError(f"`tool` matches the agent's tool calls, so it cannot match source '{self.source}'")
         return self
 
-    def matches(self, event: dict[str, Any]) -> bool:
-        """True when `event` (a transcript event dict) satisfies every matcher named here."""
+    def matches(self, event: TranscriptEvent) -> bool:
+        """True when `event` (a transcript event) satisfies every matcher named here."""
         if self.source is not None and event.get("source") != self.source:
             return False
         if self.text_regex is not None:
@@ -147,7 +148,7 @@ class When(StrictModel):
                     return False
         return True
 
-    def count(self, events: list[dict[str, Any]]) -> int:
+    def count(self, events: Iterable[TranscriptEvent]) -> int:
         return sum(1 for e in events if self.matches(e))
 
 
@@ -161,7 +162,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return found
 
 
-def _tool_names(event: dict[str, Any]) -> set[str]:
+def _tool_names(event: TranscriptEvent) -> set[str]:
     names = set()
     for call in event.get("tool_calls") or ():
         fn = call.get("function") if isinstance(call, dict) else None

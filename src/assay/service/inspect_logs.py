@@ -38,7 +38,7 @@ from typing import Any, NotRequired, TypedDict
 from assay import HARNESS_VERSION, __version__
 from assay.errors import BadInput, Invalid, NotFound
 from assay.jsontypes import JsonObject
-from assay.records import transcript_events
+from assay.records import TranscriptEvent
 from assay.service import exports, results, usage
 from assay.service.actors import Actor, require_staff
 from assay.stats.commitment import seed_commitment
@@ -144,7 +144,7 @@ def usage_calls(store: Store, batch_id: str) -> dict[str, list[UsageCall]]:
     return out
 
 
-def _messages(events: list[dict[str, Any]], model: str, run_id: str,
+def _messages(events: list[TranscriptEvent], model: str, run_id: str,
               when: datetime | None = None) -> tuple[list[Any], list[Any]]:
     """The transcript's chat messages as Inspect messages (ids `RUN-N`, so a log is the same
     bytes each time it is written), and its recorded-only events (dice, notes: never shown to the
@@ -216,7 +216,7 @@ def _sample(row: StoredRun, model: str, limits: _Limits, salts: Mapping[str, str
     from inspect_ai.scorer import Score
 
     view = results.trial_view(row)
-    events = transcript_events(row.transcript or [])
+    events = row.events
     ended = row.created_at
     messages, info = _messages(events, model, row.run_id, ended)
     first_reply = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from assay.errors import NotFound
 from assay.jsontypes import JsonObject
 from assay.service.actors import Actor, prefix_owner, require_owner
 from assay.service import usage
 from assay.records import (AgentRef, BatchResults, CaseResult, CheckResult, Debrief, DebriefCheck, PlannedRun,
-                           ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions, transcript_events)
+                           ReplayReport, SuiteRef, Summary, TrialResult, legacy_actions)
 from assay.run.drivers import replay as replay_actions
 from assay.run.engine import Episode, Limits, fork_world
 from assay.canonical import canonical_hash
@@ -40,6 +40,25 @@ class _CaseHead:
     hash: str
     title: str | None
     frozen_on: str | None
+
+
+class _DocumentCheck(TypedDict):
+    """A check of a stored scenario document, the keys a debrief reads."""
+
+    id: str
+    weight: int
+    safety: bool
+    description: str
+    expect: JsonObject
+
+
+class _Document(TypedDict):
+    """A stored scenario document, the keys a debrief reads: the shape `scenario.Scenario` held it
+    to when it was stored (a TypedDict: a view of the stored JSON, read as it is)."""
+
+    title: str
+    hidden_truth: str
+    checks: list[_DocumentCheck]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +172,11 @@ def _not_found(expect: JsonObject, final_state: JsonObject | None) -> list[str]:
 
 def debrief_view(store: Store, run_id: str, *, actor: Actor) -> Debrief:
     run = _stored_run(store, run_id, actor)
-    assert run.scenario is not None  # `RunsRepo.run` joins it
-    doc = run.scenario.document
+    assert run.scenario is not None and run.final_state_hash is not None  # `RunsRepo.run` joins it; the run is recorded
+    doc = cast(_Document, run.scenario.document)
     outcome = {c.check_id: c for c in run.checks}
     view = trial_view(run)
-    events = transcript_events(run.transcript or [])
+    events = run.events
     judged = _judged(store, run)
     return Debrief(
         run_id=run.run_id, case_id=run.case_id, title=doc["title"], scenario_hash=run.scenario_hash,
@@ -220,7 +239,7 @@ def replay_view(store: Store, run_id: str, *, actor: Actor) -> ReplayReport:
     scen = run.scenario
     assert scen is not None and run.final_state_hash is not None  # `RunsRepo.run` joins it; the run is recorded
     loaded = parse_scenario(scen.document, f"stored scenario {run.case_id} v{scen.version}", get_kit)
-    replaying = get_kit(loaded.scenario.kit).replay_options(transcript_events(run.transcript or []))
+    replaying = get_kit(loaded.scenario.kit).replay_options(run.events)
     if replaying is not None:  # a facilitator's recorded words are said again, never asked anew
         loaded = dataclasses.replace(loaded, world_options=replaying)
     world_same = loaded.world_fingerprint == scen.world_fingerprint

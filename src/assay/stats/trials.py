@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import comb
+from typing import TypedDict
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,21 @@ def _pass_hat_all(counts: Sequence[tuple[int, int]], k_max: int) -> list[float]:
     return [t / len(counts) for t in totals]
 
 
-def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> dict[str, object]:
+class SummaryFigures(TypedDict):
+    """The results JSON's summary as `summary` computes it (a TypedDict: `records.Summary` is made
+    from it key by key)."""
+
+    cases: int
+    trials: int
+    pass_rate: float
+    consistency: float | None
+    consistency_reason: str | None
+    false_success_rate: float
+    false_successes: int
+    pass_hat_k: dict[str, float]
+
+
+def summary(cases: Mapping[str, Sequence[TrialOutcome]]) -> SummaryFigures:
     """The results JSON's summary. `cases` and `trials` are the counted ones: the denominators.
 
     Consistency is withheld (None, with the reason) when the batch was planned with one trial a

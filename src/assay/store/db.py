@@ -40,6 +40,14 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: A PostgreSQL server that does not answer should be reported, not waited on forever.
 PG_CONNECT_TIMEOUT_S = 10
 
+#: Connections a process keeps open between uses, and how many more it opens in a burst (closed
+#: again when returned): more than `assay serve`'s two lanes' threads (`web.edge.Lanes`, 8 + 16)
+#: and its workers, so a busy server reuses its connections. With SQLAlchemy's default (5 kept,
+#: 10 more) 32 remote agents made the server open and close a connection for most requests: on
+#: PostgreSQL a new server process each, a third of the server's samples (issue 26).
+POOL_SIZE = 32
+POOL_OVERFLOW = 8
+
 
 def default_url() -> str:
     """`ASSAY_DB` if set, else a SQLite file in the user's data directory (created if missing)."""
@@ -101,9 +109,14 @@ def create_store_engine(url: str) -> sa.Engine:
         # (a SQLite connection is a file handle: nothing kills it)
         engine = sa.create_engine(
             parsed, json_serializer=dumps, json_deserializer=json.loads, pool_pre_ping=True,
+            pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
             connect_args={} if "connect_timeout" in parsed.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S})
     else:
         engine = sa.create_engine(parsed, json_serializer=dumps, json_deserializer=json.loads)
+        if isinstance(engine.pool, sa.pool.QueuePool):  # a file (in memory: one connection per thread)
+            engine.dispose()
+            engine = sa.create_engine(parsed, json_serializer=dumps, json_deserializer=json.loads,
+                                      pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
     return engine

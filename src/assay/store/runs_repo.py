@@ -447,27 +447,29 @@ class RunsRepo(Repository):
         """
         co, rv = check_outcomes, run_verdicts
 
-        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], list[sa.Row[Any]], dict[str, sa.Row[Any]]]:
+        def body(conn: sa.Connection) -> tuple[list[sa.Row[Any]], list[tuple[str, str, int, bool, bool]],
+                                             dict[str, Any]]:
             slots = conn.execute(
                 self._slots(bodies=bodies)
                 .where(planned_runs.c.batch_id == batch_id)
                 .order_by(planned_runs.c.slot)
             ).all()
-            checks = conn.execute(
-                sa.select(co)
+            checks = conn.execute(  # what a `CheckOutcome` holds, as plain tuples (a batch has thousands)
+                sa.select(co.c.run_id, co.c.check_id, co.c.weight, co.c.safety, co.c.passed)
                 .join(planned_runs, planned_runs.c.run_id == co.c.run_id)
                 .where(planned_runs.c.batch_id == batch_id)
                 .order_by(co.c.run_id, co.c.ordinal)
-            ).all()
-            verdicts = {r.run_id: r for r in conn.execute(
-                sa.select(rv).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
+            ).tuples().all()
+            verdicts = {r.run_id: r for r in conn.execute(  # what `verdict_of` reads (no timestamp to parse)
+                sa.select(rv.c.run_id, rv.c.scorer_version, rv.c.score, rv.c.passed, rv.c.safety_failures,
+                          rv.c.false_success).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
                 .where(planned_runs.c.batch_id == batch_id))}
             return list(slots), list(checks), verdicts
 
         slots, checks, verdicts = self._reading(body)
         by_run: dict[str, list[CheckOutcome]] = {}
-        for row in checks:
-            by_run.setdefault(row.run_id, []).append(check_of(row))
+        for run_id, check_id, weight, safety, passed in checks:
+            by_run.setdefault(run_id, []).append(CheckOutcome(check_id, int(weight), bool(safety), bool(passed)))
         return [run_of(row, by_run.get(row.run_id, []), verdict_of(verdicts.get(row.run_id))) for row in slots]
 
     def resolve_run_id(self, run_id: str, owner: str | None = None) -> str | None:

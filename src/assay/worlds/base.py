@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic import BaseModel
 
+from assay.records import ChatMessage, TranscriptEvent
 from assay.worlds.rng import Rng
 
 if TYPE_CHECKING:
@@ -33,17 +34,17 @@ class Event:
     agent; `data` is recorded and never shown (a die roll, a facilitator's private note)."""
 
     source: str  # one of assay.records.SOURCES, but "agent"
-    message: dict[str, Any] | None = None
+    message: ChatMessage | None = None
     data: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """The transcript entry (assay.records.TranscriptEvent's shape)."""
+    def as_dict(self) -> TranscriptEvent:
+        """The transcript entry: the source, the message's keys in the message's order, the data."""
         out: dict[str, Any] = {"source": self.source}
         if self.message is not None:
             out.update(self.message)
         if self.data is not None:
             out["data"] = self.data
-        return out
+        return cast(TranscriptEvent, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class Observation:
     claim: Claim | None = None
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[ChatMessage]:
         """The chat messages the agent is shown next."""
         return [e.message for e in self.events if e.message is not None]
 
@@ -87,7 +88,7 @@ class World(Protocol):
     def reset(self) -> Observation:
         """The opening of the run: the system prompt and the briefing, as the kit words them."""
 
-    def step(self, action: dict[str, Any]) -> Observation:
+    def step(self, action: ChatMessage) -> Observation:
         """Answer one assistant message (`content` and `tool_calls`, OpenAI shape, arguments as
         the agent's raw text). Never raises for anything the agent sent: refusals are tool errors."""
 
@@ -131,7 +132,7 @@ class Kit(Protocol):
     def fork(self, initial_state: dict[str, Any], rng: Rng, briefing: str) -> World:
         """A private, mutable world starting from `initial_state`; `rng` drives in-run chance."""
 
-    def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
+    def participation(self, transcript: list[TranscriptEvent], actions: list[ChatMessage]) -> tuple[int, int]:
         """(player messages, actions) of a finished run, for the participation gate."""
 
     #: the least (player messages, actions per message) a run must show, whatever the platform's
@@ -143,14 +144,14 @@ class Kit(Protocol):
     def run_options(self, facilitator: Mapping[str, Any]) -> dict[str, Any] | None:
         """`fork`'s options for a batch's runs worded by `facilitator`; default None."""
 
-    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def replay_options(self, transcript: list[TranscriptEvent]) -> dict[str, Any] | None:
         """`fork`'s options to replay a record, its recorded words said again; default None."""
 
     def resume_options(self, facilitator: Mapping[str, Any], spoken: list[str],
                        keep: Callable[[int, str], str]) -> dict[str, Any] | None:
         """`fork`'s options for remote play taking an unfinished run up again; default None."""
 
-    def observed_facilitators(self, transcript: list[dict[str, Any]]) -> list[str]:
+    def observed_facilitators(self, transcript: list[TranscriptEvent]) -> list[str]:
         """Who actually spoke a run's lines, as recorded; default none."""
 
 
@@ -163,14 +164,14 @@ class KitDefaults:
     def run_options(self, facilitator: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
 
-    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def replay_options(self, transcript: list[TranscriptEvent]) -> dict[str, Any] | None:
         return None
 
     def resume_options(self, facilitator: Mapping[str, Any], spoken: list[str],
                        keep: Callable[[int, str], str]) -> dict[str, Any] | None:
         return None
 
-    def observed_facilitators(self, transcript: list[dict[str, Any]]) -> list[str]:
+    def observed_facilitators(self, transcript: list[TranscriptEvent]) -> list[str]:
         return []
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.records import storable
+from assay.records import ChatMessage, storable
 from assay.worlds.base import Claim, Event, Observation, ToolError, WorldDefaults
 
 _TYPES = {"string": str, "integer": int, "boolean": bool}
@@ -125,7 +125,7 @@ class ToolWorld(WorldDefaults):
     def call(self, name: str, arguments: dict[str, Any]) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def step(self, action: dict[str, Any]) -> Observation:
+    def step(self, action: ChatMessage) -> Observation:
         calls = action.get("tool_calls") or ()
         if not calls:
             return Observation((Event("harness", {"role": "user", "content": self.nudge}),))

@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from assay.records import Usage
+from assay.records import TranscriptEvent, Usage
 
 if TYPE_CHECKING:
     from assay.records import RunRecord
@@ -38,7 +38,7 @@ ErrorKind = Literal["reply", "http", "connection"]
 
 @dataclass(frozen=True)
 class JudgeRun:
-    """One run to judge: its fixed transcript (event dicts, `records.TranscriptEvent`'s shape) and
+    """One run to judge: its fixed transcript (`records.TranscriptEvent`s) and
     the rubric to judge it against. `pass_indices` names the passes to make (default: all of the
     judge's, 0 … passes-1); a scoring that was interrupted asks only for the ones it lacks.
     `win_conditions` is (met, total): the run's win conditions as the completion sweep found them
@@ -46,7 +46,7 @@ class JudgeRun:
     not known."""
 
     run_id: str
-    transcript: Sequence[Mapping[str, Any]]
+    transcript: Sequence[TranscriptEvent]
     rubric: Rubric
     pass_indices: Sequence[int] | None = None
     win_conditions: tuple[int, int] | None = None

@@ -71,7 +71,7 @@ from assay.endpoints import is_loopback as _is_loopback
 from assay.endpoints import without_credentials as _without_credentials
 from assay.canonical import canonical_hash
 from assay.errors import Invalid
-from assay.records import transcript_events
+from assay.records import TranscriptEvent, transcript_events
 from assay.scenario.rubric import Rubric
 from assay.score.judge.base import (
     MIN_PASSES,
@@ -174,7 +174,7 @@ def render_rubric(rubric: Rubric) -> str:
 _SPEAKERS = {"agent": "player", "tool": "tool result", "facilitator": "facilitator", "dice": "dice"}
 
 
-def render_transcript(transcript: Sequence[Any]) -> str:
+def render_transcript(transcript: Sequence[TranscriptEvent]) -> str:
     """The transcript as the judge reads it, one line per entry (see the module docstring)."""
     lines: list[str] = []
 
@@ -207,7 +207,7 @@ def render_transcript(transcript: Sequence[Any]) -> str:
     return "\n".join(lines) if lines else "(the transcript is empty)"
 
 
-def judge_messages(transcript: Sequence[Any], rubric: Rubric) -> list[dict[str, str]]:
+def judge_messages(transcript: Sequence[TranscriptEvent], rubric: Rubric) -> list[dict[str, str]]:
     """The request's messages for one run (the same for every pass of it)."""
     user = USER_TEMPLATE.substitute(rubric=render_rubric(rubric), transcript=render_transcript(transcript),
                                     traits=json.dumps(rubric.keys, ensure_ascii=False))

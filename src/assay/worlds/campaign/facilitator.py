@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from assay.records import TranscriptEvent
 from assay.worlds.campaign.phrases import Phrases
 
 CueKind = Literal["beat", "press", "closing"]
@@ -143,12 +144,12 @@ class ResumedFacilitator:
         return self._keep(seq, self._speaker.speak(cue, table))
 
 
-def recorded_lines(transcript: Sequence[Mapping[str, Any]]) -> list[str]:
+def recorded_lines(transcript: Sequence[TranscriptEvent]) -> list[str]:
     """The facilitator's lines in a run's transcript, in order."""
     return [e.get("content") or "" for e in transcript if e.get("source") == "facilitator" and e.get("role") == "user"]
 
 
-def recorded_models(transcript: Sequence[Mapping[str, Any]]) -> list[str]:
+def recorded_models(transcript: Sequence[TranscriptEvent]) -> list[str]:
     """The facilitators a run's lines were spoken by (normally one), in order of first appearance."""
     seen: dict[str, None] = {}
     for e in transcript:
@@ -159,7 +160,7 @@ def recorded_models(transcript: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def replaying(transcript: Sequence[Mapping[str, Any]]) -> ReplayFacilitator:
+def replaying(transcript: Sequence[TranscriptEvent]) -> ReplayFacilitator:
     """A facilitator that says again what a run's facilitator said."""
     models = recorded_models(transcript)
     return ReplayFacilitator(recorded_lines(transcript), models[0] if models else "scripted")

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.records import Usage
+from assay.records import ChatMessage, TranscriptEvent, Usage
 from assay.worlds.base import Claim, Event, KitDefaults, Observation, ToolError, WorldDefaults
 from assay.worlds.campaign.facilitator import (
     Cue, Facilitator, ResumedFacilitator, ScriptedFacilitator, Table, recorded_models, replaying,
@@ -146,16 +146,16 @@ class CampaignKit(KitDefaults):
         return {"facilitator": lambda: ResumedFacilitator(spoken, speaker(), keep)}
 
     @staticmethod
-    def observed_facilitators(transcript: list[dict[str, Any]]) -> list[str]:
+    def observed_facilitators(transcript: list[TranscriptEvent]) -> list[str]:
         """Who spoke a run's facilitator lines (normally one), as the record says."""
         return recorded_models(transcript)
 
-    def replay_options(self, transcript: list[dict[str, Any]]) -> dict[str, Any]:
+    def replay_options(self, transcript: list[TranscriptEvent]) -> dict[str, Any]:
         """How a replay forks this world: with a facilitator that says again the lines the run's
         record holds (whoever spoke them, a model included), so a replay never calls a model."""
         return {"facilitator": functools.partial(replaying, list(transcript))}
 
-    def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
+    def participation(self, transcript: list[TranscriptEvent], actions: list[ChatMessage]) -> tuple[int, int]:
         """(player messages, actions): a player message is an assistant message with words in it;
         an action is a deed in the story, an `act` or a `roll` (looking at the sheet and `finish`
         are not)."""
@@ -202,7 +202,7 @@ class CampaignWorld(WorldDefaults):
         self._order: list[str] = state["script"]["order"]
         self._script: dict[str, Any] = state["script"]["beats"]
         #: the conversation as the player saw it, for a facilitator that reads it (a model)
-        self._talk: list[dict[str, Any]] = []
+        self._talk: list[ChatMessage] = []
 
     # -- the World protocol --------------------------------------------------------------------
     def tools(self) -> list[dict[str, Any]]:
@@ -223,7 +223,7 @@ class CampaignWorld(WorldDefaults):
         events.append(self._open(self._order[0], Cue("beat", 0, 0)))
         return Observation(events)
 
-    def step(self, action: dict[str, Any]) -> Observation:
+    def step(self, action: ChatMessage) -> Observation:
         prog = self._s["progress"]
         prog["turn"] += 1
         self._talk.append(action)
@@ -316,7 +316,7 @@ class CampaignWorld(WorldDefaults):
                 "last": cue.kind == "closing" or (cue.kind == "beat" and cue.scene == cue.scenes)}
         if cue.kind == "press":
             data["repeat"] = True
-        message = {"role": "user", "content": line}
+        message: ChatMessage = {"role": "user", "content": line}
         self._talk.append(message)
         return Event("facilitator", message, data)
 

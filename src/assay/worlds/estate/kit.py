@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay.records import ChatMessage, TranscriptEvent
 from assay.worlds.base import KitDefaults, Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
 from assay.worlds.estate import living
@@ -156,7 +157,7 @@ class EstateKit(KitDefaults):
         state.update(pickle.loads(_mutable_blob(initial_state)))
         return EstateWorld(state, rng, briefing)
 
-    def participation(self, transcript: list[dict[str, Any]], actions: list[dict[str, Any]]) -> tuple[int, int]:
+    def participation(self, transcript: list[TranscriptEvent], actions: list[ChatMessage]) -> tuple[int, int]:
         """(assistant messages, tool calls applied): `finish` ends the run and is not an action."""
         messages = sum(1 for e in transcript if e.get("role") == "assistant")
         applied = sum(1 for a in actions for c in (a.get("tool_calls") or ()) if c["function"]["name"] != FINISH.name)

@@ -37,10 +37,21 @@ class _Strict(BaseModel):
     def _drop_unused(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         for name in self._OPT_IN:
-            if isinstance(out, dict) and name in out and getattr(self, name) == type(self).model_fields[name].get_default(
-                    call_default_factory=True):
+            if isinstance(out, dict) and name in out and getattr(self, name) == _default(type(self), name):
                 del out[name]
         return out
+
+
+#: (model, field) -> the field's default, made once: pydantic inspects a default factory's
+#: signature on every `get_default` (a few ms per scenario loaded), and the value is only compared.
+_DEFAULTS: dict[tuple[type[BaseModel], str], Any] = {}
+
+
+def _default(model: type[BaseModel], name: str) -> Any:
+    key = (model, name)
+    if key not in _DEFAULTS:
+        _DEFAULTS[key] = model.model_fields[name].get_default(call_default_factory=True)
+    return _DEFAULTS[key]
 
 
 #: A time in a scenario: an offset from the world's start (`+45m`, `-1h30m`, `+2d`) or a UTC instant
