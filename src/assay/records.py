@@ -160,7 +160,10 @@ class RunRecord(BaseModel):
     the order the world received them.
     """
 
-    model_config = ConfigDict(frozen=True)
+    #: `defer_build`: the engine builds records with `model_construct` and the executors move them
+    #: with `__dict__`, so the validator (the transcript's TypedDicts) is built only where one is
+    #: validated or dumped, not on every process's import
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     schema_version: int = RECORD_VERSION
     run_id: str
@@ -505,6 +508,8 @@ class DebriefCheck(_View):
 
 class Debrief(_View):
     """One run after the fact, its hidden truth included: never shown during a run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on the first debrief
 
     schema_version: int = RESULTS_VERSION
     run_id: str

@@ -18,6 +18,10 @@ from assay.cli import app, lazy
 #: Packages `assay run` with a scripted agent has no use for (each costs start-up time).
 HEAVY = ("assay.web", "fastapi", "starlette", "uvicorn", "jinja2", "mcp", "openai", "ray", "inspect_ai", "httpx",
          "assay.service.mcp_play", "assay.service.remote", "assay.service.inspect_logs",
+         # a SQLite store's run loads no PostgreSQL dialect (`schema.name_postgresql_options`), and an
+         # operator's run batch none of the board, panel or judging modules (a submission's)
+         "sqlalchemy.dialects.postgresql", "assay.service.board", "assay.service.panel", "assay.service.judgements",
+         "assay.service.exports", "assay.score.judge", "assay.worlds.campaign",
          *(module for module, _, _ in lazy.LAZY), "assay.cli.play", "assay.cli.admin")
 
 _PROBE = """

@@ -160,3 +160,18 @@ def test_append_only_helper_refuses_names_it_cannot_quote() -> None:
         append_only("runs; DROP TABLE runs", "sqlite")
     with pytest.raises(ValueError):
         append_only("runs", "mysql")
+
+
+def test_the_postgresql_options_are_named_once_a_postgresql_engine_is_made() -> None:
+    """The live holders' partial index keeps its PostgreSQL predicate in the metadata (named when
+    a PostgreSQL engine is made, so that a SQLite command never imports that dialect)."""
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateIndex
+
+    from assay.store.db import create_store_engine
+    from assay.store.schema import claim_holders
+
+    create_store_engine("postgresql+psycopg://nobody@127.0.0.1:1/none").dispose()  # makes, never connects
+    (index,) = [i for i in claim_holders.indexes if i.name == "ix_claim_holders_live"]
+    ddl = str(CreateIndex(index).compile(dialect=postgresql.dialect()))
+    assert ddl.endswith("WHERE ended_at IS NULL"), ddl

@@ -23,7 +23,7 @@ from assay.service import accounts, keys, releases
 from assay.service.actors import OPERATOR
 from assay.web.guards import TokenBuckets
 
-from .conftest import INJECTION, SECRET, Site, assay_serve, bearer, issue_key, make_app
+from .conftest import INJECTION, SECRET, Site, assay_serve, bearer, free_port, issue_key, make_app
 
 FIVE_MB = 5 * 1024 * 1024
 
@@ -237,6 +237,23 @@ def test_assay_serve_answers_on_127_0_0_1(db_url: str, web_store: Any, tmp_path:
     err = log.read_text()
     assert SECRET.decode() not in err and agent not in err and api not in err
     assert "Traceback" not in err
+    assert "/api/suites" not in err and "assay serve: http://" in err  # no line per request unless --access-log
+
+
+def test_assay_serve_logs_each_request_only_with_access_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    asked: list[bool] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **kw: asked.append(kw["access_log"]))
+    monkeypatch.setenv("ASSAY_SECRET", SECRET.decode())
+    db = f"sqlite:///{tmp_path / 'assay.db'}"
+    for flags in ([], ["--access-log"]):
+        done = CliRunner().invoke(app, ["serve", "--db", db, "--port", str(free_port()), *flags])
+        assert done.exit_code == 0, done.output
+    assert asked == [False, True]
 
 
 def test_the_limits_come_from_the_environment_and_bad_ones_are_refused(

@@ -107,6 +107,9 @@ def serve(
     workers: int = typer.Option(1, "--workers", min=1, max=64, help="Server processes (uvicorn workers)."),
     db: Optional[str] = DbOpt,
     store_retry: Optional[float] = StoreRetryOpt,
+    access_log: bool = typer.Option(False, "--access-log/--no-access-log",
+                                    help="Log a line per request (off: at a few hundred requests a second the "
+                                         "log took a seventh of the event loop; errors are logged either way)."),
 ) -> None:
     """Serve the JSON API and the board pages over HTTP (FastAPI on uvicorn); OpenAPI at /openapi.json.
 
@@ -129,7 +132,7 @@ def serve(
               markup=False, highlight=False, soft_wrap=True)
     http, loop = _transport()
     uvicorn.run("assay.web.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="info", server_header=False, http=http, loop=loop)
+                log_level="info", server_header=False, http=http, loop=loop, access_log=access_log)
 
 
 def _transport() -> tuple[str, str]:

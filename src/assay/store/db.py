@@ -23,6 +23,7 @@ from assay.errors import BadInput, Invalid
 from assay.store.faults import Retry, seconds_from_env
 from assay.store.jsonvalue import dumps
 from assay.store.handle import Store
+from assay.store.schema import name_postgresql_options
 
 MIGRATIONS_DIR: Path = Path(__file__).resolve().parent / "migrations"
 
@@ -104,6 +105,7 @@ def create_store_engine(url: str) -> sa.Engine:
     """
     parsed = _normalise(sa.make_url(url))
     if parsed.get_backend_name() == "postgresql":
+        name_postgresql_options()
         # a pooled connection is checked before use, so one a database restart or
         # `pg_terminate_backend` killed is replaced instead of failing the statement sent over it
         # (a SQLite connection is a file handle: nothing kills it)

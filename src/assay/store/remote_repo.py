@@ -240,6 +240,83 @@ def _append_statement(dialect: str, first: bool) -> sa.Insert:
 _APPEND_COLUMNS = ("run_id", "step", "kind", "reply", "reason", "digest", "elapsed", "created_at")
 
 
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    run: sa.Select[Any]
+    open_submissions: sa.Select[Any]
+    pending: sa.Select[Any]
+    open_leases: sa.Select[Any]
+    open_leases_of: sa.Select[Any]
+
+
+@functools.cache
+def _reads() -> _Reads:
+    """The reads a lease sends, built once (building them, and their cache keys, was a quarter
+    of a lease's CPU: issue 26)."""
+    pr, ba, s, sv, bc, c, h, rs = (planned_runs, batch_agents, submissions, scenario_versions, batch_completions,
+                                    run_claims, claim_holders, remote_steps)
+    account = sa.bindparam("account", type_=s.c.account.type)
+    run = (
+        sa.select(pr, ba.c.load_spec, ba.c.turn_limit, ba.c.time_limit, s.c.account,
+                  sv.c.title, sv.c.document, runs.c.status.label("recorded_status"))
+        .select_from(pr.join(batches, batches.c.id == pr.c.batch_id)
+                     .join(s, s.c.id == pr.c.batch_id)
+                     .join(ba, ba.c.batch_id == pr.c.batch_id)
+                     .join(sv, sv.c.content_hash == pr.c.scenario_hash)
+                     .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+        .where(pr.c.run_id == sa.bindparam("run_id", type_=pr.c.run_id.type))
+    )
+    open_submissions = (
+        sa.select(s.c.id)
+        .join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
+        .outerjoin(bc, bc.c.batch_id == s.c.id)
+        .where(s.c.account == account, bc.c.batch_id.is_(None))
+        .order_by(s.c.created_at, s.c.id)
+    )
+    held = (sa.select(c.c.run_id).join(h, h.c.id == c.c.holder)
+            .where(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id), h.c.ended_at.is_(None),
+                   sa.or_(h.c.host == REMOTE_HOST, h.c.heartbeat_at >= sa.bindparam("stale", type_=h.c.heartbeat_at.type))))
+    pending = (
+        sa.select(sa.func.count())
+        .select_from(s.join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
+                     .outerjoin(bc, bc.c.batch_id == s.c.id)
+                     .join(pr, pr.c.batch_id == s.c.id)
+                     .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+        .where(s.c.account == account, bc.c.batch_id.is_(None), runs.c.run_id.is_(None), ~sa.exists(held))
+    )
+    last = sa.select(sa.func.max(rs.c.created_at)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
+    spent = sa.select(sa.func.coalesce(sa.func.sum(rs.c.elapsed), 0.0)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
+    # driven from the live remote holders (0021: a partial index of the holders not ended, and
+    # claims by holder), so the query reads what is in play, never every planned run
+    open_leases = (
+        sa.select(pr.c.run_id, pr.c.batch_id, ba.c.time_limit, c.c.holder, c.c.claimed_at.label("leased_at"),
+                  last.label("last_step_at"), spent.label("spent"))
+        .select_from(
+            h.join(c, c.c.holder == h.c.id)
+            .join(pr, pr.c.run_id == c.c.run_id)
+            .join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
+            .join(s, s.c.id == pr.c.batch_id)
+            .outerjoin(runs, runs.c.run_id == pr.c.run_id))
+        .where(h.c.host == REMOTE_HOST, h.c.ended_at.is_(None), c.c.attempt == _latest_claim(c.c.run_id),
+               runs.c.run_id.is_(None))
+        .order_by(pr.c.batch_id, pr.c.slot)
+    )
+    return _Reads(run, open_submissions, pending, open_leases, open_leases.where(s.c.account == account))
+
+
+_CLAIMS: dict[str, Any] = {}
+
+
+def _claim_statement(store: Store) -> Any:
+    """`ClaimRepo.claim_statement`, built once per dialect."""
+    found = _CLAIMS.get(store.dialect)
+    if found is None:
+        from assay.store.claims import ClaimRepo
+
+        found = _CLAIMS[store.dialect] = ClaimRepo(store).claim_statement()
+    return found
+
+
 class RemoteRepo:
     """Remote play's half of the store, over the same engine."""
 
@@ -253,54 +330,23 @@ class RemoteRepo:
     def run(self, run_id: str) -> RemoteRun | None:
         """A planned run with what remote play needs of it: its batch and account, the batch's
         agent spec and limits, its scenario's title and document, and whether it is recorded."""
-        pr, ba, s, sv = planned_runs, batch_agents, submissions, scenario_versions
-        query = (
-            sa.select(pr, ba.c.load_spec, ba.c.turn_limit, ba.c.time_limit, s.c.account,
-                      sv.c.title, sv.c.document, runs.c.status.label("recorded_status"))
-            .select_from(pr.join(batches, batches.c.id == pr.c.batch_id)
-                         .join(s, s.c.id == pr.c.batch_id)
-                         .join(ba, ba.c.batch_id == pr.c.batch_id)
-                         .join(sv, sv.c.content_hash == pr.c.scenario_hash)
-                         .outerjoin(runs, runs.c.run_id == pr.c.run_id))
-            .where(pr.c.run_id == run_id)
-        )
         with self.store.read_connection() as conn:
-            row = conn.execute(query).first()
+            row = conn.execute(_reads().run, {"run_id": run_id}).first()
         return RemoteRun(**row._mapping) if row is not None else None
 
     def open_submissions(self, account: str) -> list[str]:
         """The account's remote submissions not yet complete, oldest first."""
-        s, ba, bc = submissions, batch_agents, batch_completions
-        query = (
-            sa.select(s.c.id)
-            .join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
-            .outerjoin(bc, bc.c.batch_id == s.c.id)
-            .where(s.c.account == account, bc.c.batch_id.is_(None))
-            .order_by(s.c.created_at, s.c.id)
-        )
         with self.store.read_connection() as conn:
-            return [str(i) for i in conn.execute(query).scalars()]
+            return [str(i) for i in conn.execute(_reads().open_submissions, {"account": account}).scalars()]
 
     def pending(self, account: str) -> int:
         """How many runs of the account's open remote submissions wait for an agent: unrecorded, and
         not held by a live lease (their latest claim, if any, is a holder that ended; a holder of
         this machine's batch players counts as live until it ends or its heartbeat is stale). One
         count, where asking `ClaimRepo.n_pending` of each submission read every slot (issue 26)."""
-        pr, s, ba, bc, c, h = planned_runs, submissions, batch_agents, batch_completions, run_claims, claim_holders
         stale = utcnow() - timedelta(seconds=LEASE_SECONDS)
-        held = (sa.select(c.c.run_id).join(h, h.c.id == c.c.holder)
-                .where(c.c.run_id == pr.c.run_id, c.c.attempt == _latest_claim(pr.c.run_id), h.c.ended_at.is_(None),
-                       sa.or_(h.c.host == REMOTE_HOST, h.c.heartbeat_at >= stale)))
-        query = (
-            sa.select(sa.func.count())
-            .select_from(s.join(ba, sa.and_(ba.c.batch_id == s.c.id, ba.c.load_spec == REMOTE_SPEC))
-                         .outerjoin(bc, bc.c.batch_id == s.c.id)
-                         .join(pr, pr.c.batch_id == s.c.id)
-                         .outerjoin(runs, runs.c.run_id == pr.c.run_id))
-            .where(s.c.account == account, bc.c.batch_id.is_(None), runs.c.run_id.is_(None), ~sa.exists(held))
-        )
         with self.store.read_connection() as conn:
-            return int(conn.execute(query).scalar_one())
+            return int(conn.execute(_reads().pending, {"account": account, "stale": stale}).scalar_one())
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -310,9 +356,7 @@ class RemoteRepo:
         all — a fault between the two leaves the run claimable, never held by a lease nobody was
         told of. Returns the lease (its holder and time), or None when another agent claimed the run at
         that attempt first."""
-        from assay.store.claims import ClaimRepo
-
-        statement = ClaimRepo(self.store).claim_statement()
+        statement = _claim_statement(self.store)
 
         def body(conn: sa.Connection) -> Lease:
             holder_id, now = uuid.uuid4().hex, utcnow()
@@ -352,30 +396,11 @@ class RemoteRepo:
     def open_leases(self, account: str | None = None) -> list[OpenLease]:
         """Runs a remote agent holds and that are not recorded yet (of one account, or all), each
         with its time limit, when it was leased, its last step's time and the time spent so far."""
-        pr, ba, c, h, rs = planned_runs, batch_agents, run_claims, claim_holders, remote_steps
-        last = sa.select(sa.func.max(rs.c.created_at)).where(rs.c.run_id == pr.c.run_id).scalar_subquery()
-        spent = sa.select(sa.func.coalesce(sa.func.sum(rs.c.elapsed), 0.0)).where(
-            rs.c.run_id == pr.c.run_id).scalar_subquery()
-        # driven from the live remote holders (0021: a partial index of the holders not ended, and
-        # claims by holder), so the query reads what is in play, never every planned run
-        query = (
-            sa.select(pr.c.run_id, pr.c.batch_id, ba.c.time_limit, c.c.holder, c.c.claimed_at.label("leased_at"),
-                      last.label("last_step_at"), spent.label("spent"))
-            .select_from(
-                h.join(c, c.c.holder == h.c.id)
-                .join(pr, pr.c.run_id == c.c.run_id)
-                .join(ba, sa.and_(ba.c.batch_id == pr.c.batch_id, ba.c.load_spec == REMOTE_SPEC))
-                .join(submissions, submissions.c.id == pr.c.batch_id)
-                .outerjoin(runs, runs.c.run_id == pr.c.run_id))
-            .where(h.c.host == REMOTE_HOST, h.c.ended_at.is_(None), c.c.attempt == _latest_claim(c.c.run_id),
-                   runs.c.run_id.is_(None))
-            .order_by(pr.c.batch_id, pr.c.slot)
-        )
-        if account is not None:
-            query = query.where(submissions.c.account == account)
+        reads = _reads()
+        query, params = (reads.open_leases, {}) if account is None else (reads.open_leases_of, {"account": account})
         with self.store.read_connection() as conn:
             return [OpenLease(r.run_id, r.batch_id, r.time_limit, r.holder, r.leased_at, r.last_step_at,
-                              float(r.spent or 0.0)) for r in conn.execute(query)]
+                              float(r.spent or 0.0)) for r in conn.execute(query, params)]
 
     # -- facilitator lines ----------------------------------------------------------------------
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from assay.store.schema import metadata
+from assay.store.schema import metadata, name_postgresql_options
 
 
 def _run(connection: sa.Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        name_postgresql_options()  # the metadata's PostgreSQL-only options, named once a PostgreSQL store is at hand
     context.configure(
         connection=connection,
         target_metadata=metadata,
