@@ -324,6 +324,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _no_loop_left_running(request: pytest.FixtureRequest) -> None:
+    """A test that wants no browser starts with no event loop running on its thread: one left so (by
+    Playwright's sync API, which keeps its loop registered as running while the browser lives) makes
+    every `asyncio.run` in the test fail. Said here once, by name, rather than by each such test."""
+    if "browser" in request.fixturenames:
+        return
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    pytest.fail(f"an event loop ({loop!r}) is still running on this thread as the test starts: a browser "
+                "left alive after its tests? (tests/web/conftest.py stops it after the last of a row)", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_process_when_pure(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Under --pure, starting a process (fork, spawn, subprocess, multiprocessing) fails the test."""
     if not request.config.getoption("pure"):
