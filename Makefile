@@ -36,10 +36,10 @@ check: lint typecheck
 
 # one worker more than there are cores (CI has two, so three): part of the suite waits on servers,
 # subprocesses and sandboxes, which another worker fills (measured on CI's kind of machine: 0.316 s a
-# test at three workers, 0.326 s at two: a small gain); each worker starts its own PostgreSQL. The
-# tests' xdist_group marks are not honoured under pytest 9 with xdist 3.8 (the group never reaches the
-# node id), so each worker that runs a browser or Ray test starts its own Chromium or Ray, the browser
-# tests last on each worker (tests/conftest.py sorts them there: Playwright's loop runs to the end)
+# test at three workers, 0.326 s at two: a small gain); each worker starts its own PostgreSQL. With
+# --dist loadgroup the tests' xdist_group marks hold (tests/conftest.py puts the group into the node id,
+# which xdist 3.8 no longer manages under pytest 9): one worker runs the browser tests on one Chromium,
+# one the Ray tests on one Ray, and a second worker starting either fails (tests/support/groups.py)
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: compiled
 	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup

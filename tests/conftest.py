@@ -241,11 +241,16 @@ def sqlite_store(tmp_path: Path, templates: Templates) -> Iterator[Store]:
 
 
 @pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
+def ray_address(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """ONE local Ray for the whole session (2 CPUs, no dashboard, no usage reporting), started in
     this process: the ray executor finds it connected and plays on it, and `assay` subprocesses join
     it by the address yielded (`--ray-address`). Shut down at the end of the session. Fails, never
-    skips, when Ray cannot be imported or started: the ray executor is part of the contract."""
+    skips, when Ray cannot be imported or started: the ray executor is part of the contract. Under
+    `--dist loadgroup` its tests are one group (`xdist_group("ray")`): a second worker starting a
+    Ray fails (`tests/support/groups.py`)."""
+    from tests.support.groups import first_in_run
+
+    first_in_run(request.config, tmp_path_factory, "ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import logging
@@ -299,20 +304,40 @@ def left_out_of_pure(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under --pure, only the pure tests are kept (see above).
 
-    Browser tests (`xdist_group("browser")`) are collected last. Playwright's sync API keeps its
-    event loop registered as running on the main thread while the session's one browser lives, so
-    an `asyncio.run` in a later test on the same worker would fail; last in the collection, the
-    browser group is also the last work xdist hands its worker."""
+    Under `--dist loadgroup` each test's `xdist_group` is put into its node id, where xdist's
+    scheduler reads it (xdist 3.8 writes it where pytest 9 no longer looks; `tests/support/groups.py`):
+    one worker runs the browser tests on one Chromium, one the Ray tests on one Ray. The browser
+    tests are collected together (last), so a run without xdist starts Chromium once too: the
+    browser is stopped after the last of a row of browser tests (`tests/web/conftest.py`)."""
     if config.getoption("pure"):
         left_out = [item for item in items if left_out_of_pure(item)]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if not left_out_of_pure(item)]
 
-    def in_browser_group(item: pytest.Item) -> bool:
-        return any(m.args[:1] == ("browser",) for m in item.iter_markers("xdist_group"))
+    from tests.support.groups import group_of, with_group
 
-    items.sort(key=in_browser_group)  # stable: every other order is kept
+    items.sort(key=lambda item: group_of(item) == "browser")  # stable: every other order is kept
+    if getattr(config.option, "loadgroup", False):
+        for item in items:
+            with_group(item)
+
+
+@pytest.fixture(autouse=True)
+def _no_loop_left_running(request: pytest.FixtureRequest) -> None:
+    """A test that wants no browser starts with no event loop running on its thread: one left so (by
+    Playwright's sync API, which keeps its loop registered as running while the browser lives) makes
+    every `asyncio.run` in the test fail. Said here once, by name, rather than by each such test."""
+    if "browser" in request.fixturenames:
+        return
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    pytest.fail(f"an event loop ({loop!r}) is still running on this thread as the test starts: a browser "
+                "left alive after its tests? (tests/web/conftest.py stops it after the last of a row)", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, WrapValidator,
+                      with_config)
 from typing_extensions import Required, TypedDict
 
 
@@ -76,21 +77,22 @@ Role = Literal["system", "user", "assistant", "tool"]
 # encodes, with the keys each event has in the order the engine wrote them (a tool result is
 # `role, tool_call_id, content`), so typing it costs the hot path nothing and changes no stored byte.
 # (pydantic needs `typing_extensions.TypedDict` to validate one before Python 3.12.)
+@with_config(ConfigDict(extra="forbid"))
 class FunctionCall(TypedDict):
     name: str
     arguments: str  # the raw JSON text the agent sent
 
 
+@with_config(ConfigDict(extra="forbid"))
 class ToolCall(TypedDict):
     id: str
     type: Literal["function"]
     function: FunctionCall
 
 
+@with_config(ConfigDict(extra="forbid"))
 class ChatMessage(TypedDict, total=False):
     """An OpenAI chat message the agent was shown or said (what the world receives as an action)."""
-
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
     role: Required[Role]
     content: str | None
@@ -98,6 +100,7 @@ class ChatMessage(TypedDict, total=False):
     tool_call_id: str
 
 
+@with_config(ConfigDict(extra="forbid"))
 class TranscriptEvent(TypedDict, total=False):
     """One entry of a run's transcript: who it came from, and what was said or recorded.
 
@@ -107,14 +110,12 @@ class TranscriptEvent(TypedDict, total=False):
     event has are present.
     """
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
-
     source: Required[Source]
     role: Role
     content: str | None
     tool_calls: list[ToolCall]
     tool_call_id: str
-    data: dict[str, Any]  # free-form JSON, what the kit or the harness recorded (pydantic cannot take JsonValue)
+    data: dict[str, Any]  # free-form JSON, what the kit or the harness recorded (jsontypes' recursive alias is not one pydantic builds)
 
 
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id")

@@ -169,31 +169,74 @@ def site_client(populated_site: Site) -> TestClient:
     return TestClient(populated_site.app)
 
 
-# -- the browser: ONE per test session, shared by the board pages and the panel pages ----------
+# -- the browser: ONE per row of browser tests, shared by the board pages and the panel pages -----
 
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """ONE headless Debian Chromium for the session (a second Playwright in one process is refused,
-    and its loop would be running under every later `asyncio.run`: so browser tests are collected
-    last, see `tests/conftest.py`). Missing Chromium fails: an untested browser is not a passed
-    browser test (browsers cannot be downloaded here; never `playwright install`)."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
-                    "(apt-get install chromium) to run the browser tests", pytrace=False)
-    from playwright.sync_api import sync_playwright
+class _Chromium:
+    """One headless Debian Chromium under Playwright's sync API, started by the first browser test
+    and stopped after the last of a row of them (`pytest_runtest_teardown` below).
 
-    with sync_playwright() as playwright:
+    Playwright's sync API keeps its event loop registered as running on the main thread while it
+    lives, so an `asyncio.run` in any test after it would fail: stopped when the next test wants
+    no browser, it is never alive under another test, whatever order the tests run in. The browser
+    tests are collected in one row and, under xdist, sent to one worker (`xdist_group("browser")`):
+    one Chromium for the run."""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self.browser: Any = None
+
+    def start(self, config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Any:
+        if self.browser is not None:
+            return self.browser
+        if not CHROMIUM.exists():
+            pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+                        "(apt-get install chromium) to run the browser tests", pytrace=False)
+        from playwright.sync_api import sync_playwright
+
+        from tests.support.groups import first_in_run
+
+        first_in_run(config, tmp_path_factory, "chromium")
+        self._playwright = sync_playwright()
+        playwright = self._playwright.__enter__()
         try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            self.browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         except Exception as exc:  # noqa: BLE001 - any reason is a failure, not a skip
+            self.stop()
             pytest.fail(f"could not launch Chromium at {CHROMIUM}: {exc}", pytrace=False)
+        return self.browser
+
+    def stop(self) -> None:
+        browser, playwright, self.browser, self._playwright = self.browser, self._playwright, None, None
         try:
-            yield launched
+            if browser is not None:
+                browser.close()
         finally:
-            launched.close()
+            if playwright is not None:
+                playwright.__exit__(None, None, None)
+
+
+_CHROMIUM = _Chromium()
+
+
+@pytest.fixture
+def browser(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The headless Debian Chromium (one for a row of browser tests, see `_Chromium`). Missing
+    Chromium fails: an untested browser is not a passed browser test (browsers cannot be downloaded
+    here; never `playwright install`)."""
+    return _CHROMIUM.start(request.config, tmp_path_factory)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test's own teardown (its pages closed): stop the browser unless the next test wants it."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+            _CHROMIUM.stop()
 
 
 # -- the real server: `assay serve` as a user starts it -------------------------------------------

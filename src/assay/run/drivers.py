@@ -132,7 +132,7 @@ async def _turns(episode: Episode, agent: Agent, out: Turn | Done, wait: Callabl
         began = clock()
         try:
             raw = agent(out.messages, out.tools)
-            if inspect.isawaitable(raw):
+            if type(raw) is not dict and inspect.isawaitable(raw):  # a plain reply (a dict) never is: no ABC check per step
                 raw = await wait(raw, max(0.001, episode.time_left))
         except TimeoutError:
             out = episode.timeout()

@@ -210,7 +210,8 @@ class Episode:
         """Add the usage the reply carries: measured (a `Usage` a built-in model agent attached) or
         self-reported (a `usage` object the agent sent, validated; a refused report counts nothing
         and is noted in the transcript as a harness event the agent never sees)."""
-        found = getattr(raw, "measured_usage", None)
+        # a plain dict has no such attribute (a `MeasuredReply` is a dict subclass): no failed lookup per step
+        found = getattr(raw, "measured_usage", None) if type(raw) is not dict else None
         usage = found if isinstance(found, Usage) else raw.get("usage") if isinstance(raw, dict) else None
         if usage is None:
             return

@@ -142,13 +142,17 @@ def summary(rows: Iterable[UsageRow], table: Prices, runs: int) -> dict[str, Any
 
 
 def batch_usage(store: Store, batch_id: str, run_ids: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The batch's usage block and each run's (by run id), costed at the prices of their time."""
+    """The batch's usage block and each run's (by run id), costed at the prices of their time.
+    Every run without usage (a scripted agent's: all of them) gets the one block that says so,
+    made once and shared: read it, never change it."""
     rows = UsageRepo(store).for_batch(batch_id)
     table = prices(store)
     by_run: dict[str, list[UsageRow]] = {r: [] for r in run_ids}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
-    return summary(rows, table, len(run_ids)), {r: summarise(found, table) for r, found in by_run.items()}
+    unused = summarise((), table)
+    return summary(rows, table, len(run_ids)), {r: summarise(found, table) if found else unused
+                                                 for r, found in by_run.items()}
 
 
 def batch_spend(store: Store, batch_id: str) -> tuple[float, list[str]]:

@@ -10,7 +10,7 @@ string) built once per session (per xdist worker), plus what only the pages need
 - `carded`, public, whose card text and known limitations are injection strings.
 
 `server` is the real `assay serve` subprocess on 127.0.0.1 and a free port over that store. `browser` is ONE Debian Chromium
-for the session, driven by Playwright; when it is missing the fixture fails, never skips. `page`
+for the row of browser tests (`tests/web/conftest.py`), driven by Playwright; when it is missing the fixture fails, never skips. `page`
 and `phone` are fresh JavaScript-off contexts per test whose screenshot is kept under the
 artefacts dir (`$ASSAY_ARTIFACTS`, default `tests/web/pages/artifacts/`, git-ignored).
 """

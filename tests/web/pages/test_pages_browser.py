@@ -1,7 +1,7 @@
 """The board pages in Debian's Chromium with JavaScript off, against the real server on 127.0.0.1.
 
 Each test saves a screenshot (see conftest `page`/`phone`). All of them share one browser and run
-in one xdist group, so a split run still starts Chromium once per session.
+in one xdist group, so a split run still starts Chromium once (a second worker starting it fails).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ Per test (over the web tests' `web_store`, so each test has its own database of 
 - `session`: `https` logged in as that admin, with its CSRF token (`Session.csrf`, `Session.ingest`);
 - `Panel(session)`: helpers that drive the pipeline through the API as a person would.
 
-Session-scoped, for the browser test: `browser` is ONE headless Debian Chromium (JavaScript off per
-page), which fails, never skips, when Chromium is missing; `panel_server` starts a real
+For the browser test: `browser` is the headless Debian Chromium of `tests/web/conftest.py` (JavaScript
+off per page), which fails, never skips, when Chromium is missing; session-scoped, `panel_server` starts a real
 `assay serve` on 127.0.0.1 and a free port over a temporary SQLite store with an admin in it.
 """
 

@@ -5,8 +5,8 @@ http://127.0.0.1, which Chromium treats as a potentially trustworthy origin), ap
 ingests through the admin forms; afterwards `/benchmark` shows the ranked model with its median,
 the provisional model only as a count, and no email anywhere in the page.
 
-The browser is this directory's own (one per session, in the "browser" xdist group with the board
-pages' tests, so a split run keeps the browsers on one worker).
+The browser is `tests/web/conftest.py`'s (in the "browser" xdist group with the board pages' tests:
+one worker, one Chromium for them all).
 """
 
 from __future__ import annotations

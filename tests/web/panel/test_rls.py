@@ -14,6 +14,7 @@ security, as PostgreSQL always lets them); the roles under test are ordinary log
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,9 @@ from assay.store import rls
 
 from ..conftest import make_app
 from .conftest import ADMIN_EMAIL, ADMIN_PASSWORD, Panel, log_in
+
+#: under xdist, one worker runs them all: the filled database is made once
+pytestmark = pytest.mark.xdist_group("rls")
 
 
 @dataclass(frozen=True)
@@ -65,12 +69,27 @@ def _fill(url: str) -> None:
         store.close()
 
 
+@pytest.fixture(scope="module")
+def filled(pg_server: Any) -> Iterator[str]:
+    """The name of ONE database filled for this module (`_fill`: the migration, the suites released,
+    an argon2 hash: seconds), which each test's database is copied from."""
+    with pg_server.scratch("rls_filled") as name:
+        _fill(Database(pg_server, name).url())
+        yield name
+
+
 @pytest.fixture
-def database(pg_server: Any) -> Iterator[Database]:
-    with pg_server.scratch("rls") as name:
-        db = Database(pg_server, name)
-        _fill(db.url())
-        yield db
+def database(pg_server: Any, filled: str) -> Iterator[Database]:
+    """A database of its own per test: `CREATE DATABASE … TEMPLATE` of the filled one (the same
+    tables, rows, policies and grants; roles are the cluster's), dropped afterwards."""
+    name = f"rls_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(filled)))
+    try:
+        yield Database(pg_server, name)
+    finally:
+        with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def _tables(db: Database) -> list[str]:
