@@ -9,6 +9,7 @@ declared dependencies from pyproject.toml, and the two are held to each other.""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import json
 import re
@@ -39,6 +40,7 @@ def _name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0]).lower()
 
 
+@functools.cache  # the source is read once per test process (two tests ask)
 def _third_party_imports() -> dict[str, dict[str, bool]]:
     """{top-level import name: {module path: imported at module level}} for every import of a
     package that is neither the standard library nor assay."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.agents.loader import AgentFactory
+
 __version__ = "0.1.0"
 
 #: Bumped whenever the harness (episode loop, scoring, tool semantics) changes behaviour.
 HARNESS_VERSION = "assay-harness/1"
 
 
-def load_agent(spec: str, **options):  # noqa: ANN201 - re-exported convenience
+def load_agent(spec: str, **options: Any) -> AgentFactory:  # a re-exported convenience
     """Return a factory that gives a fresh agent for one run (see docs/architecture.md, Agent protocol)."""
     from assay.agents.loader import load_agent as _load
 

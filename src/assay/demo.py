@@ -6,6 +6,7 @@ from __future__ import annotations
 from assay.service.actors import OPERATOR
 
 import sys
+from typing import Any
 
 from assay.agents.reference import REFERENCE_AGENTS
 from assay.errors import BadInput
@@ -41,7 +42,7 @@ def main() -> int:
     return 0
 
 
-def next_commands(results: list[dict]) -> list[str]:
+def next_commands(results: list[dict[str, Any]]) -> list[str]:
     """The three commands a newcomer runs next, with this demo's own ids: a batch's cases and run
     ids, the debrief of a run that claimed a success it did not earn, and its replay."""
     by_label = {r["agent"]["label"]: r for r in results}

@@ -11,7 +11,7 @@ naming the flag (`assay.cli.errors`), the web app into `http_status(exc)` with a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def _one_line(text: str) -> str:
@@ -57,7 +57,7 @@ class DomainError(BadInput):
         self.field = field
         self.value = self.where
 
-    def __reduce__(self):  # noqa: ANN204 - pickles with its field (to a worker process and back)
+    def __reduce__(self) -> tuple[Callable[..., DomainError], tuple[object, ...]]:  # pickles with its field (to a worker process and back)
         return (_rebuild, (type(self), self.message, self.field, self.value))
 
 
@@ -127,5 +127,5 @@ class Problems(BadInput):
         more = f" (and {len(flat) - 1} more)" if len(flat) > 1 else ""
         super().__init__(first.message + more, first.where)
 
-    def __reduce__(self):  # noqa: ANN204 - pickles (to a worker process and back) as its problems
+    def __reduce__(self) -> tuple[Callable[..., Problems], tuple[object, ...]]:  # pickles (to a worker process and back) as its problems
         return (type(self), (self.problems,))

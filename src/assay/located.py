@@ -112,7 +112,7 @@ def once(field: str, what: str, key: str | None = None) -> Any:
     def check(cls: Any, items: list[Any]) -> list[Any]:
         refuse(repeats(items, field, what, key))
         return items
-    return field_validator(field)(classmethod(check))  # type: ignore[arg-type]
+    return field_validator(field)(classmethod(check))
 
 
 def unknown(what: str, name: str, known: Iterable[str], among: str | None = None, shown: int = 8) -> str:

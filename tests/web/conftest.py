@@ -256,10 +256,11 @@ def assay_exe() -> Path:
 
 @contextmanager
 def assay_serve(db_url: str | None, log: Path, *, env: Mapping[str, str] | None = None, workers: int = 1,
-                probe: str = "/openapi.json", deadline: float = 60.0) -> Iterator[str]:
+                probe: str = "/openapi.json", deadline: float = 60.0, extra: tuple[str, ...] = ()) -> Iterator[str]:
     """The real `assay serve` on 127.0.0.1 and a free port, its output in `log`; yields its base URL
     once `probe` answers 200, and stops it (SIGTERM, then kill) however the block ends. `env`
-    defaults to this process's, less `ASSAY_DB`, with the tests' `ASSAY_SECRET`."""
+    defaults to this process's, less `ASSAY_DB`, with the tests' `ASSAY_SECRET`; `extra`: more
+    arguments (`--access-log`)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     environ = dict(env) if env is not None else (
@@ -267,6 +268,7 @@ def assay_serve(db_url: str | None, log: Path, *, env: Mapping[str, str] | None 
     argv = [str(assay_exe()), "serve", "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--db", db_url] if db_url is not None else []
     argv += ["--workers", str(workers)] if workers != 1 else []
+    argv += list(extra)
     with log.open("w") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=environ)
     try:

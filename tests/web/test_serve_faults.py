@@ -72,7 +72,7 @@ def _play_through(url: str, log: Path, fault: Callable[[], None], *, store_retry
     agent_key = _cli("key", "create", "--account", "alice", "--kind", "agent", url=url)
     env = clean_env(None, ASSAY_SECRET=SECRET.decode(), ASSAY_STORE_RETRY=store_retry, NO_COLOR="1")
 
-    with assay_serve(url, log, env=env, probe="/api/suites") as base, httpx2.Client(base_url=base, timeout=30) as http:
+    with assay_serve(url, log, env=env, probe="/api/suites", extra=("--access-log",)) as base, httpx2.Client(base_url=base, timeout=30) as http:
         created = http.post("/api/submissions", headers=bearer(api_key),
                             json={"suite": ONE_REP_FORGE, "label": "rides-through", "agent": "remote", "publish": True})
         assert created.status_code == 201, created.text

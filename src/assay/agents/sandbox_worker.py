@@ -23,6 +23,8 @@ client the agent keeps between turns stays on one loop). The worker never sees a
 scenario, a seed or a store: only the conversation the agent is shown.
 """
 
+from __future__ import annotations
+
 import importlib
 import importlib.util
 import json
@@ -31,10 +33,19 @@ import resource
 import sys
 import traceback
 
+TYPE_CHECKING = False  # the type checker's names, imported by it alone (nothing more to load here)
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from io import BufferedReader, BufferedWriter
+    from typing import Any, TypeAlias, Union
+
+    #: what the worker sends of an agent's answer: JSON values
+    Json: TypeAlias = Union[None, str, bool, int, float, list["Json"], dict[str, "Json"]]
+
 TRACEBACK_CHARS = 8000
 
 
-def _protocol_fds():
+def _protocol_fds() -> tuple[BufferedReader, BufferedWriter]:
     """Keep the protocol pipes on fresh fds; point fd 0 at /dev/null and fd 1 at stderr."""
     proto_in, proto_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -46,7 +57,7 @@ def _protocol_fds():
     return os.fdopen(proto_in, "rb"), os.fdopen(proto_out, "wb")
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     """Without bubblewrap's --die-with-parent: be killed when the harness dies (Linux prctl)."""
     try:
         import ctypes
@@ -57,12 +68,12 @@ def _die_with_parent():
         pass
 
 
-def _limit_memory(limit):
+def _limit_memory(limit: int) -> None:
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _load(config):
+def _load(config: dict[str, Any]) -> Callable[..., Any]:
     for entry in reversed(config.get("paths") or []):
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -71,6 +82,8 @@ def _load(config):
             sys.path.append(entry)
     if config.get("file"):
         spec = importlib.util.spec_from_file_location("assay_agent", config["file"])
+        if spec is None or spec.loader is None:  # not a file Python loads as a module
+            raise ImportError(f"cannot load '{config['file']}' as a module")
         module = importlib.util.module_from_spec(spec)
         sys.modules["assay_agent"] = module
         spec.loader.exec_module(module)
@@ -84,7 +97,7 @@ def _load(config):
     return obj
 
 
-def _plain(value, depth=0):
+def _plain(value: object, depth: int = 0) -> Json:
     """The agent's answer as JSON values, without judging it (the harness does): dicts, lists and
     scalars as they are; a message object (an API client's) as its fields."""
     if depth > 64:
@@ -107,17 +120,17 @@ def _plain(value, depth=0):
     return {f: _plain(getattr(value, f), depth + 1) for f in fields if hasattr(value, f)}
 
 
-def _reply(raw):
+def _reply(raw: object) -> Json:
     if isinstance(raw, (tuple, bytes, bytearray)):
         return {"__not_message__": type(raw).__name__}
     return _plain(raw)
 
 
-async def _awaited(awaitable):
+async def _awaited(awaitable: Awaitable[object]) -> object:
     return await awaitable
 
 
-def _copy(message):
+def _copy(message: dict[str, Any]) -> dict[str, Any]:
     """The agent's own copy of a message (the engine's: strings, and tool calls of a known shape)."""
     copy = dict(message)
     calls = copy.get("tool_calls")
@@ -127,17 +140,17 @@ def _copy(message):
     return copy
 
 
-def _failure(exc):
+def _failure(exc: BaseException) -> dict[str, str]:
     text = "".join(traceback.format_exception(exc))
     return {"type": type(exc).__name__, "message": str(exc), "traceback": text[-TRACEBACK_CHARS:]}
 
 
-def _send(out, frame):
+def _send(out: BufferedWriter, frame: dict[str, Any]) -> None:
     out.write(json.dumps(frame, default=str).encode("utf-8") + b"\n")
     out.flush()
 
 
-def main():
+def main() -> None:
     config = json.loads(sys.argv[1])
     inbox, out = _protocol_fds()
     if config.get("die_with_parent"):
@@ -151,7 +164,10 @@ def main():
     is_class = isinstance(obj, type)
     _send(out, {"ready": True, "class": is_class})
     loop = None  # an async agent's: made at its first coroutine (asyncio costs a fifth of a second)
-    run, agent, history, tools = None, None, [], []
+    run: str | None = None
+    agent: Callable[..., Any] | None = None  # the agent is user code: its answer is whatever it returns
+    history: list[dict[str, Any]] = []
+    tools: list[Any] = []
     for line in inbox:
         frame = json.loads(line)
         if frame.get("op") == "end":
@@ -171,6 +187,7 @@ def main():
             continue
         history.extend(frame.get("new") or [])
         try:
+            assert agent is not None  # made on the run's first turn (above), or that turn was refused
             raw = agent([_copy(m) for m in history], tools)
             if hasattr(type(raw), "__await__"):
                 if loop is None:

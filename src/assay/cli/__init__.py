@@ -76,7 +76,7 @@ def _conventional_help() -> None:
             return f"at least {low:g}"
         return None if high is None else f"at most {high:g}"
 
-    argument.display_name_raw = property(argument_name)  # type: ignore[assignment]
+    argument.display_name_raw = property(argument_name)
     argument._usage_display_name = usage_name
     argument.display_type_rich = lambda self, ctx: None
     option.display_type_rich = option_type

@@ -85,7 +85,7 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         self._own = list(self._commands)
 
-    @property  # type: ignore[override]
+    @property
     def commands(self) -> MutableMapping[str, Any]:
         for module, _, _ in LAZY:
             self._load(module)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleDimensions, RenderableType
 from rich.markup import escape
@@ -18,6 +18,10 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 import typer
+
+if TYPE_CHECKING:  # imported where used (`open_store_at`): --help loads no store
+    from assay.store.db import Store
+    from assay.service.suites import SuiteBundle
 
 #: the width of a page when output is piped and $COLUMNS is not set (CI logs, files)
 PIPED_WIDTH = 120
@@ -88,7 +92,7 @@ VersionOpt = typer.Option(None, "--version", help="Suite version (default: the l
 _opened: list[Any] = []
 
 
-def open_store_at(db: str | None, needed: Any = None):  # noqa: ANN201 - a Store; imported lazily to keep --help fast
+def open_store_at(db: str | None, needed: SuiteBundle | None = None) -> Store:  # imported lazily to keep --help fast
     """The store a command works on, bootstrapped: built-in suites released (once per version).
     Every command, `assay run` too: the frozen rule binds a case from its first release, so a
     store that had not released the built-in suites would let an edited frozen case run. `assay run`

@@ -27,6 +27,7 @@ from assay.score.oracle import evaluate_checks, verdict
 from assay.worlds.kits import get_kit
 from assay.store.rows import NewScenario
 from assay.store.runs_repo import RunsRepo
+from assay.store.db import Store
 
 
 @dataclass(frozen=True)
@@ -322,7 +323,7 @@ def _flat(problems: list[BadInput]) -> tuple[BadInput, ...]:
     return tuple(p for exc in problems for p in (exc.problems if isinstance(exc, Problems) else (exc,)))
 
 
-def record_scenarios(store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:
+def record_scenarios(store: Store, scenarios: tuple[LoadedScenario, ...]) -> dict[str, int]:
     """Append each scenario version, all or none (the store refuses a frozen case whose checks
     changed). Returns case id -> version."""
     versions = RunsRepo(store).add_scenario_versions([

@@ -45,7 +45,7 @@ PG_CONNECT_TIMEOUT_S = 10
 #: again when returned): more than `assay serve`'s two lanes' threads (`web.edge.Lanes`, 8 + 16)
 #: and its workers, so a busy server reuses its connections. With SQLAlchemy's default (5 kept,
 #: 10 more) 32 remote agents made the server open and close a connection for most requests: on
-#: PostgreSQL a new server process each, a third of the server's samples (issue 26).
+#: PostgreSQL a new server process each, a fifth of its threads' working samples (issue 26).
 POOL_SIZE = 32
 POOL_OVERFLOW = 8
 

@@ -196,7 +196,7 @@ class Store:
                     group.leading = False
                     group.cond.notify_all()
         if job.state == "done":
-            return job.value  # type: ignore[no-any-return]
+            return job.value
         if job.state == "failed":
             raise job.value
         return self.transaction(body)  # alone

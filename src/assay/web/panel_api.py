@@ -16,6 +16,7 @@ scorecards, 403 not an approved panelist, 422 a malformed value), and changes no
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -222,7 +223,7 @@ def list_applications(session: AdminSession = Depends(admin_session), store: Sto
     return panel.applications(store, actor=session.actor)
 
 
-def _decide(decision: str):  # noqa: ANN202 - a route function
+def _decide(decision: str) -> Callable[..., Any]:  # a route function
     def decide(application_id: str, session: AdminSession = Depends(admin_change),
                store: Store = Depends(get_store)) -> Any:
         return panel.review(store, application_id, decision, actor=session.actor, by=session.admin_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay.worlds.tooling import FINISH, Param, ToolSpec
 
 _S = "string"
@@ -35,4 +37,4 @@ TOOLS: dict[str, ToolSpec] = {t.name: t for t in (ACT, ROLL, CHECK_SHEET)}
 DEEDS: frozenset[str] = frozenset({ACT.name, ROLL.name})
 #: Every tool a campaign run offers, `finish` last (the kit reference lists them in this order).
 ALL_TOOLS: tuple[ToolSpec, ...] = (*TOOLS.values(), FINISH)
-SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in ALL_TOOLS)
+SCHEMAS: tuple[dict[str, Any], ...] = tuple(t.schema() for t in ALL_TOOLS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay.worlds.tooling import FINISH, Param, ToolSpec
 
 _S = "string"
@@ -102,4 +104,4 @@ EXTRA_TOOLS: dict[str, ToolSpec] = {t.name: t for t in _EXTRA}
 ALL_TOOLS: tuple[ToolSpec, ...] = (*_ALL, *_EXTRA, FINISH)
 
 #: Built once: every run is handed the same schemas (the harness copies nothing it will not change).
-SCHEMAS: tuple[dict, ...] = tuple(t.schema() for t in _ALL)
+SCHEMAS: tuple[dict[str, Any], ...] = tuple(t.schema() for t in _ALL)

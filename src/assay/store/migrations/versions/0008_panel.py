@@ -210,7 +210,7 @@ def _ts() -> sa.DateTime:
     return sa.DateTime(timezone=True)
 
 
-def _by_admin() -> sa.Column:
+def _by_admin() -> sa.Column[str]:
     return sa.Column("by_admin", sa.String(32), sa.ForeignKey("admins.id"), nullable=True)
 
 
