@@ -49,7 +49,9 @@ def print_submission(view: dict[str, Any], console: Any = None, *, wide: bool = 
     """A submission: what it is, where it stands, its figures, then every run with its seed
     (what `assay debrief RUN` takes), on `console` (default: stdout)."""
     console = console if console is not None else out
-    say = lambda line: console.print(line, markup=False, highlight=False)  # noqa: E731
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
     say(f"submission {view['id']}  {view['suite']['key']} {view['suite']['version']}  [{view['agent']['label']}]")
     rank = f" · rank {view['rank']}" if view["rank"] is not None else ""
     say(f"  status {view['status']} · class {view['leaderboard_class']} · "

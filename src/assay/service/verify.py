@@ -611,7 +611,9 @@ class _Rows:
     """The exported rows, indexed the way the board reads them."""
 
     def __init__(self, tables: Tables) -> None:
-        get = lambda name: tables.get(name, [])  # noqa: E731
+        def get(name: str) -> list[Row]:
+            return tables.get(name, [])
+
         self.submissions = get("submissions")
         self.batches = {r["id"]: r for r in get("batches")}
         self.planned = _index(get("planned_runs"), "batch_id")
