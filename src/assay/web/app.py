@@ -242,6 +242,9 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Assay", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,  # /docs: `pages.api_docs`
+        # FastAPI's native OpenTelemetry off: it asked the global providers on every request (~4% of
+        # the event loop's time under remote play, issue 26), and Assay exports no telemetry
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         description="Benchmarks of AI agents in simulated worlds with a known, hidden ground truth: public "
                     "suites and boards, submissions with API keys, and remote play with agent keys. Every "
                     "refusal of the API is JSON `{\"detail\": …, \"field\": …}` (the `Refusal` schema); a "
