@@ -60,3 +60,11 @@ def test_the_lean_step_answers_what_fastapis_handler_answers(web_store: Store, m
             break
         index += 1
     assert index > 2 and len(validated) == index + 1  # each application/json step took the lean path
+
+
+def test_play_is_routed_first_and_the_document_keeps_the_declared_order() -> None:
+    app = make_app(None)
+    first = app.router.routes[0]
+    assert getattr(first, "original_router", None) is agent_api.router  # a step is matched at once
+    paths = list(app.openapi()["paths"])
+    assert paths.index("/api/agent/runs/{run_id}/step") > paths.index("/api/submissions")  # declared after them

@@ -249,7 +249,8 @@ class LeanStepRoute(APIRoute):
 
 async def step(run_id: str, body: StepRequest, request: Request,
                credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
-    """What FastAPI's own handler runs (the route's declared signature; see `LeanStepRoute`)."""
+    # what FastAPI's own handler runs (see `LeanStepRoute`); no docstring: it would become the
+    # operation's description in /openapi.json
     return await _step(run_id, body, request, credentials)
 
 
