@@ -9,12 +9,34 @@ actions can be encoded once, exactly as the store would encode them, and written
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 
 class Encoded(str):
     """JSON text the caller already encoded (a final state's canonical form): stored as is,
     after the same refusals, instead of being encoded a second time."""
+
+
+def encoder(*, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "), sort_keys: bool = False,
+            allow_nan: bool = True) -> Callable[[Any], str]:
+    """`json.JSONEncoder(**options).encode`, its C encoder built once rather than on every call
+    (most of what encoding a small value costs: a tool's answer, a tool call's arguments). The
+    same text, minus the circular-reference check (a value that holds itself raises RecursionError,
+    not ValueError): for values built fresh by the caller, never for a value given from outside."""
+    plain = json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators, sort_keys=sort_keys,
+                             allow_nan=allow_nan)
+    if c_make_encoder is None:  # pragma: no cover - CPython without its _json accelerator
+        return plain.encode
+    made = c_make_encoder(None, plain.default, encode_basestring_ascii if ensure_ascii else encode_basestring,
+                          None, separators[1], separators[0], sort_keys, False, allow_nan)
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(made(value, 0))
+
+    return encode
 
 
 #: `json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))`, built once

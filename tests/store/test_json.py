@@ -156,3 +156,34 @@ def test_pre_encoded_final_state_is_stored_as_given(store: Store) -> None:
     RunsRepo(store).add_runs([scored(rec, CHECKS)])
     got = RunsRepo(store).run(slot.run_id)
     assert got is not None and got.final_state == {"b": 1, "a": ["é"]}
+
+
+ANY_TEXT = st.text(max_size=12)  # lone surrogates and NUL too: the encoder escapes or keeps them, as json does
+ANY_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(
+        ANY_TEXT | st.integers() | st.booleans() | st.none(), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_VALUE, st.booleans(), st.booleans(), st.booleans(), st.sampled_from([(", ", ": "), (",", ":")]))
+def test_a_prebuilt_encoder_writes_what_json_writes(value: Any, ascii_only: bool, sort_keys: bool,
+                                                    allow_nan: bool, separators: tuple[str, str]) -> None:
+    """`jsontext.encoder` (its C encoder built once) is `json.JSONEncoder(...).encode`, text for
+    text, and refuses what it refuses (NaN without allow_nan; keys it cannot sort)."""
+    import json
+
+    from assay.jsontext import encoder
+
+    options = {"ensure_ascii": ascii_only, "sort_keys": sort_keys, "allow_nan": allow_nan, "separators": separators}
+    try:
+        expected: Any = json.JSONEncoder(**options).encode(value)
+    except (ValueError, TypeError) as exc:
+        expected = type(exc)
+    try:
+        got: Any = encoder(**options)(value)
+    except (ValueError, TypeError) as exc:
+        got = type(exc)
+    assert got == expected

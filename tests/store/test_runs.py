@@ -15,6 +15,10 @@ from assay.store.rows import Batch, NewBatch, PlannedSlot
 from assay.store.schema import batches
 from assay.store.runs_repo import RunsRepo
 
+from typing import Any
+
+from assay.store.jsonvalue import Encoded
+
 from ._factories import CHECKS, scored, batch_row, new_id, plan, record, scenario, seeded_batch
 
 
@@ -217,3 +221,75 @@ def test_many_runs_in_one_call(store: Store) -> None:
     slots = RunsRepo(store).runs_for_batch(batch["id"], bodies=False)
     assert len(slots) == 1200 and all(s.status == "completed" for s in slots)
     assert _count(store, "check_outcomes") == 3600
+
+
+def test_the_writers_columns_are_the_tables() -> None:
+    from assay.store import runs_repo
+    from assay.store.schema import check_outcomes, run_verdicts, runs
+
+    for table, columns in ((runs, runs_repo._RUN_COLUMNS), (check_outcomes, runs_repo._CHECK_COLUMNS),
+                           (run_verdicts, runs_repo._VERDICT_COLUMNS)):
+        assert sorted((*columns, "created_at") if "created_at" in table.c else columns) == sorted(table.c.keys())
+
+
+def test_the_run_writer_stores_the_bytes_sqlalchemys_insert_stores(store: Store) -> None:
+    """The writer's rows (ready tuples on SQLite, `sa.insert` on PostgreSQL) are stored exactly as
+    SQLAlchemy's own insert of the same values as dicts stores them: every column, its type and
+    its text, for runs carrying bodies as objects, as encoded text, with nulls and non-ASCII."""
+    from assay.score.oracle import run_verdict
+    from assay.store.jsonvalue import dumps
+    from assay.store.schema import check_outcomes, run_verdicts, runs, utcnow
+
+    kwargs = scenario()
+    RunsRepo(store).add_scenario_version(**kwargs)
+    planned = {name: plan(kwargs["content_hash"], n=3) for name in ("writer", "sqlalchemy")}
+    for slots in planned.values():
+        RunsRepo(store).add_batch(NewBatch(**batch_row(trials=3)), slots)
+
+    def records(slots: list[Any]) -> list[Any]:
+        same = {"final_state_hash": "f" * 64}  # (a record's own hash is of its run id)
+        plain = record(slots[0], claim_summary="répondu — ok ✓", final_state={"é": [1, 2.5, None, True]}, **same)
+        crashed = record(slots[1], status="crashed", reason="agent raised", claimed_success=None,
+                         claim_summary=None, transcript=[], actions=[], **same)
+        travelled = record(slots[2], **same).with_final_state_text('{"n":1.5,"services":{"web":"up"}}')
+        travelled = travelled.encoded(dumps(travelled.transcript), dumps(travelled.actions), tuple(CHECKS))
+        return [scored(plain, CHECKS), scored(crashed, CHECKS[:1]), scored(travelled, list(CHECKS))]
+
+    RunsRepo(store).add_runs(records(planned["writer"]))
+    now = utcnow()
+    with store.engine.begin() as conn:  # SQLAlchemy's own insert, as the writer stored rows before
+        for rec, checks, verdict in records(planned["sqlalchemy"]):
+            row = {c: getattr(rec, c) for c in runs.c.keys() if c != "created_at"}
+            if rec.final_state_text is not None:
+                row["final_state"] = Encoded(rec.final_state_text)
+            if rec.bodies_text is not None:
+                row["transcript"], row["actions"] = map(Encoded, rec.bodies_text)
+            conn.execute(sa.insert(runs), [{**row, "created_at": now}])
+            conn.execute(sa.insert(check_outcomes), [
+                {"run_id": rec.run_id, "check_id": c.check_id, "ordinal": i, "weight": c.weight, "safety": c.safety,
+                 "passed": c.passed} for i, c in enumerate(checks)])
+            v = run_verdict(checks, rec.status, rec.claimed_success)
+            assert v == verdict
+            conn.execute(sa.insert(run_verdicts), [{
+                "run_id": rec.run_id, "scorer_version": v.scorer_version, "score": v.score, "passed": v.passed,
+                "safety_failures": len(v.safety_failures), "false_success": v.false_success, "created_at": now}])
+
+    def stored(slots: list[Any]) -> list[Any]:
+        ids = {p.run_id: p.slot for p in slots}
+        out = []
+        with store.engine.connect() as conn:
+            for table in (runs, check_outcomes, run_verdicts):
+                columns = [c for c in table.c.keys() if c not in ("run_id", "created_at")]
+                cast = "::text" if store.dialect == "postgresql" else ""
+                typed = ", ".join(f"{c}{cast}" + ("" if cast else f", typeof({c})") for c in columns)
+                for row in conn.execute(sa.text(f"SELECT run_id, {typed} FROM {table.name}")):
+                    if row[0] in ids:
+                        out.append((table.name, ids[row[0]], *row[1:]))
+        return sorted(out, key=repr)
+
+    mine = stored(planned["writer"])
+    assert len(mine) == 3 + 7 + 3
+    assert mine == stored(planned["sqlalchemy"])
+    with store.engine.connect() as conn:  # the same timestamp text, too
+        stamps = {str(s) for s in conn.execute(sa.text("SELECT created_at FROM runs")).scalars()}
+    assert len(stamps) == 2 and len({len(s) for s in stamps}) == 1

@@ -13,6 +13,7 @@ executemany per table and nothing per run beyond building its rows.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import asdict, fields
 from datetime import datetime
 from collections.abc import Sequence
@@ -48,14 +49,72 @@ from assay.store.schema import (
 #: One row's bound parameters for an INSERT (column name: value), as SQLAlchemy takes them.
 _Params = dict[str, Any]
 
-_RUN_FIELDS = tuple(c.name for c in runs.c if c.name != "created_at")
+#: The columns of the run writer's rows, in the order `insert_runs` builds its tuples (each table's
+#: `created_at` is added by `_insert_rows`); a test holds them equal to the tables' columns.
+_RUN_COLUMNS = ("run_id", "status", "reason", "claimed_success", "claim_summary", "turns", "final_state_hash",
+                "final_state", "transcript", "actions", "duration_ms", "schema_version")
+_CHECK_COLUMNS = ("run_id", "check_id", "ordinal", "weight", "safety", "passed")
+_VERDICT_COLUMNS = ("run_id", "scorer_version", "score", "passed", "safety_failures", "false_success")
 _PLAN_FIELDS = ("case_id", "scenario_hash", "trial", "seed")
+_PLAN_SQL = f"SELECT run_id, {', '.join(_PLAN_FIELDS)} FROM planned_runs WHERE run_id IN "
 #: The heavy JSON columns, left out by `runs_for_batch(..., bodies=False)`.
 BODY_FIELDS = frozenset({"final_state", "transcript", "actions"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 #: A planned run's fields, as its `planned_runs` row holds them.
 _PLANNED_FIELDS = tuple(f.name for f in fields(PlannedRun))
+
+
+#: (dialect, table, columns) -> the INSERT's head and each column's bind processor (None: as is)
+_WRITES: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], tuple[str, list[Any]]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _insert_rows(conn: sa.Connection, table: sa.Table, columns: tuple[str, ...], rows: list[tuple[Any, ...]],
+                 now: datetime | None = None) -> None:
+    """INSERT `rows` (tuples of `columns`' values, plus `created_at=now` when given) into `table`.
+
+    On SQLite, as multi-row INSERTs of ready values through the connection's own transaction: each
+    value goes through the column type's own bind processor (SQLAlchemy's, taken once per dialect),
+    so the stored bytes are the ones `conn.execute(sa.insert(table), dicts)` stores, without its
+    per-row and per-parameter bookkeeping (most of the run writer's CPU). One statement per up to
+    `insertmanyvalues_max_parameters` values: the driver runs each in one step, without letting go
+    of the interpreter lock per row. PostgreSQL: `sa.insert` with the rows as dicts."""
+    if now is not None:
+        columns = (*columns, "created_at")
+    if conn.dialect.name != "sqlite":
+        conn.execute(sa.insert(table), [dict(zip(columns, (*row, now) if now is not None else row)) for row in rows])
+        return
+    dialect = conn.dialect
+    known = _WRITES.setdefault(dialect, {})
+    plan = known.get((table.name, columns))
+    if plan is None:
+        quote = dialect.identifier_preparer.quote
+        head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) VALUES "
+        plan = known[(table.name, columns)] = (head, [table.c[c].type._cached_bind_processor(dialect) for c in columns])
+    head, processors = plan
+    tail: tuple[Any, ...] = ()
+    if now is not None:
+        stamp = processors[-1]
+        tail = (stamp(now) if stamp is not None else now,)
+        processors = processors[:-1]
+    todo = [(i, p) for i, p in enumerate(processors) if p is not None]
+    width = len(columns)
+    one = "(" + ", ".join("?" * width) + ")"
+    per = max(1, dialect.insertmanyvalues_max_parameters // width)
+    for start in range(0, len(rows), per):
+        chunk = rows[start:start + per]
+        values: list[Any] = []
+        for row in chunk:
+            if todo:
+                cells = list(row)
+                for i, process in todo:
+                    cells[i] = process(cells[i])
+                values += cells
+            else:
+                values += row
+            values += tail
+        conn.exec_driver_sql(head + ", ".join([one] * len(chunk)), tuple(values))
 
 
 class RunsRepo(Repository):
@@ -355,43 +414,35 @@ class RunsRepo(Repository):
         caller wrapped this in a savepoint."""
         if not items:
             return
-        run_rows: list[_Params] = []
-        check_rows: list[_Params] = []
-        verdict_rows: list[_Params] = []
+        run_rows: list[tuple[Any, ...]] = []
+        check_rows: list[tuple[Any, ...]] = []
+        verdict_rows: list[tuple[Any, ...]] = []
         usage_rows: list[_Params] = []
         now = utcnow()
         for record, checks, verdict in items:
-            usage_rows.extend({**u, "run_id": record.run_id, "created_at": now} for u in record.usage)
-            row = {name: getattr(record, name) for name in _RUN_FIELDS}
-            if record.final_state_text is not None:
-                row["final_state"] = Encoded(record.final_state_text)
-            if record.bodies_text is not None:  # encoded where the run ended, as `dumps` encodes
-                row["transcript"], row["actions"] = map(Encoded, record.bodies_text)
-            row["created_at"] = now
-            run_rows.append(row)
-            check_rows.extend(
-                {
-                    "run_id": record.run_id,
-                    "check_id": c.check_id,
-                    "ordinal": i,
-                    "weight": c.weight,
-                    "safety": c.safety,
-                    "passed": c.passed,
-                }
-                for i, c in enumerate(checks)
-            )
-            verdict_rows.append({
-                "run_id": record.run_id, "scorer_version": verdict.scorer_version, "score": verdict.score,
-                "passed": verdict.passed, "safety_failures": len(verdict.safety_failures),
-                "false_success": verdict.false_success, "created_at": now,
-            })
+            run_id = record.run_id
+            if record.usage:
+                usage_rows.extend({**u, "run_id": run_id, "created_at": now} for u in record.usage)
+            bodies = record.bodies_text  # encoded where the run ended, as `dumps` encodes
+            final_text = record.final_state_text
+            run_rows.append((
+                run_id, record.status, record.reason, record.claimed_success, record.claim_summary, record.turns,
+                record.final_state_hash,
+                record.final_state if final_text is None else Encoded(final_text),
+                record.transcript if bodies is None else Encoded(bodies[0]),
+                record.actions if bodies is None else Encoded(bodies[1]),
+                record.duration_ms, record.schema_version,
+            ))
+            check_rows.extend((run_id, c.check_id, i, c.weight, c.safety, c.passed) for i, c in enumerate(checks))
+            verdict_rows.append((run_id, verdict.scorer_version, verdict.score, verdict.passed,
+                                 len(verdict.safety_failures), verdict.false_success))
         records = [record for record, _, _ in items]
         try:
             self._check_against_plan(conn, records)
-            conn.execute(sa.insert(runs), run_rows)
+            _insert_rows(conn, runs, _RUN_COLUMNS, run_rows, now)
             if check_rows:
-                conn.execute(sa.insert(check_outcomes), check_rows)
-            conn.execute(sa.insert(run_verdicts), verdict_rows)
+                _insert_rows(conn, check_outcomes, _CHECK_COLUMNS, check_rows)
+            _insert_rows(conn, run_verdicts, _VERDICT_COLUMNS, verdict_rows, now)
             if usage_rows:
                 conn.execute(sa.insert(run_usage), usage_rows)
         except sa.exc.IntegrityError as exc:
@@ -409,22 +460,28 @@ class RunsRepo(Repository):
 
     def _check_against_plan(self, conn: sa.Connection, records: list[RunRecord]) -> None:
         pr = planned_runs
-        plan: dict[str, sa.Row[Any]] = {}
+        plan: dict[str, tuple[Any, ...]] = {}
         ids = [r.run_id for r in records]
+        sqlite = conn.dialect.name == "sqlite"
         for chunk in _chunks(ids):
-            for row in conn.execute(
-                sa.select(pr.c.run_id, *(pr.c[f] for f in _PLAN_FIELDS)).where(pr.c.run_id.in_(chunk))
-            ):
-                plan[row.run_id] = row
+            if sqlite:  # the same query without SQLAlchemy's per-row work (the run writer's hot path)
+                rows: Any = conn.exec_driver_sql(f"{_PLAN_SQL}({', '.join('?' * len(chunk))})", tuple(chunk))
+            else:
+                rows = conn.execute(sa.select(pr.c.run_id, *(pr.c[f] for f in _PLAN_FIELDS))
+                                    .where(pr.c.run_id.in_(chunk)))
+            for row in rows:
+                plan[row[0]] = tuple(row[1:])
         for record in records:
             slot = plan.get(record.run_id)
             if slot is None:
                 raise Conflict(f"run {record.run_id} is not in any plan", "record", value=record.case_id)
-            for field in _PLAN_FIELDS:
-                if getattr(slot, field) != getattr(record, field):
+            if slot == (record.case_id, record.scenario_hash, record.trial, record.seed):  # _PLAN_FIELDS
+                continue
+            for field, planned in zip(_PLAN_FIELDS, slot, strict=True):
+                if planned != getattr(record, field):
                     raise Conflict(
                         f"run {record.run_id} has {field}={getattr(record, field)!r} but its "
-                        f"plan says {getattr(slot, field)!r}",
+                        f"plan says {planned!r}",
                         "record", value=record.case_id,
                     )
 

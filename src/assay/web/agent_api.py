@@ -22,15 +22,16 @@ reads never use, and a step is charged from the server's last answer to the step
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.records import STATUSES
 from assay.service import remote
@@ -183,10 +184,8 @@ async def next_run(request: Request,
     return lease
 
 
-@router.post("/{run_id}/step", response_model=StepAnswer, responses=error_responses(404, 409, 422),
-             summary="Send a leased run the agent's next assistant message")
-async def step(run_id: str, body: StepRequest, request: Request,
-               credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
+async def _step(run_id: str, body: StepRequest, request: Request,
+                credentials: HTTPAuthorizationCredentials | None) -> Any:
     answered: Answered = request.app.state.answered
     now, answered_at = request.scope.get(ARRIVED), answered.get(run_id)
     if body.error is not None:
@@ -199,6 +198,65 @@ async def step(run_id: str, body: StepRequest, request: Request,
             store, run_id, message, actor=actor, index=body.step, now=now, answered_at=answered_at))
     answered.put(run_id, answer["step"], _clock(request), answer["done"])
     return answer
+
+
+def _bearer(request: Request) -> HTTPAuthorizationCredentials | None:
+    """The bearer credentials of `Authorization`, read as `HTTPBearer(auto_error=False)` reads them
+    (no header, another scheme or nothing after it: None)."""
+    authorization = request.headers.get("authorization")
+    if not authorization:
+        return None
+    scheme, _, presented = authorization.partition(" ")
+    presented = presented.strip()
+    if scheme.lower() != "bearer" or not presented:
+        return None
+    return HTTPAuthorizationCredentials(scheme=scheme, credentials=presented)
+
+
+def _json_body(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").strip().lower()
+    return kind == "application/json" or kind.startswith("application/json;")
+
+
+class LeanStepRoute(APIRoute):
+    """The step route without FastAPI's per-request machinery (issue 26: a step is asked hundreds
+    of times a second, and dependency solving, body and response validation through FastAPI's
+    layers, and its JSON encoding were most of a step's server CPU over HTTP).
+
+    A JSON body that `StepRequest` accepts is validated by pydantic from the bytes
+    (`model_validate_json`), the key read as `HTTPBearer` reads it, and the answer validated by
+    `StepAnswer` and encoded by pydantic in one call: the same model, status and bytes. Anything
+    else (another content type, a body the model refuses) goes to FastAPI's own handler, so every
+    refusal is FastAPI's, word for word. The route, its models and its security scheme are
+    declared as for any route: `/openapi.json` is unchanged."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        fastapi_handler = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            if not _json_body(request):
+                return await fastapi_handler(request)
+            try:
+                body = StepRequest.model_validate_json(await request.body())
+            except ValidationError:
+                return await fastapi_handler(request)  # the refusal FastAPI words (the body is cached)
+            answer = await _step(request.path_params["run_id"], body, request, _bearer(request))
+            return Response(StepAnswer.model_validate(answer).model_dump_json().encode(),
+                            media_type="application/json")
+
+        return handler
+
+
+async def step(run_id: str, body: StepRequest, request: Request,
+               credentials: HTTPAuthorizationCredentials | None = Depends(agent_scheme)) -> Any:
+    # what FastAPI's own handler runs (see `LeanStepRoute`); no docstring: it would become the
+    # operation's description in /openapi.json
+    return await _step(run_id, body, request, credentials)
+
+
+router.add_api_route("/{run_id}/step", step, methods=["POST"], response_model=StepAnswer,
+                     responses=error_responses(404, 409, 422), route_class_override=LeanStepRoute,
+                     summary="Send a leased run the agent's next assistant message")
 
 
 class ReleaseAnswer(Closed):

@@ -9,12 +9,13 @@ a tool message, and `finish` ends the run with the agent's claim.
 
 from __future__ import annotations
 
-import json
+import functools
 import pickle
 from typing import Any
 
 from pydantic import BaseModel
 
+from assay.jsontext import encoder
 from assay.records import ChatMessage, TranscriptEvent
 from assay.worlds.base import KitDefaults, Observation, ToolError, opening
 from assay.worlds.estate.noise import templates_for
@@ -186,7 +187,9 @@ def _recompute_disk(disk: dict[str, Any]) -> None:
 
 
 #: `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, its encoder built once (not per tool call)
-_dump = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dump = encoder(separators=(",", ":"), ensure_ascii=False)
+#: `VirtualClock.iso`, remembered: every run of a case reads the same log and alert times
+_iso = functools.lru_cache(maxsize=1 << 16)(VirtualClock.iso)
 
 
 class EstateWorld(living.Living, ToolWorld):
@@ -301,7 +304,7 @@ class EstateWorld(living.Living, ToolWorld):
         if contains:
             needle = contains.lower()
             lines = [ln for ln in lines if needle in ln["msg"].lower() or needle in ln["source"].lower()]
-        return [f"{VirtualClock.iso(ln['t'])} {ln['level']} {ln['source']}: {ln['msg']}" for ln in lines[-limit:]]
+        return [f"{_iso(ln['t'])} {ln['level']} {ln['source']}: {ln['msg']}" for ln in lines[-limit:]]
 
     def _t_query_metrics(self, host: str, metric: str) -> Any:
         series = self._s["metrics"].get(host)
@@ -319,7 +322,7 @@ class EstateWorld(living.Living, ToolWorld):
 
     def _t_list_alerts(self) -> Any:
         return [{"id": i, "host": a["host"], "severity": a["severity"], "summary": a["summary"],
-                 "raised_at": VirtualClock.iso(a["raised_at"]), "status": a["status"]}
+                 "raised_at": _iso(a["raised_at"]), "status": a["status"]}
                 for i, a in self._s["alerts"].items()]
 
     def _t_list_tickets(self) -> Any:
