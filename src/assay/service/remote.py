@@ -215,10 +215,10 @@ def _replay(store: Store, run: RemoteRun, steps: Sequence[StoredStep]) -> Steppe
 
 
 #: Each kept run's facilitator (`_facilitator`), asked once per run and process.
-_FACILITATORS: OrderedDict[tuple[str, str], JsonObject | None] = OrderedDict()
+_FACILITATORS: OrderedDict[tuple[str, str], execution.FacilitatorRef | None] = OrderedDict()
 
 
-def _facilitator(store: Store, run: RemoteRun) -> JsonObject | None:
+def _facilitator(store: Store, run: RemoteRun) -> execution.FacilitatorRef | None:
     """Who words the run's lines when its kit has lines a model words: its batch's model
     facilitator (`execution.facilitator_of`'s spec, passed to the kit as it is), or None (the
     script, or a kit with nothing to word). Asked once per run."""
@@ -229,8 +229,7 @@ def _facilitator(store: Store, run: RemoteRun) -> JsonObject | None:
     from assay.worlds.kits import get_kit
 
     loaded = _scenario(run.scenario_hash, run.document, run.case_id)
-    found: JsonObject | None = (execution.facilitator_of(store, run.batch_id) if get_kit(loaded.scenario.kit).worded
-                                else None)
+    found = execution.facilitator_of(store, run.batch_id) if get_kit(loaded.scenario.kit).worded else None
     with _LIVE_GUARD:
         _FACILITATORS[key] = found
         while len(_FACILITATORS) > _RUNS_MAX:
@@ -248,9 +247,9 @@ def _worded(store: Store, run: RemoteRun, loaded: LoadedScenario) -> LoadedScena
     if facilitator is None:
         return loaded
     kit = get_kit(loaded.scenario.kit)
-    repo, run_id, spec = RemoteRepo(store), run.run_id, str(facilitator["spec"])
+    repo, run_id, spec = RemoteRepo(store), run.run_id, facilitator["spec"]
     options = kit.resume_options(facilitator, repo.lines(run_id), lambda seq, line: repo.keep_line(run_id, seq, spec, line))
-    return dataclasses.replace(loaded, world_options=options)
+    return loaded if options is None else dataclasses.replace(loaded, world_options=options)
 
 
 # -- live runs: the stepper a process fed last, kept for the run's next step ----------------------
@@ -436,7 +435,7 @@ def next_run(store: Store, *, actor: Actor) -> LeaseView | None:
     expire_idle(store, account=account)
     repo, claims = RemoteRepo(store), ClaimRepo(store)
     for submission_id in repo.open_submissions(account):
-        cursor = -1
+        cursor: int | None = -1
         while cursor is not None:
             free, after = claims.free(submission_id, 1, cursor)
             cursor = None if after == -1 else after
