@@ -23,12 +23,8 @@ from typing import Any
 
 from assay.agents.reference_campaign import CAMPAIGN_AGENTS
 from assay.errors import BadInput
-from assay.jsontext import encoder
 
 Plan = Generator[tuple[str, dict[str, Any]], Any, None]
-
-#: `json.dumps(args)` for a tool call's arguments (built by the plan, fresh), its encoder built once
-_arguments = encoder()
 
 
 class ScriptedAgent:
@@ -67,7 +63,7 @@ class ScriptedAgent:
             "role": "assistant",
             "content": None,
             "tool_calls": [{"id": f"call_{self._n}", "type": "function",
-                            "function": {"name": name, "arguments": _arguments(args)}}],
+                            "function": {"name": name, "arguments": json.dumps(args)}}],
         }
 
 

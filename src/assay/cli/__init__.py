@@ -233,6 +233,9 @@ def run(
     store = open_store_at(db, needed=bundle)
     say = says(as_json)
     budgets: list[Any] = []
+    import gc
+
+    gc.freeze()  # what is loaded lives as long as the command: out of the collector's full passes (a batch's records)
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
                            limits=Limits(turn_limit=turn_limit, time_limit=time_limit), store=store,
