@@ -22,6 +22,7 @@ in the calling thread, as every executor does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing
 import pickle
 import queue
@@ -36,6 +37,11 @@ from assay.run.executors.aio import AsyncExecutor, lenient_gc
 #: Seconds between looks at whether every child is still alive while waiting for results.
 POLL_S = 0.5
 WHO = "the worker process"
+
+
+def _given(document: Any) -> Any:
+    """A scenario document the parent sent with the run (`wire.Scenarios.task` asks for it lazily)."""
+    return document
 
 
 def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any], at_once: int,
@@ -77,12 +83,14 @@ def _child(index: int, agent: tuple[str, dict[str, Any]], limits: dict[str, Any]
             planned = PlannedRun(**fields)
             if pickled:
                 options[planned.scenario_hash] = pickle.loads(pickled)
-            task = scenarios.task(planned, None if document is None else lambda d=document: d,
+            task = scenarios.task(planned, None if document is None else functools.partial(_given, document),
                                   options.get(planned.scenario_hash))
-            if isinstance(task, str) or factory is None:
-                outbox.put((index, wire.failed(planned.run_id, why if factory is None else task)))
-                continue
-            yield task
+            if factory is None:
+                outbox.put((index, wire.failed(planned.run_id, why)))
+            elif isinstance(task, str):
+                outbox.put((index, wire.failed(planned.run_id, task)))
+            else:
+                yield task
 
     def sink(record: Any, steps: int) -> None:
         outbox.put((index, wire.encode(record, steps)))

@@ -48,6 +48,7 @@ spend an agent's budget twice without saying so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import socket
@@ -103,7 +104,7 @@ def play_group(agent: tuple[str, dict[str, Any]], limits: dict[str, Any], scenar
     for fields in runs:
         planned = PlannedRun(**fields)
         ref = scenarios[planned.scenario_hash]
-        task = _rebuilt.task(planned, lambda ref=ref: fetch(ref), (options or {}).get(planned.scenario_hash))
+        task = _rebuilt.task(planned, functools.partial(fetch, ref), (options or {}).get(planned.scenario_hash))
         if isinstance(task, str):
             out.append(wire.failed(planned.run_id, task))
         else:
