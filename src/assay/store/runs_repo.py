@@ -516,7 +516,7 @@ class RunsRepo(Repository):
                 .join(planned_runs, planned_runs.c.run_id == co.c.run_id)
                 .where(planned_runs.c.batch_id == batch_id)
                 .order_by(co.c.run_id, co.c.ordinal)
-            ).tuples().all()
+            ).all()
             verdicts = {r.run_id: r for r in conn.execute(  # what `verdict_of` reads (no timestamp to parse)
                 sa.select(rv.c.run_id, rv.c.scorer_version, rv.c.score, rv.c.passed, rv.c.safety_failures,
                           rv.c.false_success).join(planned_runs, planned_runs.c.run_id == rv.c.run_id)
