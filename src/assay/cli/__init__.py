@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from assay.service.actors import OPERATOR
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -233,8 +234,6 @@ def run(
     store = open_store_at(db, needed=bundle)
     say = says(as_json)
     budgets: list[Any] = []
-    import gc
-
     gc.freeze()  # what is loaded lives as long as the command: out of the collector's full passes (a batch's records)
     with BatchProgress("batch", f"{bundle.key} · {factory.spec}", quiet=quiet, announce=False) as progress:
         result = run_suite(bundle, factory=factory, trials=trials, seed=seed, workers=workers, label=label,
