@@ -54,6 +54,16 @@ SECRET = b"assay-web-tests-secret-" + b"s" * 32
 INJECTION = "x'; DROP TABLE runs; -- <script>alert(1)</script> {{7*7}} ${7*7} ../../etc/passwd $(id) \" \\"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _argon2_at_test_cost() -> Iterator[None]:
+    """Every web test hashes and verifies admin passwords with Argon2id at its cheapest parameters
+    (`tests/support/passwords.py`: 0.2 s of CPU a hash or login at the production ones)."""
+    from tests.support.passwords import cheap_argon2
+
+    with cheap_argon2():
+        yield
+
+
 def make_app(store: Any, **limits: Any) -> FastAPI:
     """The service's app over `store`, hashing keys under `SECRET`; `limits` override `Settings`."""
     from assay.web.app import Settings, create_app

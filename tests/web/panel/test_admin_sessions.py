@@ -22,6 +22,7 @@ from assay.web.admin import COOKIE, LoginThrottle, seal, unseal
 from ..conftest import SECRET, bearer, issue_key
 from .conftest import ADMIN_EMAIL, ADMIN_PASSWORD, Session, log_in
 from tests.support.forkserver import assay_command
+from tests.support.passwords import production_argon2
 
 MODEL = {"action": "register-model", "slug": "m1", "name": "Model One", "vendor": "Acme"}
 
@@ -54,6 +55,17 @@ def test_an_admin_is_stored_with_an_argon2id_hash_never_the_password(web_store: 
     for actor in (PUBLIC, account_actor("alice")):
         with pytest.raises(Forbidden):
             admins.create(web_store, "x@example.org", ADMIN_PASSWORD, actor=actor)
+
+
+def test_production_admins_are_hashed_at_the_documented_argon2id_parameters(web_store: Any) -> None:
+    # the other web tests hash at Argon2's cheapest parameters (tests/support/passwords.py)
+    with production_argon2():
+        admins.create(web_store, ADMIN_EMAIL, ADMIN_PASSWORD, actor=OPERATOR)
+        with web_store.engine.connect() as conn:
+            (stored,) = conn.execute(sa.select(admins_table.c.password_hash)).one()
+        assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+        assert admins._DUMMY_HASH.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+        assert admins._verify(stored, ADMIN_PASSWORD) and not admins._verify(stored, ADMIN_PASSWORD + "x")
 
 
 @pytest.mark.heavy  # starts a process
